@@ -1,0 +1,215 @@
+// Package cleanup keeps parley's chats tidy with a persisted pending-deletion
+// ledger. Every message parley sends or receives on a platform gets a
+// lifetime (core.Lifetime):
+//
+//	next_notice    feedback and notices: deleted by the next notice in the
+//	               same session and binding, or when output streaming starts
+//	next_input     the person's own input: deleted by their next input in
+//	               the session
+//	turn_complete  progress messages: deleted when the agent's turn completes
+//	manual         assistant messages, the output message, files: never
+//
+// Rows live in the store (core.Store's ledger). When a rule fires, its rows
+// are first marked due in the store and only then handed to the owning
+// adapter's lane of the outbox for deletion; a row is removed once the
+// message is deleted or found already gone. Replay, run at start-up,
+// re-issues the deletions that were due when the daemon stopped. A rule the
+// adapter cannot carry out (it is no Deleter, or the message is a person's
+// and the platform does not let bots delete those) is skipped and its row
+// dropped: never faked.
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Deleter deletes platform messages (core.Dispatcher implements it through
+// the outbox). done receives nil when the message is deleted or already
+// gone, an error wrapping core.ErrUnsupported when the adapter cannot delete.
+type Deleter interface {
+	EnqueueDelete(ref core.MessageRef, done func(error))
+}
+
+// Options configure a Ledger.
+type Options struct {
+	// Disabled lifetimes are never deleted; their rows are not kept.
+	Disabled map[core.Lifetime]bool
+	// Capabilities returns an adapter's capabilities and whether it can
+	// delete at all.
+	Capabilities func(core.AdapterName) (caps core.Capabilities, canDelete bool)
+	Now          func() time.Time
+	Logger       *slog.Logger
+}
+
+// Ledger applies the cleanup rules.
+type Ledger struct {
+	store core.Store
+	del   Deleter
+	opts  Options
+	log   *slog.Logger
+	seen  atomic.Uint64
+}
+
+// New returns a Ledger.
+func New(store core.Store, del Deleter, opts Options) *Ledger {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Capabilities == nil {
+		opts.Capabilities = func(core.AdapterName) (core.Capabilities, bool) { return core.Capabilities{}, false }
+	}
+	return &Ledger{store: store, del: del, opts: opts, log: opts.Logger}
+}
+
+// Run applies the rules events fire until ctx ends.
+func (l *Ledger) Run(ctx context.Context, sub *core.Subscription) {
+	core.Consume(ctx, sub, func(ctx context.Context, e core.Event) {
+		if err := l.Apply(ctx, e); err != nil {
+			l.log.Error("cleanup", "kind", e.Kind, "session", e.Session, "err", err)
+		}
+		if e.Seq > 0 {
+			l.seen.Store(e.Seq)
+		}
+	})
+}
+
+// Seen is the Seq of the last logged event Run applied.
+func (l *Ledger) Seen() uint64 { return l.seen.Load() }
+
+// Apply fires the rules one event triggers.
+func (l *Ledger) Apply(ctx context.Context, e core.Event) error {
+	switch e.Kind {
+	case core.EventHumanMessage, core.EventAnswer, core.EventCancel:
+		var keep core.MessageRef
+		if e.Message != nil {
+			keep = e.Message.Ref
+		}
+		return l.fire(ctx, e.Session, func(r core.CleanupEntry) bool {
+			return r.Lifetime == core.LifetimeNextInput && !sameRef(r.Ref, keep)
+		})
+	case core.EventOutput:
+		return l.fire(ctx, e.Session, func(r core.CleanupEntry) bool { return r.Lifetime == core.LifetimeNextNotice })
+	case core.EventTurnComplete:
+		return l.fire(ctx, e.Session, func(r core.CleanupEntry) bool { return r.Lifetime == core.LifetimeTurnComplete })
+	}
+	return nil
+}
+
+// Sent records a message parley put on a platform; a notice also fires the
+// next_notice rule for the same session and binding.
+func (l *Ledger) Sent(ctx context.Context, s core.Sent) {
+	if s.Lifetime == "" || s.Lifetime == core.LifetimeManual || s.Ref.IsZero() {
+		return
+	}
+	if s.Kind == core.KindNotice {
+		err := l.fire(ctx, s.Session, func(r core.CleanupEntry) bool {
+			return r.Lifetime == core.LifetimeNextNotice && r.Ref.Adapter == s.Ref.Adapter
+		})
+		if err != nil {
+			l.log.Error("cleanup: previous notices", "session", s.Session, "err", err)
+		}
+	}
+	if l.opts.Disabled[s.Lifetime] {
+		return
+	}
+	row := core.CleanupEntry{Session: s.Session, Ref: s.Ref, Lifetime: s.Lifetime, Created: l.opts.Now()}
+	if err := l.store.AddCleanup(ctx, row); err != nil {
+		l.log.Error("cleanup: record", "session", s.Session, "err", err)
+	}
+}
+
+// Replay re-issues the deletions that were due when the daemon stopped.
+func (l *Ledger) Replay(ctx context.Context) error {
+	rows, err := l.store.Cleanup(ctx, "")
+	if err != nil {
+		return err
+	}
+	var due []core.CleanupEntry
+	for _, r := range rows {
+		if r.Due {
+			due = append(due, r)
+		}
+	}
+	l.log.Info("cleanup: replaying pending deletions", "rows", len(due))
+	l.delete(ctx, due)
+	return nil
+}
+
+// fire marks the session's rows that match as due, durably, and deletes them.
+func (l *Ledger) fire(ctx context.Context, session core.SessionID, match func(core.CleanupEntry) bool) error {
+	rows, err := l.store.Cleanup(ctx, session)
+	if err != nil {
+		return err
+	}
+	var due, drop []core.CleanupEntry
+	for _, r := range rows {
+		if !match(r) {
+			continue
+		}
+		if l.opts.Disabled[r.Lifetime] || !l.canDelete(r) {
+			drop = append(drop, r)
+			continue
+		}
+		if !r.Due {
+			r.Due = true
+			due = append(due, r)
+		}
+	}
+	if len(drop) > 0 {
+		l.log.Debug("cleanup: skipping rows the adapter cannot delete or that are disabled", "rows", len(drop))
+		if err := l.store.RemoveCleanup(ctx, refs(drop)...); err != nil {
+			return err
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	if err := l.store.AddCleanup(ctx, due...); err != nil {
+		return err
+	}
+	l.delete(ctx, due)
+	return nil
+}
+
+func (l *Ledger) canDelete(r core.CleanupEntry) bool {
+	caps, ok := l.opts.Capabilities(r.Ref.Adapter)
+	return ok && (!r.Others || caps.DeleteOthers)
+}
+
+func (l *Ledger) delete(ctx context.Context, rows []core.CleanupEntry) {
+	for _, r := range rows {
+		l.del.EnqueueDelete(r.Ref, func(err error) {
+			switch {
+			case err == nil, errors.Is(err, core.ErrMessageGone), errors.Is(err, core.ErrUnsupported):
+				if err := l.store.RemoveCleanup(context.WithoutCancel(ctx), r.Ref); err != nil {
+					l.log.Error("cleanup: remove row", "err", err)
+				}
+			default:
+				// Kept (still due): the next start-up replays it.
+				l.log.Warn("cleanup: delete failed", "adapter", r.Ref.Adapter, "err", err)
+			}
+		})
+	}
+}
+
+func refs(rows []core.CleanupEntry) []core.MessageRef {
+	out := make([]core.MessageRef, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.Ref)
+	}
+	return slices.Clip(out)
+}
+
+func sameRef(a, b core.MessageRef) bool {
+	return a.ID != "" && a.ID == b.ID && a.Place == b.Place && (a.Adapter == b.Adapter || a.Adapter == "" || b.Adapter == "")
+}

@@ -1,0 +1,222 @@
+// Package daemon wires parley together: the store, the bus, the command
+// service, the router, the outbox, the dispatcher and the cleanup ledger
+// around whatever adapters it is given. cmd/parley builds a Daemon from the
+// configuration; end-to-end tests build one on t.TempDir() with the fake
+// adapter. It is the only place that knows every package.
+//
+// Lifecycle: Open opens the store, replays the cleanup deletions that were
+// due at the last stop and re-shows each session's live output (the persisted
+// digest turns that into no platform call when the platform already shows
+// it, and into an edit of the same message when the daemon died mid-stream).
+// Run runs the adapters and the event consumers until its context ends, then
+// stops the adapters, drains the outbox for at most DrainTimeout and returns;
+// Close closes the store.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/cleanup"
+	"github.com/parley-chat/parley/commands"
+	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store/bolt"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	// DataDir holds the database and received and generated files.
+	DataDir string
+	// Adapters are the UI adapters to run.
+	Adapters []core.Adapter
+	// Allow is the per-origin allow-list (see commands.Options.Allow).
+	Allow map[core.Origin][]string
+	// Reflect copies a person's input to the session's other platforms.
+	Reflect bool
+	// EditInterval is the least time between two edits of one message.
+	EditInterval time.Duration
+	// DrainTimeout bounds the outbox drain on shutdown.
+	DrainTimeout time.Duration
+	// DisabledCleanup lifetimes are never deleted.
+	DisabledCleanup map[core.Lifetime]bool
+	// Store tunes the bbolt store (tests set NoSync for speed).
+	Store  bolt.Options
+	Logger *slog.Logger
+}
+
+// Daemon is a wired parley.
+type Daemon struct {
+	Store      *bolt.Store
+	Bus        *core.MemBus
+	Service    *commands.Service
+	Router     *core.Router
+	Outbox     *core.Outbox
+	Dispatcher *core.Dispatcher
+	Ledger     *cleanup.Ledger
+
+	opts Options
+	log  *slog.Logger
+	// subs are subscribed at Open so that no event published between Open
+	// and Run is missed.
+	dispatchSub, ledgerSub *core.Subscription
+	cancelSubs             []func()
+	// startSeq is the last event seq when the daemon opened.
+	startSeq uint64
+}
+
+// DBFile is the database's name inside the data directory.
+const DBFile = "parley.db"
+
+// Open builds a daemon on opts.DataDir.
+func Open(ctx context.Context, opts Options) (*Daemon, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 5 * time.Second
+	}
+	if opts.DataDir == "" {
+		return nil, errors.New("daemon: no data directory")
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("daemon: data directory: %w", err)
+	}
+	store, err := bolt.Open(filepath.Join(opts.DataDir, DBFile), opts.Store)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	last, err := store.LastEventSeq(ctx)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	d := &Daemon{Store: store, opts: opts, log: opts.Logger, startSeq: last}
+	d.Bus = core.NewMemBus(last + 1)
+	d.Service = commands.New(store, d.Bus, commands.Options{Allow: opts.Allow, Logger: opts.Logger.With("component", "commands")})
+	d.Router = core.NewRouter(opts.Adapters...)
+	d.Router.Reflect = opts.Reflect
+	d.Outbox = core.NewOutbox(core.OutboxOptions{EditInterval: opts.EditInterval, Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
+	var ledger *cleanup.Ledger
+	d.Dispatcher = core.NewDispatcher(store, d.Router, d.Outbox, core.DispatcherOptions{
+		FileDir: filepath.Join(opts.DataDir, "outputs"),
+		OnSent:  func(ctx context.Context, s core.Sent) { ledger.Sent(ctx, s) },
+		Logger:  opts.Logger.With("component", "dispatch"),
+	})
+	ledger = cleanup.New(store, d.Dispatcher, cleanup.Options{
+		Disabled: opts.DisabledCleanup,
+		Capabilities: func(name core.AdapterName) (core.Capabilities, bool) {
+			a, ok := d.Router.Adapter(name)
+			if !ok {
+				return core.Capabilities{}, false
+			}
+			_, del := a.(core.Deleter)
+			return a.Capabilities(), del
+		},
+		Logger: opts.Logger.With("component", "cleanup"),
+	})
+	d.Ledger = ledger
+	var c1, c2 func()
+	d.dispatchSub, c1 = d.Bus.Subscribe(4096, false)
+	d.ledgerSub, c2 = d.Bus.Subscribe(4096, false)
+	d.cancelSubs = []func(){c1, c2}
+	if err := d.recover(ctx); err != nil {
+		d.Outbox.Close()
+		store.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// recover resumes what the last run left unfinished.
+func (d *Daemon) recover(ctx context.Context) error {
+	if err := d.Ledger.Replay(ctx); err != nil {
+		return fmt.Errorf("daemon: cleanup replay: %w", err)
+	}
+	sessions, err := d.Store.Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	for _, s := range sessions {
+		if s.Output == "" || s.Status == core.StatusClosed {
+			continue
+		}
+		e := core.Event{Kind: core.EventOutput, Session: s.ID, Text: s.Output, Turn: s.Turn, Final: s.OutputFinal}
+		if err := d.Dispatcher.Dispatch(ctx, e); err != nil {
+			d.log.Warn("resume output", "session", s.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// Run runs the adapters and event consumers until ctx ends, then shuts
+// down gracefully: adapters stop receiving, the outbox drains for at most
+// DrainTimeout. It returns the first adapter failure, if any.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(d.opts.Adapters))
+	for _, a := range d.opts.Adapters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(ctx, d.Service); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("adapter %s: %w", a.Name(), err)
+				cancel()
+			}
+		}()
+	}
+	var consumers sync.WaitGroup
+	consumers.Add(2)
+	go func() { defer consumers.Done(); d.Dispatcher.Run(ctx, d.dispatchSub) }()
+	go func() { defer consumers.Done(); d.Ledger.Run(ctx, d.ledgerSub) }()
+	<-ctx.Done()
+	wg.Wait()
+	d.log.Info("adapters stopped; draining the outbox", "timeout", d.opts.DrainTimeout)
+	drainCtx, stop := context.WithTimeout(context.Background(), d.opts.DrainTimeout)
+	defer stop()
+	if err := d.Outbox.Drain(drainCtx); err != nil {
+		d.log.Warn("outbox not drained; pending operations dropped", "pending", d.Outbox.Stats().Pending)
+	}
+	consumers.Wait()
+	close(errs)
+	return <-errs
+}
+
+// WaitIdle waits until every event stored so far went through the
+// dispatcher and the cleanup ledger and the outbox has nothing left to do,
+// or ctx ends. Tests use it instead of sleeping.
+func (d *Daemon) WaitIdle(ctx context.Context) error {
+	last, err := d.Store.LastEventSeq(ctx)
+	if err != nil {
+		return err
+	}
+	caughtUp := func() bool {
+		return max(d.startSeq, d.Dispatcher.Seen()) >= last && max(d.startSeq, d.Ledger.Seen()) >= last
+	}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !caughtUp() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("daemon: events not consumed: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return d.Outbox.Drain(ctx)
+}
+
+// Close stops the outbox and closes the store.
+func (d *Daemon) Close() error {
+	for _, c := range d.cancelSubs {
+		c()
+	}
+	d.Outbox.Close()
+	return d.Store.Close()
+}

@@ -1,0 +1,24 @@
+// Package commands executes parley's platform-neutral commands. Service is
+// the one place where input from people (adapters, the HTTP API) and output
+// from agents (the MCP server) changes state.
+//
+// For every command it authorizes the actor against the origin's allow-list
+// (unauthorized input is ignored silently, with a debug log), finds the
+// session (by id, or by the binding at the platform place the input came
+// from), writes the effects to the store in one transaction — inbox message,
+// dedup key (origin + platform message id), session change, events and
+// cleanup-ledger rows — and only then publishes the events on the bus. A
+// redelivered platform update is recognised by its dedup key and neither
+// appended nor published again: at-least-once delivery from platforms plus
+// this dedup gives exactly-once input in the inbox.
+//
+// Commands of one session are executed one at a time (striped locks), so
+// status transitions are decided on the state they change: a message that
+// arrives while the agent is working is still appended, and an extra
+// EventQueued says so.
+//
+// Decisions: a message from a UI adapter at a place no session is bound to
+// starts a new session there (a private chat, a new room). A reply that is
+// just the number of an open question's option answers it, for platforms
+// without buttons. Closed sessions refuse input with ErrSessionClosed.
+package commands

@@ -1,0 +1,173 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// LengthUnit says how a platform counts a message's length.
+type LengthUnit int
+
+// Length units.
+const (
+	Bytes LengthUnit = iota // UTF-8 bytes (Slack, Matrix event size)
+	Runes                   // Unicode code points
+	UTF16                   // UTF-16 code units of the visible text (Telegram)
+)
+
+// Markup is the text dialect an adapter renders the agent's markdown into.
+type Markup string
+
+// Markup dialects.
+const (
+	MarkupPlain        Markup = "plain"
+	MarkupMarkdown     Markup = "markdown" // passed through (web page, Telegram rich messages)
+	MarkupTelegramHTML Markup = "telegram_html"
+	MarkupSlackMrkdwn  Markup = "slack_mrkdwn"
+	MarkupMatrixHTML   Markup = "matrix_html"
+)
+
+// Rate is a token bucket: N operations per Per, with bursts of Burst (at
+// least 1). The zero Rate is unlimited.
+type Rate struct {
+	N     int           `json:"n"`
+	Per   time.Duration `json:"per"`
+	Burst int           `json:"burst"`
+}
+
+// Unlimited reports whether r imposes no limit.
+func (r Rate) Unlimited() bool { return r.N <= 0 || r.Per <= 0 }
+
+// Limits are the rates an adapter's platform enforces. The outbox keeps
+// every adapter within them: PerChat applies to one conversation (one
+// Place), PerGroup to all conversations sharing a Place.Chat (a Telegram
+// supergroup's topics share 20 messages a minute), Global to the adapter as
+// a whole. Every operation (send, edit, delete, rename) counts.
+type Limits struct {
+	PerChat  Rate `json:"per_chat"`
+	PerGroup Rate `json:"per_group"`
+	Global   Rate `json:"global"`
+}
+
+// Capabilities are what an adapter declares about its platform beyond the
+// optional interfaces it implements (Editor, Deleter, ThreadRenamer, Binder,
+// FileSender, TypingNotifier): those say by their presence what it can do.
+type Capabilities struct {
+	// MaxLength is the longest text one message may carry, counted in
+	// LengthUnit, after rendering into Markup. Zero means unlimited.
+	MaxLength  int        `json:"max_length"`
+	LengthUnit LengthUnit `json:"length_unit"`
+	Markup     Markup     `json:"markup"`
+	// FileThreshold is the length (in LengthUnit) of a final output past
+	// which it is delivered as a file rather than as continuation messages,
+	// when the adapter is a FileSender. Zero means never as a file.
+	FileThreshold int `json:"file_threshold"`
+	// DeleteOthers is true when the adapter can delete messages people
+	// wrote (Telegram admins can; Slack bots cannot). Without it the
+	// cleanup rules for people's messages are skipped on this adapter.
+	DeleteOthers bool `json:"delete_others"`
+	// Buttons is true when OutMessage.Buttons are shown as clickable
+	// buttons; otherwise the core renders options as a numbered list.
+	Buttons bool `json:"buttons"`
+	// Limits are the platform's rate limits.
+	Limits Limits `json:"limits"`
+}
+
+// MessageKind tells an adapter what an outgoing message is, for rendering
+// (a notice may be shown in italics) and notification choices.
+type MessageKind string
+
+// Outgoing message kinds.
+const (
+	KindOutput       MessageKind = "output"       // the live output message
+	KindContinuation MessageKind = "continuation" // the rest of a long final output
+	KindAssistant    MessageKind = "assistant"    // chat.assistant.post
+	KindHuman        MessageKind = "human"        // a person's input reflected to another platform
+	KindNotice       MessageKind = "notice"       // feedback, errors
+	KindQuestion     MessageKind = "question"     // ui.ask, with buttons
+	KindTurnDone     MessageKind = "turn_done"    // the one notifying message of a turn
+)
+
+// Button is one choice of a question. Data is opaque to adapters and at
+// most 48 bytes, so an adapter can prefix it and stay within Telegram's
+// 64-byte callback_data; the click comes back as an Answer command with
+// QuestionID and Text taken from Data by ParseButtonData.
+type Button struct {
+	Label string `json:"label"`
+	Data  string `json:"data"`
+}
+
+// OutMessage is one message to send or the new content of one to edit.
+type OutMessage struct {
+	Kind MessageKind `json:"kind"`
+	// Text is markdown; the adapter renders it into its dialect.
+	Text string `json:"text"`
+	// Silent asks the platform not to notify (edits are always silent).
+	Silent  bool     `json:"silent,omitempty"`
+	Buttons []Button `json:"buttons,omitempty"`
+}
+
+// Adapter is a platform. Adapters turn what people do into Commands for the
+// Handler, and perform the primitive operations the Outbox asks of them.
+// Every method that talks to the platform blocks until the platform answered
+// and returns the sentinel errors of this package for the platform's
+// failures: ErrMessageGone, ErrThreadGone, ErrNotModified, *RateLimitError.
+type Adapter interface {
+	// Name is the adapter's name, also the Origin of its input.
+	Name() AdapterName
+	// Capabilities describes the platform. It must not change while the
+	// adapter runs.
+	Capabilities() Capabilities
+	// Run receives from the platform and hands each update to h, in order
+	// per conversation, acknowledging it only after h returned (see
+	// Handler). It blocks until ctx is done or the platform fails for good.
+	Run(ctx context.Context, h Handler) error
+	// Send posts a new message at place and returns its reference.
+	Send(ctx context.Context, place Place, m OutMessage) (MessageRef, error)
+}
+
+// Editor is an Adapter that can edit its own messages.
+type Editor interface {
+	// Edit replaces the content of ref. It returns ErrNotModified when the
+	// platform reports no change (callers treat that as success) and
+	// ErrMessageGone when the message no longer exists.
+	Edit(ctx context.Context, ref MessageRef, m OutMessage) error
+}
+
+// Deleter is an Adapter that can delete messages. Whether it can delete
+// people's messages too is Capabilities.DeleteOthers.
+type Deleter interface {
+	// Delete removes ref. It returns ErrMessageGone when the message is
+	// already gone.
+	Delete(ctx context.Context, ref MessageRef) error
+}
+
+// ThreadRenamer is an Adapter whose conversations have titles (forum topics,
+// Matrix room names).
+type ThreadRenamer interface {
+	// RenameThread sets the title shown for place.
+	RenameThread(ctx context.Context, place Place, title string) error
+}
+
+// Binder is an Adapter that can create a conversation for a session that
+// started elsewhere (a forum topic, a thread root, a room). Sessions reach a
+// Binder adapter even before anyone wrote there.
+type Binder interface {
+	// Bind creates the session's conversation and returns where it is.
+	// It is called at most once per session at a time (the outbox locks
+	// per session): platforms such as Telegram cannot create topics
+	// idempotently.
+	Bind(ctx context.Context, s Session) (Place, error)
+}
+
+// FileSender is an Adapter that can send documents.
+type FileSender interface {
+	// SendFile uploads a as a document with caption at place.
+	SendFile(ctx context.Context, place Place, a Attachment, caption string) (MessageRef, error)
+}
+
+// TypingNotifier is an Adapter that can show that the agent is working.
+type TypingNotifier interface {
+	// Typing shows a short-lived typing indicator at place.
+	Typing(ctx context.Context, place Place) error
+}

@@ -1,0 +1,97 @@
+package core
+
+import "context"
+
+// CommandKind names what a Command asks for.
+type CommandKind string
+
+// The commands. Adapters produce the human ones; the MCP server, the HTTP API
+// and hooks produce the agent and API ones. All of them run through the same
+// Handler (commands.Service).
+const (
+	// CreateSession starts a session. Title is optional. When Place is set
+	// the session is bound to the origin adapter at that place at once.
+	CreateSession CommandKind = "create_session"
+	// SendMessage appends a person's (or API's) message to the inbox.
+	SendMessage CommandKind = "send_message"
+	// Cancel asks the agent to stop its turn.
+	Cancel CommandKind = "cancel"
+	// Close closes the session; later input is refused.
+	Close CommandKind = "close"
+	// Rename sets the session title.
+	Rename CommandKind = "rename"
+	// Answer is a person's answer to a question (a button click or a reply).
+	Answer CommandKind = "answer"
+	// AssistantPost is a message from the agent, delivered as a new message.
+	AssistantPost CommandKind = "assistant_post"
+	// OutputUpdate replaces the live output the session's output message shows.
+	OutputUpdate CommandKind = "output_update"
+	// YieldTurn marks the agent's turn complete.
+	YieldTurn CommandKind = "yield_turn"
+	// Ask shows a question with options to the people of a session.
+	Ask CommandKind = "ask"
+	// Notice is feedback from an adapter for the person who caused it
+	// ("🎤 Transcribing…"); it goes back to the origin only.
+	Notice CommandKind = "notice"
+)
+
+// Command is a platform-neutral request. Fields a kind does not use are
+// ignored. Adapters fill Origin with their own name, Actor with the person,
+// Place with where it happened and PlatformID with the platform's message or
+// update id; the Handler finds the session from Session or, failing that,
+// from the binding at Place.
+type Command struct {
+	Kind    CommandKind `json:"kind"`
+	Session SessionID   `json:"session_id,omitempty"`
+	Origin  Origin      `json:"origin"`
+	Actor   Actor       `json:"actor,omitzero"`
+	Place   Place       `json:"place,omitzero"`
+	// PlatformID identifies the platform message or update the command
+	// came from. (Origin, PlatformID) is the dedup key: a redelivered
+	// update is recognised and not appended twice.
+	PlatformID string `json:"platform_id,omitempty"`
+	// Ref is the platform message the person wrote, for the cleanup ledger.
+	Ref MessageRef `json:"ref,omitzero"`
+
+	Title       string       `json:"title,omitempty"`
+	Text        string       `json:"text,omitempty"`
+	Mime        string       `json:"mime,omitempty"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// Final marks an OutputUpdate as the turn's final output.
+	Final bool `json:"final,omitempty"`
+	// QuestionID and Options belong to Ask and Answer.
+	QuestionID string   `json:"question_id,omitempty"`
+	Options    []string `json:"options,omitempty"`
+	// Option is the 1-based option an Answer chose (a button click);
+	// zero means Text is the answer.
+	Option int `json:"option,omitempty"`
+	// Lifetime is the cleanup lifetime of a Notice; zero means next_notice.
+	Lifetime Lifetime `json:"lifetime,omitempty"`
+}
+
+// Result is what a handled command produced.
+type Result struct {
+	Session SessionID `json:"session_id"`
+	Message Message   `json:"message,omitzero"`
+	// Duplicate is true when the command was a redelivery of one already
+	// handled; Message is then the message stored the first time.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Queued is true when the message arrived while the agent was busy.
+	Queued bool `json:"queued,omitempty"`
+}
+
+// Handler executes commands. commands.Service implements it.
+//
+// Handle blocks until the command's effects are durable in the store (or it
+// failed). An adapter acknowledges the platform update only after Handle
+// returned nil, ErrUnauthorized or a Result with Duplicate set: all three mean
+// the update is dealt with and must not be retried.
+type Handler interface {
+	Handle(ctx context.Context, cmd Command) (Result, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, cmd Command) (Result, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, cmd Command) (Result, error) { return f(ctx, cmd) }

@@ -1,0 +1,16 @@
+// Package core holds parley's domain: sessions and their per-platform
+// bindings, inbox messages, the platform-neutral commands adapters produce,
+// the events the daemon publishes, and the interfaces every other package
+// meets through (Adapter and its optional capabilities, Store, Bus, Handler).
+//
+// It also holds the platform-independent machinery built only on those
+// interfaces: the Router that decides which adapters an event goes to, the
+// Outbox that paces, coalesces and retries every platform operation, the
+// output-message lifecycle (one message per session and binding, edited in
+// place), markdown splitting for length limits, and the UiState reducer.
+//
+// core imports only the standard library (plus golang.org/x/time/rate for the
+// token buckets) and nothing of the project. Platform ids stay opaque here:
+// a Telegram topic id or a Slack thread timestamp is just a string the owning
+// adapter understands.
+package core

@@ -1,0 +1,90 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Callers test them with errors.Is; producers wrap them
+// with context (fmt.Errorf("…: %w", ErrX)).
+var (
+	// ErrNotFound is returned by Store methods when a session or other
+	// record does not exist, and by the Handler for an unknown session.
+	ErrNotFound = errors.New("not found")
+	// ErrExists is returned by Store.CreateSession for an id already taken.
+	ErrExists = errors.New("already exists")
+	// ErrUnauthorized is returned by the Handler for input from someone not
+	// on the adapter's allow-list. Adapters ignore it silently: the update
+	// is dealt with and must not be retried.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrSessionClosed is returned by the Handler for input to a closed
+	// session.
+	ErrSessionClosed = errors.New("session is closed")
+	// ErrInvalid is returned by the Handler for a malformed command (empty
+	// content, content too long, unknown kind); the wrapping error says
+	// what is wrong.
+	ErrInvalid = errors.New("invalid command")
+	// ErrMessageGone is returned by adapters when the message to edit or
+	// delete no longer exists on the platform.
+	ErrMessageGone = errors.New("message is gone")
+	// ErrThreadGone is returned by adapters when the conversation a send
+	// targets was deleted or closed (Telegram's "message thread not found");
+	// the outbox binds the session anew and retries once.
+	ErrThreadGone = errors.New("thread is gone")
+	// ErrNotModified is returned by Editor.Edit when the platform reports
+	// the new content equals the old. It is success.
+	ErrNotModified = errors.New("message is not modified")
+	// ErrUnsupported is returned when an operation needs a capability the
+	// adapter does not have.
+	ErrUnsupported = errors.New("not supported by this adapter")
+	// ErrSchemaTooNew is returned by store constructors for a database
+	// written by a newer parley.
+	ErrSchemaTooNew = errors.New("database schema is newer than this parley")
+	// ErrEventsTruncated is returned by Store.EventsSince when events after
+	// the given seq were already dropped from the bounded event log.
+	ErrEventsTruncated = errors.New("events no longer in the event log")
+)
+
+// RateLimitError is returned by adapters when the platform refused an
+// operation for exceeding a rate limit (HTTP 429). The outbox pauses the
+// affected conversation group for RetryAfter and then retries the newest
+// content. Test for it with errors.As.
+type RateLimitError struct {
+	RetryAfter time.Duration
+	// Err is the platform's own error, if any.
+	Err error
+}
+
+func (e *RateLimitError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("rate limited, retry after %s: %v", e.RetryAfter, e.Err)
+	}
+	return fmt.Sprintf("rate limited, retry after %s", e.RetryAfter)
+}
+
+// Unwrap returns the platform's error.
+func (e *RateLimitError) Unwrap() error { return e.Err }
+
+// permanentError marks an error that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as not worth retrying: the outbox drops an operation
+// that failed with it (and logs it) instead of trying again. Platform
+// answers such as "bad request" are permanent; timeouts and 5xx are not.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was marked with Permanent or wraps one of
+// the sentinels that retrying cannot change.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrInvalid)
+}

@@ -1,0 +1,73 @@
+package core
+
+import "time"
+
+// EventKind names what happened.
+type EventKind string
+
+// Event kinds.
+const (
+	EventSessionCreated EventKind = "session_created"
+	EventSessionUpdated EventKind = "session_updated" // title or status changed
+	EventHumanMessage   EventKind = "human_message"   // a person's input is in the inbox
+	EventQueued         EventKind = "queued"          // input arrived while the agent was busy
+	EventAssistant      EventKind = "assistant_message"
+	EventOutput         EventKind = "output"        // the live output changed
+	EventTurnComplete   EventKind = "turn_complete" // the agent yielded its turn
+	EventNotice         EventKind = "notice"
+	EventQuestion       EventKind = "question"
+	EventAnswer         EventKind = "answer"
+	EventCancel         EventKind = "cancel"
+	EventToolActivity   EventKind = "tool_activity" // an agent tool call started or ended
+)
+
+// Event is something that happened in a session, published on the Bus after
+// it was stored. Seq is assigned by the store's event log and increases by
+// one per event; SSE clients resume from it.
+type Event struct {
+	Seq     uint64    `json:"seq"`
+	Kind    EventKind `json:"kind"`
+	Session SessionID `json:"session_id"`
+	Time    time.Time `json:"ts"`
+	Origin  Origin    `json:"origin,omitempty"`
+
+	// Message is set for human, assistant, notice, question and answer
+	// events (for questions and answers, Content holds the question or the
+	// chosen answer).
+	Message *Message `json:"message,omitempty"`
+	// Text is the live output for EventOutput.
+	Text string `json:"text,omitempty"`
+	// Turn is the session's turn an output event belongs to.
+	Turn uint64 `json:"turn,omitempty"`
+	// Final marks the last output of a turn.
+	Final bool `json:"final,omitempty"`
+	// Status and Title describe the session after EventSessionUpdated and
+	// EventSessionCreated.
+	Status Status `json:"status,omitempty"`
+	Title  string `json:"title,omitempty"`
+	// QuestionID and Options belong to question and answer events.
+	QuestionID string   `json:"question_id,omitempty"`
+	Options    []string `json:"options,omitempty"`
+	// Tool describes EventToolActivity.
+	Tool *ToolActivity `json:"tool,omitempty"`
+	// Lifetime is the cleanup lifetime of what this event makes adapters
+	// send (notices); zero means the kind's default.
+	Lifetime Lifetime `json:"lifetime,omitempty"`
+	// SourceOnly events (notices, transcriptions) go to their origin
+	// adapter only and are dropped when the origin is not a UI adapter.
+	SourceOnly bool `json:"source_only,omitempty"`
+}
+
+// ToolActivity is one agent tool call, shown grouped in the UI.
+type ToolActivity struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Status string `json:"status"` // "running", "ok", "error"
+	Detail string `json:"detail,omitempty"`
+}
+
+// Human reports whether the event carries a person's new input, which is
+// what agents are notified of (never of their own output).
+func (e Event) Human() bool {
+	return e.Kind == EventHumanMessage || e.Kind == EventAnswer || e.Kind == EventCancel
+}

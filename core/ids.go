@@ -1,0 +1,123 @@
+package core
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SessionID identifies a session. It is time-ordered (26 characters of
+// Crockford base32, like a ULID) so listing sessions by id lists them by
+// creation time.
+type SessionID string
+
+// MessageID identifies an inbox message. The store assigns it; ids are
+// monotonic across the whole store, so a single watermark ("everything after
+// id X") works for one session and for all of them. Callers treat ids as
+// opaque strings and only compare them.
+type MessageID string
+
+// AdapterName names a platform adapter ("telegram", "slack", "matrix", "web").
+// Adapter names double as the origins of input that came through them.
+type AdapterName string
+
+// Origin says where a command or message came from: the name of a UI adapter
+// for input a person typed on a platform, or one of the non-UI origins below.
+type Origin string
+
+// The non-UI origins. Events from these have no human on a platform to reply
+// to, so the Router broadcasts their output to every bound UI adapter.
+const (
+	OriginNone   Origin = ""
+	OriginAPI    Origin = "api"
+	OriginHook   Origin = "hook"
+	OriginMCP    Origin = "mcp"
+	OriginSystem Origin = "system"
+)
+
+// IsUI reports whether o is a UI adapter's origin, that is, anything but the
+// non-UI origins. Only UI origins become a session's LastInputOrigin.
+func (o Origin) IsUI() bool {
+	switch o {
+	case OriginNone, OriginAPI, OriginHook, OriginMCP, OriginSystem:
+		return false
+	}
+	return true
+}
+
+// Adapter returns the adapter name of a UI origin.
+func (o Origin) Adapter() AdapterName { return AdapterName(o) }
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// EncodeID encodes a 48-bit millisecond timestamp and 80 bits of entropy as
+// a 26-character, lexicographically time-ordered string (the ULID layout).
+func EncodeID(ms uint64, entropy [10]byte) string {
+	var b [16]byte
+	b[0] = byte(ms >> 40)
+	b[1] = byte(ms >> 32)
+	b[2] = byte(ms >> 24)
+	b[3] = byte(ms >> 16)
+	b[4] = byte(ms >> 8)
+	b[5] = byte(ms)
+	copy(b[6:], entropy[:])
+	// 128 bits as 26 base32 digits: the first digit carries the top 3 bits.
+	var out [26]byte
+	hi := binary.BigEndian.Uint64(b[:8])
+	lo := binary.BigEndian.Uint64(b[8:])
+	for i := 25; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
+}
+
+var sessionIDs struct {
+	sync.Mutex
+	lastMS  uint64
+	entropy [10]byte
+}
+
+// NewSessionID returns a new time-ordered session id. Ids made in the same
+// millisecond by this process increase monotonically.
+func NewSessionID(now time.Time) SessionID {
+	ms := uint64(now.UnixMilli())
+	sessionIDs.Lock()
+	defer sessionIDs.Unlock()
+	if ms <= sessionIDs.lastMS {
+		ms = sessionIDs.lastMS
+		incr(&sessionIDs.entropy)
+	} else {
+		sessionIDs.lastMS = ms
+		_, _ = rand.Read(sessionIDs.entropy[:])
+		sessionIDs.entropy[0] &= 0x7f // leave room to increment
+	}
+	return SessionID(EncodeID(ms, sessionIDs.entropy))
+}
+
+func incr(e *[10]byte) {
+	for i := len(e) - 1; i >= 0; i-- {
+		e[i]++
+		if e[i] != 0 {
+			return
+		}
+	}
+}
+
+// ValidID reports whether s looks like an id made by EncodeID. It lets the
+// API reject a malformed watermark with a clear error instead of treating it
+// as "from the beginning".
+func ValidID(s string) bool {
+	if len(s) != 26 || s[0] > '7' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !strings.ContainsRune(crockford, rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,57 @@
+package core
+
+import "time"
+
+// Role is who authored an inbox message.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "user"      // a person (or a tool speaking for one)
+	RoleAssistant Role = "assistant" // the agent
+	RoleSystem    Role = "system"    // parley itself (notices)
+)
+
+// Actor is the person or program behind a command, as the platform names it.
+type Actor struct {
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// Attachment is a file that came with a message or goes out with one. Path
+// is a file the daemon wrote under its data directory; the platform's file
+// name is kept in Name but never used as a path.
+type Attachment struct {
+	Name string `json:"name"`
+	Mime string `json:"mime,omitempty"`
+	Size int64  `json:"size"`
+	Path string `json:"path,omitempty"`
+}
+
+// Message is one entry of a session's durable inbox.
+type Message struct {
+	ID          MessageID    `json:"id"`
+	Session     SessionID    `json:"session_id"`
+	Time        time.Time    `json:"ts"`
+	Role        Role         `json:"author"`
+	Actor       Actor        `json:"actor,omitzero"`
+	Origin      Origin       `json:"origin,omitempty"`
+	Mime        string       `json:"mime"`
+	Content     string       `json:"content"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// Ref is the platform message the input came from, if any; the cleanup
+	// ledger uses it.
+	Ref MessageRef `json:"ref,omitzero"`
+}
+
+// Content types of inbox messages.
+const (
+	// MimeMarkdown is the default content type of messages.
+	MimeMarkdown = "text/markdown"
+	// MimeControl marks a person's control command for the agent; Content
+	// is the command ("cancel", "close").
+	MimeControl = "application/vnd.parley.control"
+	// MimeQuestion marks an agent's question (ui.ask); Content is the
+	// question text.
+	MimeQuestion = "application/vnd.parley.question"
+)

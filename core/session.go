@@ -1,0 +1,113 @@
+package core
+
+import "time"
+
+// Status is where a session's conversation stands. Adapters show it as an
+// emoji in the topic, thread or room title.
+type Status string
+
+// Session statuses.
+const (
+	StatusIdle    Status = "idle"    // waiting for the person
+	StatusWorking Status = "working" // the agent is on its turn
+	StatusWaiting Status = "waiting" // the agent asked a question (ui.ask)
+	StatusClosed  Status = "closed"  // closed; input is refused
+)
+
+// Emoji is the status marker adapters put in front of titles.
+func (s Status) Emoji() string {
+	switch s {
+	case StatusWorking:
+		return "⏳"
+	case StatusWaiting:
+		return "❓"
+	case StatusClosed:
+		return "✅"
+	default:
+		return "💬"
+	}
+}
+
+// Session is one conversation between people and an agent. It may be
+// reachable from several platforms at once, one Binding per adapter.
+type Session struct {
+	ID      SessionID `json:"id"`
+	Title   string    `json:"title"`
+	Status  Status    `json:"status"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// LastInputOrigin is the UI origin a person last wrote from; replies
+	// go there. Empty until a person writes from a UI adapter.
+	LastInputOrigin Origin `json:"last_input_origin,omitempty"`
+	// Turn counts the agent's completed turns; output updates carry the
+	// turn they belong to.
+	Turn uint64 `json:"turn"`
+	// Output is the live output of the current turn, as the agent last
+	// replaced it.
+	Output string `json:"output,omitempty"`
+	// OutputFinal is true once the current turn's output was marked final.
+	OutputFinal bool `json:"output_final,omitempty"`
+	// Questions are the open questions (ui.ask) awaiting an answer.
+	Questions []Question `json:"questions,omitempty"`
+	// Bindings holds where the session lives on each adapter, created
+	// lazily on first delivery or when input arrives from that adapter.
+	Bindings map[AdapterName]Binding `json:"bindings,omitempty"`
+}
+
+// Place is where a conversation lives on a platform. Both fields are opaque
+// to the core: for Telegram Chat is the chat id and Thread the forum topic
+// id; for Slack the channel and the thread timestamp; for Matrix the room id
+// and an empty Thread. Pacing uses them: limits "per chat" apply to one
+// (Chat, Thread) pair, limits "per group" to everything sharing a Chat.
+type Place struct {
+	Chat   string `json:"chat"`
+	Thread string `json:"thread,omitempty"`
+}
+
+// IsZero reports whether p is unset.
+func (p Place) IsZero() bool { return p == Place{} }
+
+// Binding is a session's presence on one adapter.
+type Binding struct {
+	Adapter AdapterName `json:"adapter"`
+	Place   Place       `json:"place"`
+	// Output is the live output message the session edits in place.
+	Output OutputState `json:"output"`
+	// TitleShown is the title (with status emoji) the platform shows now,
+	// so a rename is only sent when it would change something.
+	TitleShown string `json:"title_shown,omitempty"`
+}
+
+// OutputState is what the binding's output message shows. It is persisted
+// after every successful platform operation so that a restarted daemon
+// resumes editing the same message instead of posting a duplicate.
+type OutputState struct {
+	// Ref is the platform message; zero when no output message exists yet
+	// for the current turn.
+	Ref MessageRef `json:"ref"`
+	// Digest is a hash of the payload the message shows now.
+	Digest string `json:"digest,omitempty"`
+	// Turn counts completed turns. An output update for a later turn starts
+	// a new output message; the previous one stays as it is.
+	Turn uint64 `json:"turn"`
+}
+
+// MessageRef points at one message on one platform. ID is the platform's own
+// message id (a Telegram message id, a Slack ts, a Matrix event id) as an
+// opaque string.
+type MessageRef struct {
+	Adapter AdapterName `json:"adapter,omitempty"`
+	Place   Place       `json:"place"`
+	ID      string      `json:"id,omitempty"`
+}
+
+// IsZero reports whether r points at nothing.
+func (r MessageRef) IsZero() bool { return r.ID == "" }
+
+// Question is an open question shown with options.
+type Question struct {
+	ID      string    `json:"id"`
+	Text    string    `json:"text"`
+	Options []string  `json:"options,omitempty"`
+	Asked   time.Time `json:"asked"`
+}

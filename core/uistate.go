@@ -1,0 +1,703 @@
+package core
+
+import (
+	"slices"
+	"strconv"
+	"time"
+)
+
+// The UiState reducer turns a session's events into the timeline a UI shows.
+//
+// Decisions, where the architecture is silent:
+//   - Events of another session than the state's are ignored entirely (Seq
+//     included), so a per-session state can be fed the global event stream.
+//   - Item ids are stable within a state's lineage: "msg:<message id>" for
+//     messages, "q:<question id>" for questions, "output:<turn>" for the live
+//     output, and "<type>:<position>" for items that have no id of their own
+//     (tool groups, id-less notices). Items are never removed by Reduce.
+//   - Queued is sticky: it records that a message arrived while the agent was
+//     working. No event says when the agent read it.
+//   - An answer to an unknown question is shown as a user item carrying the
+//     QuestionID, so a person's input is never lost from the timeline.
+//   - Cancel is a notice item with Cancel set.
+//   - Source-only notices are kept, flagged SourceOnly, for the renderer to
+//     decide; the reducer does not know which UI is looking.
+//   - Busy follows Status (working) and, between status events, the turn: a
+//     running tool call, a non-final output or a queued message sets it, a
+//     turn completing clears it. A completing turn also marks its output
+//     item Final.
+//   - A cancel notice's Content is empty unless the event carries text; the
+//     UI words it.
+//   - Attachments are shown without their daemon-side Path.
+
+// UiStateVersion is the version of the UiState JSON shape. A client that
+// sees another version reloads instead of applying updates.
+const UiStateVersion = "ui_state_v1"
+
+// Envelope types of the JSON the HTTP API serves.
+const (
+	UiSnapshotType = "ui_state_snapshot" // UiSnapshot.Type
+	UiUpdateType   = "ui_state_updated"  // UiUpdate.Type
+)
+
+// UiItemType is what a timeline item shows.
+type UiItemType string
+
+// Timeline item types.
+const (
+	UiItemUser      UiItemType = "user"      // a person's message (EventHumanMessage, EventQueued)
+	UiItemAssistant UiItemType = "assistant" // an agent's message, markdown
+	UiItemOutput    UiItemType = "output"    // the live output of one turn
+	UiItemNotice    UiItemType = "notice"    // feedback, errors, cancel requests
+	UiItemQuestion  UiItemType = "question"  // ui.ask, with options and the answer
+	UiItemTools     UiItemType = "tools"     // consecutive tool calls, grouped
+)
+
+// UiState is the view model a UI renders one session's timeline from. It is
+// built by Reduce (or ReduceAll, UiReducer) from the session's events and
+// served as JSON. A UiState is a value: the functions of this file never
+// modify the Items of a state passed to them, so callers may keep old states.
+// Callers must not modify Items in place either.
+type UiState struct {
+	Version string    `json:"version"`
+	Seq     uint64    `json:"seq"` // Seq of the last event applied
+	Session SessionID `json:"session_id"`
+	Title   string    `json:"title"`
+	Status  Status    `json:"status"`
+	Busy    bool      `json:"busy"` // the agent is working
+	// Turn counts the turns completed while this state was built; the
+	// current turn's output item is "output:<Turn>".
+	Turn  uint64   `json:"turn"`
+	Items []UiItem `json:"items"`
+}
+
+// UiItem is one entry of the timeline. Fields a Type does not use are empty.
+type UiItem struct {
+	ID      string     `json:"id"`
+	Type    UiItemType `json:"type"`
+	Time    time.Time  `json:"ts,omitzero"`
+	Updated time.Time  `json:"updated,omitzero"` // last in-place change
+	Origin  Origin     `json:"origin,omitempty"`
+	Role    Role       `json:"author,omitempty"`
+	Actor   Actor      `json:"actor,omitzero"`
+	// MessageID is the inbox message the item shows, if any.
+	MessageID   MessageID      `json:"message_id,omitempty"`
+	Mime        string         `json:"mime,omitempty"`
+	Content     string         `json:"content,omitempty"`
+	Attachments []UiAttachment `json:"attachments,omitempty"`
+	// Queued marks a user message that arrived while the agent was busy.
+	Queued bool `json:"queued,omitempty"`
+	// Final marks an output item whose turn ended.
+	Final bool `json:"final,omitempty"`
+	// Cancel marks a notice that is a cancel request.
+	Cancel bool `json:"cancel,omitempty"`
+	// SourceOnly marks a notice meant for its origin adapter only.
+	SourceOnly bool         `json:"source_only,omitempty"`
+	QuestionID string       `json:"question_id,omitempty"`
+	Options    []string     `json:"options,omitempty"`
+	Answer     *UiAnswer    `json:"answer,omitempty"`
+	Tools      []UiToolCall `json:"tools,omitempty"`
+}
+
+// UiAttachment is a file of a message as a UI shows it (no daemon path).
+type UiAttachment struct {
+	Name string `json:"name"`
+	Mime string `json:"mime,omitempty"`
+	Size int64  `json:"size"`
+}
+
+// UiAnswer is the answer given to a question item.
+type UiAnswer struct {
+	Content   string    `json:"content"`
+	MessageID MessageID `json:"message_id,omitempty"`
+	Actor     Actor     `json:"actor,omitzero"`
+	Origin    Origin    `json:"origin,omitempty"`
+	Time      time.Time `json:"ts,omitzero"`
+}
+
+// UiToolCall is one tool call of a tools item, keyed by ToolActivity.ID.
+type UiToolCall struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Status  string    `json:"status,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	Time    time.Time `json:"ts,omitzero"`
+	Updated time.Time `json:"updated,omitzero"`
+}
+
+// UiSnapshot is the envelope of a whole UiState, sent first on a stream.
+type UiSnapshot struct {
+	Type    string  `json:"type"` // UiSnapshotType
+	Version string  `json:"version"`
+	Seq     uint64  `json:"seq"`
+	State   UiState `json:"state"`
+}
+
+// UiUpdate is what changed between two states: the items added or changed
+// (upserts by ID: replace in place, or append in the order given), the ids
+// of items removed, and the scalar fields that changed (nil when unchanged).
+// ApplyUpdate applies one; a client applies them in order the same way:
+// Session, Seq and the present scalars are set, Removed are deleted, then
+// Items are upserted. Applying an update twice is harmless.
+type UiUpdate struct {
+	Type    string    `json:"type"` // UiUpdateType
+	Version string    `json:"version"`
+	Seq     uint64    `json:"seq"`
+	Session SessionID `json:"session_id"`
+	Title   *string   `json:"title,omitempty"`
+	Status  *Status   `json:"status,omitempty"`
+	Busy    *bool     `json:"busy,omitempty"`
+	Turn    *uint64   `json:"turn,omitempty"`
+	Items   []UiItem  `json:"items,omitempty"`
+	Removed []string  `json:"removed,omitempty"`
+}
+
+// Empty reports whether u changes nothing but Seq. A stream may skip it.
+func (u UiUpdate) Empty() bool {
+	return u.Title == nil && u.Status == nil && u.Busy == nil && u.Turn == nil &&
+		len(u.Items) == 0 && len(u.Removed) == 0
+}
+
+// NewUiState returns the empty state of a session.
+func NewUiState(session SessionID) UiState {
+	return UiState{Version: UiStateVersion, Session: session, Items: []UiItem{}}
+}
+
+// Snapshot wraps s in its envelope. Items is never null in its JSON.
+func Snapshot(s UiState) UiSnapshot {
+	s.Version = UiStateVersion
+	if s.Items == nil {
+		s.Items = []UiItem{}
+	}
+	return UiSnapshot{Type: UiSnapshotType, Version: UiStateVersion, Seq: s.Seq, State: s}
+}
+
+// Reduce returns the state after e. It never modifies prev. Events with
+// 0 < Seq <= prev.Seq (redeliveries) and events of another session are
+// ignored; events with Seq 0 always apply and leave Seq as it is.
+//
+// Reduce costs O(len(prev.Items)) when e changes the timeline, as it copies
+// the item slice rather than write into one shared with prev. Use ReduceAll
+// for batches and a UiReducer for a live stream.
+func Reduce(prev UiState, e Event) UiState {
+	r := uiReducer{s: prev, grow: 1, fresh: -1}
+	r.apply(e)
+	return r.s
+}
+
+// ReduceWithUpdate is Reduce that also returns what changed, for a stream.
+func ReduceWithUpdate(prev UiState, e Event) (UiState, UiUpdate) {
+	r := uiReducer{s: prev, grow: 1, fresh: -1, track: true}
+	r.apply(e)
+	return r.s, r.update(prev)
+}
+
+// ReduceAll folds events into prev, like calling Reduce for each, without
+// modifying prev. It copies prev's items once and then works in place, in
+// time linear in len(prev.Items) + len(events).
+func ReduceAll(prev UiState, events []Event) UiState {
+	if len(events) == 0 {
+		prev.Version = UiStateVersion
+		return prev
+	}
+	r := newUiReducer(prev)
+	r.grow = min(len(events), 1024)
+	for i := range events {
+		r.apply(events[i])
+	}
+	return r.s
+}
+
+// UiReducer applies a stream of events to a state it owns, in place, so each
+// event costs time in proportion to what it changes rather than to the whole
+// timeline. It is not safe for concurrent use.
+type UiReducer struct {
+	r uiReducer
+}
+
+// NewUiReducer returns a reducer starting from s. s is not modified.
+func NewUiReducer(s UiState) *UiReducer {
+	return &UiReducer{r: newUiReducer(s)}
+}
+
+// Apply applies e and returns what changed, as ReduceWithUpdate does.
+func (u *UiReducer) Apply(e Event) UiUpdate {
+	before := u.r.s
+	u.r.track = true
+	u.r.dirty = u.r.dirty[:0]
+	u.r.apply(e)
+	// The update's tools item shares its Tools with the state: stop
+	// appending to that slice in place.
+	u.r.fresh = -1
+	return u.r.update(before)
+}
+
+// State returns the current state. Later Apply calls do not modify it: the
+// next change copies the items first.
+func (u *UiReducer) State() UiState {
+	u.r.owned = false
+	u.r.fresh = -1
+	return u.r.s
+}
+
+// Diff returns the update that turns prev into next: ApplyUpdate(prev,
+// Diff(prev, next)) equals next. When next's items extend prev's (as Reduce
+// makes them) it holds only the changed and new items; otherwise it removes
+// every item of prev and adds every item of next.
+func Diff(prev, next UiState) UiUpdate {
+	u := uiScalarUpdate(prev, next)
+	n := min(len(prev.Items), len(next.Items))
+	for i := 0; i < n; i++ {
+		if prev.Items[i].ID != next.Items[i].ID {
+			for j := range prev.Items {
+				u.Removed = append(u.Removed, prev.Items[j].ID)
+			}
+			u.Items = slices.Clone(next.Items)
+			return u
+		}
+	}
+	for i := 0; i < n; i++ {
+		if &prev.Items[i] != &next.Items[i] && !uiItemEqual(&prev.Items[i], &next.Items[i]) {
+			u.Items = append(u.Items, next.Items[i])
+		}
+	}
+	for i := n; i < len(prev.Items); i++ {
+		u.Removed = append(u.Removed, prev.Items[i].ID)
+	}
+	u.Items = append(u.Items, next.Items[n:]...)
+	return u
+}
+
+// ApplyUpdate returns s with u applied, the way a client applies it. It
+// never modifies s or u. It applies u whatever its Seq: callers apply
+// updates in order and may drop those older than the state.
+func ApplyUpdate(s UiState, u UiUpdate) UiState {
+	s.Version = UiStateVersion
+	s.Session = u.Session
+	s.Seq = u.Seq
+	if u.Title != nil {
+		s.Title = *u.Title
+	}
+	if u.Status != nil {
+		s.Status = *u.Status
+	}
+	if u.Busy != nil {
+		s.Busy = *u.Busy
+	}
+	if u.Turn != nil {
+		s.Turn = *u.Turn
+	}
+	if len(u.Removed) == 0 && len(u.Items) == 0 {
+		return s
+	}
+	items := make([]UiItem, 0, len(s.Items)+len(u.Items))
+	if len(u.Removed) > 0 {
+		drop := make(map[string]bool, len(u.Removed))
+		for _, id := range u.Removed {
+			drop[id] = true
+		}
+		for _, it := range s.Items {
+			if !drop[it.ID] {
+				items = append(items, it)
+			}
+		}
+	} else {
+		items = append(items, s.Items...)
+	}
+	pos := make(map[string]int, len(items))
+	for i := range items {
+		pos[items[i].ID] = i
+	}
+	for _, it := range u.Items {
+		if p, ok := pos[it.ID]; ok {
+			items[p] = it
+			continue
+		}
+		pos[it.ID] = len(items)
+		items = append(items, it)
+	}
+	s.Items = items
+	return s
+}
+
+// uiReducer applies events to s. Until owned, s.Items is shared with the
+// caller's state and is copied before the first change; with idx nil,
+// lookups scan the items instead of using the maps.
+type uiReducer struct {
+	s     UiState
+	owned bool
+	grow  int // spare capacity to give the copy of the items
+	// fresh is the position of the tools item whose Tools slice this
+	// reducer allocated and may append to in place, or -1.
+	fresh int
+	idx   map[string]int // item id → position
+	tools map[string]int // tool call id → position of its tools item
+	track bool
+	dirty []int // positions changed, when track
+}
+
+func newUiReducer(s UiState) uiReducer {
+	s.Version = UiStateVersion
+	r := uiReducer{s: s, fresh: -1, grow: 16,
+		idx: make(map[string]int, len(s.Items)), tools: make(map[string]int)}
+	for i := range s.Items {
+		r.idx[s.Items[i].ID] = i
+		for _, c := range s.Items[i].Tools {
+			if c.ID != "" {
+				r.tools[c.ID] = i
+			}
+		}
+	}
+	return r
+}
+
+func (r *uiReducer) apply(e Event) {
+	r.s.Version = UiStateVersion
+	if e.Seq != 0 && e.Seq <= r.s.Seq {
+		return
+	}
+	if e.Session != "" && r.s.Session != "" && e.Session != r.s.Session {
+		return
+	}
+	if r.s.Session == "" {
+		r.s.Session = e.Session
+	}
+	if e.Seq != 0 {
+		r.s.Seq = e.Seq
+	}
+	switch e.Kind {
+	case EventSessionCreated, EventSessionUpdated:
+		if e.Title != "" {
+			r.s.Title = e.Title
+		}
+		if e.Status != "" {
+			r.s.Status = e.Status
+			r.s.Busy = e.Status == StatusWorking
+		}
+	case EventHumanMessage:
+		r.message(e, UiItemUser)
+	case EventQueued:
+		r.s.Busy = true
+		r.message(e, UiItemUser)
+	case EventAssistant:
+		r.message(e, UiItemAssistant)
+	case EventNotice, EventCancel:
+		r.message(e, UiItemNotice)
+	case EventOutput:
+		r.output(e)
+	case EventTurnComplete:
+		if p, ok := r.find(r.outputID()); ok && !r.s.Items[p].Final {
+			it := r.s.Items[p]
+			it.Final = true
+			it.Updated = e.Time
+			r.set(p, it)
+		}
+		r.s.Turn++
+		r.s.Busy = false
+	case EventQuestion:
+		r.question(e)
+	case EventAnswer:
+		r.answer(e)
+	case EventToolActivity:
+		r.tool(e)
+	}
+}
+
+// messageItem builds the item an event's message shows; ok is false when
+// the event carries nothing to show.
+func (r *uiReducer) messageItem(e Event, t UiItemType) (UiItem, bool) {
+	it := UiItem{Type: t, Time: e.Time, Origin: e.Origin, Content: e.Text,
+		QuestionID: e.QuestionID, SourceOnly: e.SourceOnly, Cancel: e.Kind == EventCancel}
+	if m := e.Message; m != nil {
+		it.MessageID, it.Role, it.Actor, it.Mime, it.Content = m.ID, m.Role, m.Actor, m.Mime, m.Content
+		if !m.Time.IsZero() {
+			it.Time = m.Time
+		}
+		if m.Origin != "" {
+			it.Origin = m.Origin
+		}
+		for _, a := range m.Attachments {
+			it.Attachments = append(it.Attachments, UiAttachment{Name: a.Name, Mime: a.Mime, Size: a.Size})
+		}
+	} else if e.Text == "" && !it.Cancel {
+		return it, false
+	}
+	if it.Role == "" {
+		switch t {
+		case UiItemUser:
+			it.Role = RoleUser
+		case UiItemNotice:
+			it.Role = RoleSystem
+		default:
+			it.Role = RoleAssistant
+		}
+	}
+	it.Queued = e.Kind == EventQueued
+	if it.MessageID != "" {
+		it.ID = "msg:" + string(it.MessageID)
+	}
+	return it, true
+}
+
+// message shows a user, assistant or notice message once per message id;
+// a redelivery only adds Queued.
+func (r *uiReducer) message(e Event, t UiItemType) {
+	it, ok := r.messageItem(e, t)
+	if !ok {
+		return
+	}
+	if it.ID != "" {
+		if p, ok := r.find(it.ID); ok {
+			if old := r.s.Items[p]; old.Type == t && it.Queued && !old.Queued {
+				old.Queued = true
+				r.set(p, old)
+			}
+			return
+		}
+	}
+	r.add(it)
+}
+
+func (r *uiReducer) outputID() string { return "output:" + strconv.FormatUint(r.s.Turn, 10) }
+
+func (r *uiReducer) output(e Event) {
+	if !e.Final {
+		r.s.Busy = true
+	}
+	id := r.outputID()
+	if p, ok := r.find(id); ok {
+		it := r.s.Items[p]
+		if it.Content == e.Text && it.Final == e.Final {
+			return
+		}
+		it.Content, it.Final, it.Updated = e.Text, e.Final, e.Time
+		r.set(p, it)
+		return
+	}
+	r.add(UiItem{ID: id, Type: UiItemOutput, Time: e.Time, Origin: e.Origin, Role: RoleAssistant,
+		Mime: MimeMarkdown, Content: e.Text, Final: e.Final})
+}
+
+func (r *uiReducer) question(e Event) {
+	it, ok := r.messageItem(e, UiItemQuestion)
+	if !ok && len(e.Options) == 0 {
+		return
+	}
+	it.Type, it.Options, it.Queued = UiItemQuestion, slices.Clone(e.Options), false
+	if e.QuestionID != "" {
+		it.ID = "q:" + e.QuestionID
+	}
+	if it.ID != "" {
+		if p, ok := r.find(it.ID); ok {
+			old := r.s.Items[p]
+			if old.Type != UiItemQuestion {
+				return
+			}
+			it.Answer = old.Answer
+			if !uiItemEqual(&old, &it) {
+				r.set(p, it)
+			}
+			return
+		}
+	}
+	r.add(it)
+}
+
+func (r *uiReducer) answer(e Event) {
+	if e.QuestionID != "" {
+		if p, ok := r.find("q:" + e.QuestionID); ok && r.s.Items[p].Type == UiItemQuestion {
+			a := &UiAnswer{Content: e.Text, Origin: e.Origin, Time: e.Time}
+			if m := e.Message; m != nil {
+				a.Content, a.MessageID, a.Actor = m.Content, m.ID, m.Actor
+				if !m.Time.IsZero() {
+					a.Time = m.Time
+				}
+				if m.Origin != "" {
+					a.Origin = m.Origin
+				}
+			}
+			it := r.s.Items[p]
+			if it.Answer != nil && *it.Answer == *a {
+				return
+			}
+			it.Answer, it.Updated = a, e.Time
+			r.set(p, it)
+			return
+		}
+	}
+	r.message(e, UiItemUser)
+}
+
+func (r *uiReducer) tool(e Event) {
+	t := e.Tool
+	if t == nil {
+		return
+	}
+	if t.Status == "running" {
+		r.s.Busy = true
+	}
+	if t.ID != "" {
+		if p, ok := r.findTool(t.ID); ok {
+			it := r.s.Items[p]
+			i := slices.IndexFunc(it.Tools, func(c UiToolCall) bool { return c.ID == t.ID })
+			c := it.Tools[i]
+			old := c
+			if t.Name != "" {
+				c.Name = t.Name
+			}
+			if t.Status != "" {
+				c.Status = t.Status
+			}
+			if t.Detail != "" {
+				c.Detail = t.Detail
+			}
+			if c == old {
+				return
+			}
+			c.Updated = e.Time
+			if p != r.fresh {
+				it.Tools = slices.Clone(it.Tools)
+				r.fresh = p
+			}
+			it.Tools[i] = c
+			it.Updated = e.Time
+			r.set(p, it)
+			return
+		}
+	}
+	c := UiToolCall{ID: t.ID, Name: t.Name, Status: t.Status, Detail: t.Detail, Time: e.Time}
+	if last := len(r.s.Items) - 1; last >= 0 && r.s.Items[last].Type == UiItemTools {
+		it := r.s.Items[last]
+		if last != r.fresh {
+			it.Tools = append(it.Tools[:len(it.Tools):len(it.Tools)], c)
+			r.fresh = last
+		} else {
+			it.Tools = append(it.Tools, c)
+		}
+		it.Updated = e.Time
+		r.set(last, it)
+		r.noteTool(t.ID, last)
+		return
+	}
+	r.add(UiItem{Type: UiItemTools, Time: e.Time, Origin: e.Origin, Role: RoleAssistant,
+		Tools: []UiToolCall{c}})
+	r.fresh = len(r.s.Items) - 1
+	r.noteTool(t.ID, r.fresh)
+}
+
+func (r *uiReducer) noteTool(id string, p int) {
+	if r.tools != nil && id != "" {
+		r.tools[id] = p
+	}
+}
+
+// find returns the position of the item with id. Scans go from the end,
+// where lookups mostly land, so both modes agree on the last duplicate of
+// a malformed state.
+func (r *uiReducer) find(id string) (int, bool) {
+	if r.idx != nil {
+		p, ok := r.idx[id]
+		return p, ok
+	}
+	for i := len(r.s.Items) - 1; i >= 0; i-- {
+		if r.s.Items[i].ID == id {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+func (r *uiReducer) findTool(id string) (int, bool) {
+	if r.tools != nil {
+		p, ok := r.tools[id]
+		return p, ok
+	}
+	for i := len(r.s.Items) - 1; i >= 0; i-- {
+		if r.s.Items[i].Type == UiItemTools &&
+			slices.ContainsFunc(r.s.Items[i].Tools, func(c UiToolCall) bool { return c.ID == id }) {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// own makes s.Items a slice this reducer may write to.
+func (r *uiReducer) own() {
+	if r.owned {
+		return
+	}
+	items := make([]UiItem, len(r.s.Items), len(r.s.Items)+max(r.grow, 1))
+	copy(items, r.s.Items)
+	r.s.Items = items
+	r.owned = true
+}
+
+func (r *uiReducer) set(p int, it UiItem) {
+	r.own()
+	r.s.Items[p] = it
+	if r.track {
+		r.dirty = append(r.dirty, p)
+	}
+}
+
+// add appends it, giving it a positional id if it has none (or a taken one).
+func (r *uiReducer) add(it UiItem) {
+	if it.ID == "" {
+		it.ID = string(it.Type) + ":" + strconv.Itoa(len(r.s.Items))
+	}
+	for {
+		if _, taken := r.find(it.ID); !taken {
+			break
+		}
+		it.ID += "'"
+	}
+	r.own()
+	r.s.Items = append(r.s.Items, it)
+	p := len(r.s.Items) - 1
+	if r.idx != nil {
+		r.idx[it.ID] = p
+	}
+	if r.track {
+		r.dirty = append(r.dirty, p)
+	}
+}
+
+// update describes the change from before to r.s.
+func (r *uiReducer) update(before UiState) UiUpdate {
+	u := uiScalarUpdate(before, r.s)
+	slices.Sort(r.dirty)
+	for _, p := range slices.Compact(r.dirty) {
+		u.Items = append(u.Items, r.s.Items[p])
+	}
+	return u
+}
+
+func uiScalarUpdate(prev, next UiState) UiUpdate {
+	u := UiUpdate{Type: UiUpdateType, Version: UiStateVersion, Seq: next.Seq, Session: next.Session}
+	if prev.Title != next.Title {
+		u.Title = &next.Title
+	}
+	if prev.Status != next.Status {
+		u.Status = &next.Status
+	}
+	if prev.Busy != next.Busy {
+		u.Busy = &next.Busy
+	}
+	if prev.Turn != next.Turn {
+		u.Turn = &next.Turn
+	}
+	return u
+}
+
+// uiItemEqual compares items strictly (time.Time by ==) so that an item
+// Diff leaves out marshals exactly like the one it stands for.
+func uiItemEqual(a, b *UiItem) bool {
+	return a.ID == b.ID && a.Type == b.Type && a.Time == b.Time && a.Updated == b.Updated &&
+		a.Origin == b.Origin && a.Role == b.Role && a.Actor == b.Actor &&
+		a.MessageID == b.MessageID && a.Mime == b.Mime && a.Content == b.Content &&
+		a.Queued == b.Queued && a.Final == b.Final && a.Cancel == b.Cancel &&
+		a.SourceOnly == b.SourceOnly && a.QuestionID == b.QuestionID &&
+		slices.Equal(a.Attachments, b.Attachments) && slices.Equal(a.Options, b.Options) &&
+		slices.Equal(a.Tools, b.Tools) &&
+		(a.Answer == b.Answer || a.Answer != nil && b.Answer != nil && *a.Answer == *b.Answer)
+}

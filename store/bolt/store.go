@@ -1,0 +1,184 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// SchemaVersion is the layout version this code writes. Open refuses a file
+// with a higher version rather than misreading it.
+const SchemaVersion = 1
+
+// Defaults for Options.
+const (
+	DefaultMaxEvents   = 10000
+	DefaultLockTimeout = time.Second
+)
+
+// ErrClosed is returned by writes to a Store after Close.
+var ErrClosed = errors.New("bolt: store is closed")
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketSessions = []byte("sessions")
+	bucketPlaces   = []byte("places")
+	bucketInbox    = []byte("inbox")
+	bucketBySess   = []byte("inbox_by_session")
+	bucketRecent   = []byte("inbox_recent")
+	bucketDedup    = []byte("dedup")
+	bucketEvents   = []byte("events")
+	bucketLedger   = []byte("ledger")
+	bucketCursors  = []byte("cursors")
+
+	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketPlaces, bucketInbox,
+		bucketBySess, bucketRecent, bucketDedup, bucketEvents, bucketLedger, bucketCursors}
+
+	keySchema = []byte("schema")
+	keyLastID = []byte("last_id")
+)
+
+// Options tune a Store. The zero value is a durable store with the defaults.
+type Options struct {
+	// MaxEvents bounds the event log: at least this many of the newest
+	// events are kept. Zero means DefaultMaxEvents.
+	MaxEvents int
+	// NoSync skips fsync on commit. It is for tests only: a crash may then
+	// lose acknowledged writes, which breaks parley's durable-first rule.
+	NoSync bool
+	// Now is the clock for message and event times and message ids. It is
+	// called concurrently. Nil means time.Now.
+	Now func() time.Time
+	// LockTimeout is how long Open waits for another process to release
+	// the file, so that a second daemon on the same data directory fails
+	// instead of hanging. Zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+}
+
+// Store is core.Store on a bbolt file. It is safe for concurrent use. See the
+// package documentation for the layout.
+type Store struct {
+	db        *bbolt.DB
+	now       func() time.Time
+	maxEvents uint64
+	slack     uint64 // how far the event log may grow past maxEvents before a trim
+	foldAt    uint64 // how many entries inbox_recent collects before a fold
+	cache     sessionCache
+
+	// mu is held shared while handing a write to the committer and
+	// exclusively by Close, so that no write is sent on a closed channel.
+	mu     sync.RWMutex
+	closed bool
+	reqs   chan *writeReq
+	done   chan struct{} // closed when the committer has exited
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ core.Store = (*Store)(nil)
+
+// Open opens or creates the store at path. It fails with an error wrapping
+// core.ErrSchemaTooNew when the file was written by a newer parley, and
+// leaves such a file untouched.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = DefaultMaxEvents
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout: opts.LockTimeout,
+		NoSync:  opts.NoSync,
+		// The map freelist keeps commits cheap once the file has many
+		// free pages, and the inbox only grows.
+		FreelistType: bbolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	if err := db.Update(initSchema); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	max := uint64(opts.MaxEvents)
+	s := &Store{
+		db:        db,
+		now:       opts.Now,
+		maxEvents: max,
+		slack:     max/8 + 1,
+		foldAt:    defaultFoldAt,
+		reqs:      make(chan *writeReq, maxGroup),
+		done:      make(chan struct{}),
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// initSchema checks the version before creating anything, so that a newer
+// file is not modified by an older binary.
+func initSchema(tx *bbolt.Tx) error {
+	if meta := tx.Bucket(bucketMeta); meta != nil {
+		if v := meta.Get(keySchema); v != nil {
+			n, err := strconv.ParseUint(string(v), 10, 32)
+			if err != nil {
+				return fmt.Errorf("unreadable schema version %q", v)
+			}
+			if n > SchemaVersion {
+				return fmt.Errorf("file has schema version %d, this parley reads up to %d: %w",
+					n, SchemaVersion, core.ErrSchemaTooNew)
+			}
+		}
+	}
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(keySchema) == nil {
+		return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+	}
+	return nil
+}
+
+// Close waits for queued writes to commit and closes the file. Later writes
+// return ErrClosed; it is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.reqs)
+		s.mu.Unlock()
+		<-s.done
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("bolt: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// view runs a read transaction. Reads do not queue behind the committer:
+// bbolt lets them run next to the one write transaction.
+func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+// clock is the time defaults are filled with, in UTC and without the
+// monotonic reading, so that what Append and friends return is exactly what
+// a later read decodes.
+func (s *Store) clock() time.Time { return s.now().Round(0).UTC() }
