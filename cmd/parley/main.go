@@ -1,0 +1,24 @@
+// Command parley is the daemon that puts AI agent sessions in front of
+// people where they already chat.
+//
+//	parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
+//	parley version
+//
+// Configuration comes from one TOML file, every key overridable by a
+// PARLEY_<SECTION>_<KEY> environment variable; the flags override both.
+// main only parses arguments and hands over to Main, which an end-to-end
+// test can run in-process.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(Run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
+	"github.com/parley-chat/parley/core"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// otherwise the module version or VCS revision from the build info is used.
+var version = ""
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // the daemon failed while running
+	exitUsage  = 2 // bad arguments or configuration
+)
+
+const usage = `parley puts AI agent sessions in front of people where they already chat.
+
+Usage:
+  parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
+  parley version
+
+Every configuration key can also be set with an environment variable
+PARLEY_<SECTION>_<KEY>, e.g. PARLEY_HTTP_LISTEN or PARLEY_LOG_FORMAT.
+`
+
+// Run runs the parley command line with args (without the program name) and
+// returns the process exit code. ctx ending stops a running daemon
+// gracefully.
+func Run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], env, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "parley", Version())
+		return exitOK
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "parley: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+// Version is parley's version.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "devel-" + s.Value[:12]
+		}
+	}
+	return "devel"
+}
+
+func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("parley serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "TOML configuration `file` (default: none; PARLEY_CONFIG)")
+	dataDir := fs.String("data-dir", "", "data `directory` (PARLEY_DATA_DIR)")
+	listen := fs.String("listen", "", "HTTP listen `address` (PARLEY_HTTP_LISTEN, default 127.0.0.1:8765)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "parley serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *configPath == "" {
+		*configPath = lookup(env, "PARLEY_CONFIG")
+	}
+	// Flags win over the environment and the file: pass them on as the
+	// environment variables they stand for, so they are validated alike.
+	if *dataDir != "" {
+		env = append(env, "PARLEY_DATA_DIR="+*dataDir)
+	}
+	if *listen != "" {
+		env = append(env, "PARLEY_HTTP_LISTEN="+*listen)
+	}
+	cfg, err := config.Load(*configPath, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "parley: invalid configuration:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	log := newLogger(cfg.Log, stderr)
+	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG")) {
+		log.Warn("unknown environment variable ignored", "name", name)
+	}
+	m := &Main{Config: cfg, Logger: log}
+	if err := m.Open(ctx); err != nil {
+		log.Error("start failed", "err", err)
+		return exitUsage
+	}
+	defer m.Close()
+	if err := m.Run(ctx); err != nil {
+		log.Error("stopped with an error", "err", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.SlogLevel()}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// Main is a configured daemon: Open builds it, Run serves until the
+// context ends, Close releases it.
+type Main struct {
+	Config config.Config
+	Logger *slog.Logger
+	// Adapters, when set before Open, replace the ones built from Config
+	// (tests inject fakes this way).
+	Adapters []core.Adapter
+
+	daemon *daemon.Daemon
+}
+
+// Open builds the adapters and opens the daemon.
+func (m *Main) Open(ctx context.Context) error {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	if m.Adapters == nil {
+		adapters, err := buildAdapters(m.Config)
+		if err != nil {
+			return err
+		}
+		m.Adapters = adapters
+	}
+	c := m.Config
+	disabled := map[core.Lifetime]bool{
+		core.LifetimeNextNotice:   !c.Cleanup.NextNotice,
+		core.LifetimeNextInput:    !c.Cleanup.NextInput,
+		core.LifetimeTurnComplete: !c.Cleanup.TurnComplete,
+	}
+	d, err := daemon.Open(ctx, daemon.Options{
+		DataDir:         c.DataDir,
+		Adapters:        m.Adapters,
+		EditInterval:    c.Outbox.FlushInterval.Duration,
+		DrainTimeout:    c.Outbox.DrainTimeout.Duration,
+		DisabledCleanup: disabled,
+		Logger:          m.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	m.daemon = d
+	names := make([]string, 0, len(m.Adapters))
+	for _, a := range m.Adapters {
+		names = append(names, string(a.Name()))
+	}
+	m.Logger.Debug("configuration", "config", c)
+	m.Logger.Info("parley started", "version", Version(), "data_dir", c.DataDir, "adapters", names)
+	return nil
+}
+
+// Run serves until ctx ends, then stops gracefully.
+func (m *Main) Run(ctx context.Context) error {
+	err := m.daemon.Run(ctx)
+	m.Logger.Info("parley stopped")
+	return err
+}
+
+// Close closes the store.
+func (m *Main) Close() error {
+	if m.daemon == nil {
+		return nil
+	}
+	return m.daemon.Close()
+}
+
+// buildAdapters is the registry of platforms: one constructor per
+// configured adapter. Platforms whose adapter is not in this build are
+// refused by name rather than silently ignored.
+func buildAdapters(c config.Config) ([]core.Adapter, error) {
+	var adapters []core.Adapter
+	var errs []error
+	notYet := func(section string) {
+		errs = append(errs, fmt.Errorf("config: [%s] is set, but this build of parley has no %s adapter yet; remove the section (or its PARLEY_%s_* variables)", section, section, strings.ToUpper(section)))
+	}
+	if c.Telegram.Enabled() {
+		notYet("telegram")
+	}
+	if c.Slack.Enabled() {
+		notYet("slack")
+	}
+	if c.Matrix.Enabled() {
+		notYet("matrix")
+	}
+	if c.Fake.Enabled {
+		adapters = append(adapters, fake.New("fake", core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true}))
+	}
+	return adapters, errors.Join(errs...)
+}
+
+func lookup(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+func without(env []string, key string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

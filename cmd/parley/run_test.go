@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Run(context.Background(), []string{"version"}, nil, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.HasPrefix(out.String(), "parley ") {
+		t.Errorf("version printed %q", out.String())
+	}
+}
+
+func TestServeRefusesBadConfigNamingTheKey(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"bad env value", []string{"serve"}, []string{"PARLEY_LOG_FORMAT=yaml"}, "PARLEY_LOG_FORMAT"},
+		{"bad flag value", []string{"serve", "--listen", "0.0.0.0:80"}, nil, "token"},
+		{"adapter not in this build", []string{"serve"}, []string{"PARLEY_TELEGRAM_TOKEN=1:x", "PARLEY_TELEGRAM_CHAT_ID=-100", "PARLEY_TELEGRAM_ALLOWED_USERS=1"}, "no telegram adapter yet"},
+		{"unknown flag", []string{"serve", "--nope"}, nil, "flag provided but not defined"},
+		{"missing config file", []string{"serve", "--config", "/nonexistent/parley.toml"}, nil, "/nonexistent/parley.toml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := append([]string{"PARLEY_DATA_DIR=" + t.TempDir()}, tt.env...)
+			var out, errOut bytes.Buffer
+			code := Run(context.Background(), tt.args, env, &out, &errOut)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, errOut.String())
+			}
+			if !strings.Contains(errOut.String(), tt.want) {
+				t.Errorf("stderr %q does not mention %q", errOut.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestServeStartsAndStopsGracefully runs the daemon with a config file and
+// stops it as SIGTERM would (by ending the context).
+func TestServeStartsAndStopsGracefully(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "parley.toml")
+	if err := os.WriteFile(cfg, []byte("[log]\nformat = \"json\"\n[fake]\nenabled = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data")}, nil, &bytes.Buffer{}, &errOut)
+	}()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(errOut.String(), `"msg":"parley started"`) {
+		select {
+		case code := <-done:
+			t.Fatalf("exited early with %d: %s", code, errOut.String())
+		case <-deadline:
+			t.Fatalf("no start-up log line: %s", errOut.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "parley.db")); err != nil {
+		t.Errorf("no database in the data directory: %v", err)
+	}
+	if !strings.Contains(errOut.String(), `"adapters":["fake"]`) {
+		t.Errorf("fake adapter not started: %s", errOut.String())
+	}
+}
