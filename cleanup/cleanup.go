@@ -24,6 +24,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,12 @@ type Ledger struct {
 	opts  Options
 	log   *slog.Logger
 	seen  atomic.Uint64
+
+	mu sync.Mutex
+	// fired is, per session and lifetime, the seq of the last event that
+	// fired the lifetime's rule. A message recorded after its rule fired
+	// (a notice still on its way when output started) is deleted at once.
+	fired map[core.SessionID]map[core.Lifetime]uint64
 }
 
 // New returns a Ledger.
@@ -68,7 +75,7 @@ func New(store core.Store, del Deleter, opts Options) *Ledger {
 	if opts.Capabilities == nil {
 		opts.Capabilities = func(core.AdapterName) (core.Capabilities, bool) { return core.Capabilities{}, false }
 	}
-	return &Ledger{store: store, del: del, opts: opts, log: opts.Logger}
+	return &Ledger{store: store, del: del, opts: opts, log: opts.Logger, fired: map[core.SessionID]map[core.Lifetime]uint64{}}
 }
 
 // Run applies the rules events fire until ctx ends.
@@ -88,6 +95,18 @@ func (l *Ledger) Seen() uint64 { return l.seen.Load() }
 
 // Apply fires the rules one event triggers.
 func (l *Ledger) Apply(ctx context.Context, e core.Event) error {
+	switch e.Kind {
+	case core.EventOutput:
+		l.noteFired(e, core.LifetimeNextNotice)
+	case core.EventTurnComplete:
+		l.noteFired(e, core.LifetimeTurnComplete)
+	case core.EventSessionUpdated:
+		if e.Status == core.StatusClosed {
+			l.mu.Lock()
+			delete(l.fired, e.Session)
+			l.mu.Unlock()
+		}
+	}
 	switch e.Kind {
 	case core.EventHumanMessage, core.EventAnswer, core.EventCancel:
 		var keep core.MessageRef
@@ -123,9 +142,34 @@ func (l *Ledger) Sent(ctx context.Context, s core.Sent) {
 		return
 	}
 	row := core.CleanupEntry{Session: s.Session, Ref: s.Ref, Lifetime: s.Lifetime, Created: l.opts.Now()}
+	l.mu.Lock()
+	row.Due = s.Seq > 0 && l.fired[s.Session][s.Lifetime] > s.Seq
+	l.mu.Unlock()
 	if err := l.store.AddCleanup(ctx, row); err != nil {
 		l.log.Error("cleanup: record", "session", s.Session, "err", err)
+		return
 	}
+	if row.Due {
+		if l.canDelete(row) {
+			l.delete(ctx, []core.CleanupEntry{row})
+		} else if err := l.store.RemoveCleanup(ctx, row.Ref); err != nil {
+			l.log.Error("cleanup: remove row", "err", err)
+		}
+	}
+}
+
+func (l *Ledger) noteFired(e core.Event, lt core.Lifetime) {
+	if e.Seq == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.fired[e.Session]
+	if m == nil {
+		m = map[core.Lifetime]uint64{}
+		l.fired[e.Session] = m
+	}
+	m[lt] = max(m[lt], e.Seq)
 }
 
 // Replay re-issues the deletions that were due when the daemon stopped.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,6 +23,9 @@ type Sent struct {
 	Ref      MessageRef
 	Kind     MessageKind
 	Lifetime Lifetime
+	// Seq is the event that caused the message, so a rule that fired
+	// while the message was still on its way can be applied to it late.
+	Seq uint64
 }
 
 // DispatcherOptions configure a Dispatcher.
@@ -53,11 +57,14 @@ type Dispatcher struct {
 	opts   DispatcherOptions
 	log    *slog.Logger
 
+	// binds serialise binding creation per session and adapter (striped,
+	// so memory does not grow with the number of sessions).
+	binds [64]sync.Mutex
 	mu    sync.Mutex
-	binds map[string]*sync.Mutex
-	// notified remembers, per session and adapter, the last turn in which
-	// a notifying message was already sent, so turn completion adds one
-	// only when the person has not been notified yet.
+	// notified remembers, per session and adapter, the turn (plus one) in
+	// which a notifying message was already sent, so turn completion adds
+	// one only when the person has not been notified yet. Entries are
+	// dropped at turn completion.
 	notified map[string]uint64
 	seen     atomic.Uint64
 }
@@ -72,7 +79,7 @@ func NewDispatcher(store Store, router *Router, outbox *Outbox, opts DispatcherO
 	}
 	return &Dispatcher{
 		store: store, router: router, outbox: outbox, opts: opts, log: opts.Logger,
-		binds: map[string]*sync.Mutex{}, notified: map[string]uint64{},
+		notified: map[string]uint64{},
 	}
 }
 
@@ -121,6 +128,7 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 		k := string(s.ID) + "\x00" + string(name)
 		d.mu.Lock()
 		already := d.notified[k] == e.Turn+1
+		delete(d.notified, k)
 		d.mu.Unlock()
 		if already {
 			return
@@ -213,7 +221,7 @@ func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, m OutMessage, lt
 			if err != nil {
 				return err
 			}
-			d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: m.Kind, Lifetime: lt})
+			d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: m.Kind, Lifetime: lt, Seq: e.Seq})
 			return nil
 		}})
 }
@@ -250,15 +258,11 @@ func (d *Dispatcher) bindingOf(ctx context.Context, a Adapter, id SessionID) (Bi
 }
 
 func (d *Dispatcher) bindLock(id SessionID, name AdapterName) *sync.Mutex {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	k := string(id) + "\x00" + string(name)
-	l, ok := d.binds[k]
-	if !ok {
-		l = &sync.Mutex{}
-		d.binds[k] = l
-	}
-	return l
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	return &d.binds[h.Sum32()%uint32(len(d.binds))]
 }
 
 // bindLocked creates a new binding (replacing a stale one); the caller

@@ -169,6 +169,7 @@ func (m *Main) Open(ctx context.Context) error {
 		EditInterval:    c.Outbox.FlushInterval.Duration,
 		DrainTimeout:    c.Outbox.DrainTimeout.Duration,
 		DisabledCleanup: disabled,
+		Reflect:         c.Routing.ReflectInput,
 		Logger:          m.Logger,
 	})
 	if err != nil {

@@ -55,6 +55,8 @@ type Config struct {
 	Outbox Outbox `toml:"outbox"`
 	// Cleanup switches the cleanup ledger's automatic deletions.
 	Cleanup Cleanup `toml:"cleanup"`
+	// Routing decides where events go besides the default rules.
+	Routing Routing `toml:"routing"`
 	// Telegram is the Telegram adapter; enabled when Token is set.
 	Telegram Telegram `toml:"telegram"`
 	// Slack is the Slack adapter; enabled when BotToken is set.
@@ -109,6 +111,15 @@ type Cleanup struct {
 	// TurnComplete deletes progress and status messages when the turn
 	// completes. Default true.
 	TurnComplete bool `toml:"turn_complete"`
+}
+
+// Routing configures event routing.
+type Routing struct {
+	// ReflectInput copies what a person writes on one platform to the
+	// session's other platforms, so everyone sees the whole conversation.
+	// Default false: replies go to where the person wrote, input stays
+	// where it was written.
+	ReflectInput bool `toml:"reflect_input"`
 }
 
 // Telegram configures the Telegram adapter.

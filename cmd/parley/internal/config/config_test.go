@@ -120,6 +120,7 @@ func TestLoadFile(t *testing.T) {
 			DrainTimeout:  Duration{10 * time.Second},
 		},
 		Cleanup: Cleanup{NextNotice: false, NextInput: true, TurnComplete: false},
+		Routing: Routing{ReflectInput: true},
 		Telegram: Telegram{
 			Token:         "123456:telegram-secret-token",
 			APIURL:        "http://127.0.0.1:8081",
