@@ -38,6 +38,10 @@ type Service struct {
 	log   *slog.Logger
 	allow map[core.Origin]map[string]bool
 	locks [64]sync.Mutex
+	// placeLocks serialise starting a session at a place, so concurrent
+	// first messages there share one session. Separate from locks, which
+	// are taken while one of these is held.
+	placeLocks [64]sync.Mutex
 }
 
 var _ core.Handler = (*Service)(nil)
@@ -227,10 +231,7 @@ func (s *Service) sendMessage(ctx context.Context, cmd core.Command) (core.Resul
 	}
 	sess, err := s.resolve(ctx, cmd)
 	if errors.Is(err, core.ErrNotFound) && cmd.Session == "" && cmd.Origin.IsUI() {
-		// Writing where no session lives yet starts one there.
-		var events []core.Event
-		sess, events, err = s.create(ctx, core.NewSessionID(s.opts.Now()), core.Command{Origin: cmd.Origin, Place: cmd.Place}, s.opts.Now())
-		s.publish(events)
+		sess, err = s.startAt(ctx, cmd)
 	}
 	if err != nil {
 		return core.Result{}, err
@@ -279,6 +280,26 @@ func (s *Service) sendMessage(ctx context.Context, cmd core.Command) (core.Resul
 	}
 	s.publish(res.Events)
 	return core.Result{Session: sess.ID, Message: res.Message, Queued: queued}, nil
+}
+
+// startAt starts a session at the place a person wrote from when none lives
+// there yet, or returns the one a concurrent message just started.
+func (s *Service) startAt(ctx context.Context, cmd core.Command) (core.Session, error) {
+	h := fnv.New32a()
+	h.Write([]byte(string(cmd.Origin) + "\x00" + cmd.Place.Chat + "\x00" + cmd.Place.Thread))
+	m := &s.placeLocks[h.Sum32()%uint32(len(s.placeLocks))]
+	m.Lock()
+	defer m.Unlock()
+	if sess, err := s.resolve(ctx, cmd); !errors.Is(err, core.ErrNotFound) {
+		return sess, err
+	}
+	now := s.opts.Now()
+	sess, events, err := s.create(ctx, core.NewSessionID(now), core.Command{Origin: cmd.Origin, Place: cmd.Place}, now)
+	if err != nil {
+		return core.Session{}, err
+	}
+	s.publish(events)
+	return sess, nil
 }
 
 // noteInput records where a person wrote from: the session's last input

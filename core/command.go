@@ -48,7 +48,9 @@ type Command struct {
 	Place   Place       `json:"place,omitzero"`
 	// PlatformID identifies the platform message or update the command
 	// came from. (Origin, PlatformID) is the dedup key: a redelivered
-	// update is recognised and not appended twice.
+	// update is recognised and not appended twice. It must be unique
+	// across the whole origin, so adapters qualify ids that are unique
+	// only within a chat (Telegram's message ids: "chat:message").
 	PlatformID string `json:"platform_id,omitempty"`
 	// Ref is the platform message the person wrote, for the cleanup ledger.
 	Ref MessageRef `json:"ref,omitzero"`

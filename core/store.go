@@ -68,7 +68,9 @@ type AppendResult struct {
 
 // Store is parley's durable state. Everything that must survive a restart
 // lives here. All methods are safe for concurrent use and return ErrNotFound
-// (wrapped) for missing records.
+// (wrapped) for missing records. A limit <= 0 means no limit. Callbacks
+// (UpdateSession's fn, Append.Update) run inside the store's write
+// transaction and must not call the store.
 type Store interface {
 	// CreateSession stores a new session and its events. ErrExists if the
 	// id is taken.

@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -47,9 +46,11 @@ type appendOp struct {
 // nothing was written. A duplicate DedupKey writes nothing and returns the
 // first message and the current session with Duplicate set.
 //
-// When Update leaves the session's Updated alone it is set to now. Events and
-// ledger rows without a Session get the message's; ledger rows without
-// Created get now.
+// Update runs inside the committer on a fresh copy of the session and must
+// not call the Store. When it changes the session but leaves Updated alone,
+// Updated is set to now; when it changes nothing, the session is not
+// written. Events and ledger rows without a Session get the message's;
+// ledger rows without Created get now.
 func (s *Store) Append(ctx context.Context, a core.Append) (core.AppendResult, error) {
 	op, err := prepareAppend(s.clock(), a)
 	if err != nil {
@@ -304,9 +305,8 @@ const defaultFoldAt = 1024
 func foldRecent(tx *bbolt.Tx) error {
 	var keys [][]byte
 	err := tx.Bucket(bucketRecent).ForEach(func(id, session []byte) error {
-		k := binary.AppendUvarint(make([]byte, 0, 1+len(session)+len(id)), uint64(len(session)))
-		k = append(append(k, session...), id...)
-		keys = append(keys, k)
+		k := appendPart(make([]byte, 0, 1+len(session)+len(id)), string(session))
+		keys = append(keys, append(k, id...))
 		return nil
 	})
 	if err != nil {

@@ -207,9 +207,19 @@ func TestAppendGroupWithFailures(t *testing.T) {
 	}
 }
 
+// TestInboxPaging runs with the per-session index folded after every
+// append, every few appends and never, so that reads cross the boundary
+// between folded and recent entries everywhere.
 func TestInboxPaging(t *testing.T) {
+	for _, foldAt := range []uint64{1, 3, 7, 1 << 40} {
+		t.Run(fmt.Sprint("foldAt=", foldAt), func(t *testing.T) { testInboxPaging(t, foldAt) })
+	}
+}
+
+func testInboxPaging(t *testing.T, foldAt uint64) {
 	ctx := context.Background()
 	s, _ := openTemp(t, Options{})
+	s.foldAt = foldAt
 	a := createSession(t, s, core.Session{})
 	b := createSession(t, s, core.Session{})
 	// Interleave: a0 b0 a1 b1 ...
@@ -453,4 +463,89 @@ func uncleanChild(mode, path string) {
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until killed
 	}
 	os.Exit(0)
+}
+
+func TestInboxAcrossFoldAndReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := createSession(t, s, core.Session{})
+	b := createSession(t, s, core.Session{})
+	var inA []core.MessageID
+	for i := range 10 {
+		inA = append(inA, appendText(t, s, a.ID, fmt.Sprint(i)).ID)
+		appendText(t, s, b.ID, fmt.Sprint(i))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Everything is still recent; the first append after the reopen folds.
+	s = openAt(t, path, Options{NoSync: true})
+	s.foldAt = 5
+	inA = append(inA, appendText(t, s, a.ID, "after reopen").ID)
+	got, err := s.Inbox(ctx, a.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ids(got), inA) {
+		t.Errorf("Inbox(a) = %v, want %v", ids(got), inA)
+	}
+	if got, _ := s.Inbox(ctx, a.ID, inA[9], 0); len(got) != 1 || got[0].Content != "after reopen" {
+		t.Errorf("Inbox(a, after the last folded) = %v", contents(got))
+	}
+}
+
+func TestAppendSessionResult(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	s, _ := openTemp(t, Options{Now: clk.Now})
+	created := createSession(t, s, core.Session{Title: "t", LastInputOrigin: "web"})
+	appendUpdate := func(update func(*core.Session)) core.Session {
+		t.Helper()
+		clk.Add(time.Minute)
+		res, err := s.Append(ctx, core.Append{Message: core.Message{Session: created.ID, Content: "x"}, Update: update})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := s.Session(ctx, created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Session, stored) {
+			t.Fatalf("Append returned session %+v, stored is %+v", res.Session, stored)
+		}
+		return res.Session
+	}
+
+	// An update that changes nothing writes nothing.
+	if got := appendUpdate(func(s *core.Session) { s.LastInputOrigin = "web" }); !got.Updated.Equal(created.Updated) {
+		t.Errorf("no-op update moved Updated from %v to %v", created.Updated, got.Updated)
+	}
+	// A change moves Updated to now.
+	got := appendUpdate(func(s *core.Session) { s.LastInputOrigin = "telegram" })
+	if got.LastInputOrigin != "telegram" || !got.Updated.Equal(clk.Now()) {
+		t.Errorf("after a change: %+v, want telegram at %v", got, clk.Now())
+	}
+	// Without Update the current session comes back, also after it was
+	// changed elsewhere, and no returned copy shares its bindings.
+	got = appendUpdate(nil)
+	got.Bindings = map[core.AdapterName]core.Binding{"x": bind("x", "1", "")}
+	if _, _, err := s.UpdateSession(ctx, created.ID, func(s *core.Session) error {
+		s.Title = "renamed"
+		s.Bindings = map[core.AdapterName]core.Binding{"web": bind("web", "page", "")}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got = appendUpdate(nil)
+	if got.Title != "renamed" {
+		t.Errorf("Append returned a stale session %+v", got)
+	}
+	got.Bindings["web"] = bind("web", "mutated", "")
+	if again := appendUpdate(nil); again.Bindings["web"].Place.Chat != "page" {
+		t.Errorf("a returned session's map was shared: %+v", again.Bindings)
+	}
 }

@@ -116,7 +116,7 @@ func (s *Store) trimEvents(b *bbolt.Bucket) error {
 	var old [][]byte
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) < keepFrom; k, _ = c.Next() {
-		old = append(old, k)
+		old = append(old, seqKey(binary.BigEndian.Uint64(k)))
 	}
 	for _, k := range old {
 		if err := b.Delete(k); err != nil {

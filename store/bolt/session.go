@@ -101,8 +101,8 @@ func (s *Store) Sessions(ctx context.Context) ([]core.Session, error) {
 	var out []core.Session
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
-			var sess core.Session
-			if err := json.Unmarshal(v, &sess); err != nil {
+			sess, err := s.cache.decode(core.SessionID(k), v)
+			if err != nil {
 				return fmt.Errorf("session %s: %w", k, err)
 			}
 			out = append(out, sess)
@@ -135,7 +135,9 @@ func (s *Store) SessionAt(ctx context.Context, adapter core.AdapterName, place c
 			return nil
 		}
 		found = true
-		return json.Unmarshal(v, &sess)
+		var err error
+		sess, err = s.cache.decode(core.SessionID(id), v)
+		return err
 	})
 	if err != nil {
 		return core.Session{}, fmt.Errorf("bolt: session at %s %q/%q: %w", adapter, place.Chat, place.Thread, err)
@@ -147,7 +149,8 @@ func (s *Store) SessionAt(ctx context.Context, adapter core.AdapterName, place c
 }
 
 // UpdateSession applies fn to a fresh copy of the stored session and stores
-// the result with events in one transaction. fn may run more than once. An
+// the result with events in one transaction. fn runs inside the committer,
+// may run more than once and must not call the Store. An
 // error from fn aborts the update (nothing is written) and is returned
 // wrapped. fn cannot change the id; when fn changes something but leaves
 // Updated alone, Updated is set to now; when it changes nothing, only the
@@ -160,13 +163,14 @@ func (s *Store) UpdateSession(ctx context.Context, id core.SessionID, fn func(*c
 		return core.Session{}, nil, fmt.Errorf("bolt: update session %s: %w", id, err)
 	}
 	var (
-		sess  core.Session
-		found bool
-		fnErr error
-		seqs  []uint64
+		sess    core.Session
+		written []byte
+		found   bool
+		fnErr   error
+		seqs    []uint64
 	)
 	err = s.update(ctx, func(w *wtx) error {
-		sess, found, fnErr, seqs = core.Session{}, false, nil, nil
+		sess, written, found, fnErr, seqs = core.Session{}, nil, false, nil, nil
 		b := w.Bucket(bucketSessions)
 		v := b.Get([]byte(id))
 		if v == nil {
@@ -195,7 +199,7 @@ func (s *Store) UpdateSession(ctx context.Context, id core.SessionID, fn func(*c
 				return err
 			}
 		}
-		sess = cur
+		sess, written = cur, val
 		seqs, err = putEvents(w, evs, "")
 		return err
 	})
@@ -206,6 +210,9 @@ func (s *Store) UpdateSession(ctx context.Context, id core.SessionID, fn func(*c
 		return core.Session{}, nil, fmt.Errorf("bolt: update session %s: %w", id, core.ErrNotFound)
 	case fnErr != nil:
 		return core.Session{}, nil, fmt.Errorf("bolt: update session %s: %w", id, fnErr)
+	}
+	if written != nil {
+		s.cache.put(id, written, sess)
 	}
 	return sess, finishEvents(evs, seqs, nil), nil
 }

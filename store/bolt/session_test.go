@@ -3,8 +3,11 @@ package bolt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,4 +336,62 @@ func TestReopenKeepsSchema(t *testing.T) {
 		t.Errorf("write after Close: err = %v, want ErrClosed", err)
 	}
 	openAt(t, path, Options{NoSync: true})
+}
+
+func TestCanceledContextWritesNothing(t *testing.T) {
+	s, _ := openTemp(t, Options{})
+	sess := createSession(t, s, core.Session{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Append(ctx, core.Append{Message: core.Message{Session: sess.ID, Content: "x"}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Append: err = %v, want context.Canceled", err)
+	}
+	if got, _ := s.Inbox(context.Background(), sess.ID, "", 0); len(got) != 0 {
+		t.Errorf("a canceled Append wrote %v", contents(got))
+	}
+}
+
+// TestCloseWhileWriting checks that Close lets every queued write finish:
+// each Append either succeeded, and is then in the file, or got ErrClosed.
+func TestCloseWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := createSession(t, s, core.Session{})
+	var ok atomic.Int64
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				_, err := s.Append(ctx, core.Append{Message: core.Message{Session: sess.ID, Content: fmt.Sprint(w, "/", i)}})
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok.Add(1) == 100 {
+					close(started)
+				}
+			}
+		})
+	}
+	<-started
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	s = openAt(t, path, Options{NoSync: true})
+	got, err := s.Inbox(ctx, sess.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(got)) != ok.Load() {
+		t.Errorf("%d appends succeeded, the inbox holds %d", ok.Load(), len(got))
+	}
 }

@@ -112,12 +112,12 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	max := uint64(opts.MaxEvents)
+	maxEvents := uint64(opts.MaxEvents)
 	s := &Store{
 		db:        db,
 		now:       opts.Now,
-		maxEvents: max,
-		slack:     max/8 + 1,
+		maxEvents: maxEvents,
+		slack:     maxEvents/8 + 1,
 		foldAt:    defaultFoldAt,
 		reqs:      make(chan *writeReq, maxGroup),
 		done:      make(chan struct{}),
