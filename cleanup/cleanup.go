@@ -96,6 +96,8 @@ func (l *Ledger) Seen() uint64 { return l.seen.Load() }
 // Apply fires the rules one event triggers.
 func (l *Ledger) Apply(ctx context.Context, e core.Event) error {
 	switch e.Kind {
+	case core.EventHumanMessage, core.EventAnswer, core.EventCancel:
+		l.noteFired(e, core.LifetimeNextInput)
 	case core.EventOutput:
 		l.noteFired(e, core.LifetimeNextNotice)
 	case core.EventTurnComplete:

@@ -93,6 +93,12 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		err error
 	)
 	switch cmd.Kind {
+	case core.SendMessage, core.Answer, core.Cancel, core.Close, core.AssistantPost, core.Ask:
+		if res, dup, err := s.redelivered(ctx, cmd); err != nil || dup {
+			return res, err
+		}
+	}
+	switch cmd.Kind {
 	case core.CreateSession:
 		res, err = s.createSession(ctx, cmd)
 	case core.SendMessage:
@@ -134,6 +140,21 @@ func dedupKey(cmd core.Command) string {
 		return ""
 	}
 	return string(cmd.Origin) + "\x00" + cmd.PlatformID
+}
+
+// redelivered reports a command already handled (its dedup key is stored),
+// so it is answered as a duplicate before any check that its own first
+// delivery would now fail (a /close redelivered after it closed).
+func (s *Service) redelivered(ctx context.Context, cmd core.Command) (core.Result, bool, error) {
+	key := dedupKey(cmd)
+	if key == "" {
+		return core.Result{}, false, nil
+	}
+	m, ok, err := s.store.Deduped(ctx, key)
+	if err != nil || !ok {
+		return core.Result{}, false, err
+	}
+	return core.Result{Session: m.Session, Message: m, Duplicate: true}, true, nil
 }
 
 // resolve finds the session a command is for: by id, or by the binding at

@@ -86,8 +86,10 @@ type Result struct {
 //
 // Handle blocks until the command's effects are durable in the store (or it
 // failed). An adapter acknowledges the platform update only after Handle
-// returned nil, ErrUnauthorized or a Result with Duplicate set: all three mean
-// the update is dealt with and must not be retried.
+// returned nil (a Result with Duplicate set included) or one of the errors
+// that say the update was dealt with: ErrUnauthorized (ignore silently),
+// ErrSessionClosed, ErrInvalid and ErrNotFound (tell the person why). Any
+// other error means it was not stored: retry it, do not acknowledge it.
 type Handler interface {
 	Handle(ctx context.Context, cmd Command) (Result, error)
 }

@@ -88,6 +88,10 @@ type Store interface {
 
 	// Append durably appends one inbox message (see Append).
 	Append(ctx context.Context, a Append) (AppendResult, error)
+	// Deduped returns the message appended with dedup key, if any: a
+	// handler checks it before refusing a redelivered command for a state
+	// the command itself caused (a /close redelivered after it closed).
+	Deduped(ctx context.Context, key string) (Message, bool, error)
 	// Inbox returns up to limit messages with ids strictly after after
 	// (everything when after is empty), oldest first. An empty session
 	// means every session.

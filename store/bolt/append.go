@@ -345,3 +345,29 @@ func cloneMessage(m core.Message) core.Message {
 	m.Attachments = slices.Clone(m.Attachments)
 	return m
 }
+
+// Deduped implements core.Store.
+func (s *Store) Deduped(ctx context.Context, key string) (core.Message, bool, error) {
+	var (
+		m     core.Message
+		found bool
+	)
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		id := tx.Bucket(bucketDedup).Get([]byte(key))
+		if id == nil {
+			return nil
+		}
+		v := tx.Bucket(bucketInbox).Get(id)
+		if v == nil {
+			return fmt.Errorf("dedup key points at missing message %s", id)
+		}
+		var err error
+		m, err = decodeMessage(id, v)
+		found = err == nil
+		return err
+	})
+	if err != nil {
+		return core.Message{}, false, fmt.Errorf("bolt: deduped: %w", err)
+	}
+	return m, found, nil
+}
