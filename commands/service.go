@@ -68,6 +68,24 @@ func New(store core.Store, bus core.Bus, opts Options) *Service {
 	return s
 }
 
+// lockOpen takes sess's lock, re-reads sess under it (commands of one
+// session decide on the state they change) and refuses a closed session,
+// releasing the lock again on error.
+func (s *Service) lockOpen(ctx context.Context, sess *core.Session) (unlock func(), err error) {
+	unlock = s.lock(sess.ID)
+	cur, err := s.store.Session(ctx, sess.ID)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("commands: %w", err)
+	}
+	*sess = cur
+	if sess.Status == core.StatusClosed {
+		unlock()
+		return nil, fmt.Errorf("commands: session %s: %w", sess.ID, core.ErrSessionClosed)
+	}
+	return unlock, nil
+}
+
 func (s *Service) lock(id core.SessionID) func() {
 	h := fnv.New32a()
 	h.Write([]byte(id))
@@ -257,14 +275,11 @@ func (s *Service) sendMessage(ctx context.Context, cmd core.Command) (core.Resul
 	if err != nil {
 		return core.Result{}, err
 	}
-	unlock := s.lock(sess.ID)
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
 	defer unlock()
-	if sess, err = s.store.Session(ctx, sess.ID); err != nil {
-		return core.Result{}, fmt.Errorf("commands: %w", err)
-	}
-	if sess.Status == core.StatusClosed {
-		return core.Result{Session: sess.ID}, fmt.Errorf("commands: session %s: %w", sess.ID, core.ErrSessionClosed)
-	}
 	if q, opt, ok := numberedAnswer(sess, cmd.Text); ok {
 		cmd.QuestionID, cmd.Option, cmd.Text = q.ID, opt, ""
 		return s.answerLocked(ctx, sess, cmd)
@@ -376,18 +391,17 @@ func (s *Service) answer(ctx context.Context, cmd core.Command) (core.Result, er
 	if err != nil {
 		return core.Result{}, err
 	}
-	unlock := s.lock(sess.ID)
-	defer unlock()
-	if sess, err = s.store.Session(ctx, sess.ID); err != nil {
-		return core.Result{}, fmt.Errorf("commands: %w", err)
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
 	}
+	defer unlock()
 	return s.answerLocked(ctx, sess, cmd)
 }
 
+// answerLocked answers an open question; the caller holds the session's
+// lock and has checked it is open.
 func (s *Service) answerLocked(ctx context.Context, sess core.Session, cmd core.Command) (core.Result, error) {
-	if sess.Status == core.StatusClosed {
-		return core.Result{Session: sess.ID}, fmt.Errorf("commands: session %s: %w", sess.ID, core.ErrSessionClosed)
-	}
 	qi := -1
 	for i, q := range sess.Questions {
 		if q.ID == cmd.QuestionID {
@@ -456,14 +470,11 @@ func (s *Service) control(ctx context.Context, cmd core.Command) (core.Result, e
 	if err != nil {
 		return core.Result{}, err
 	}
-	unlock := s.lock(sess.ID)
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
 	defer unlock()
-	if sess, err = s.store.Session(ctx, sess.ID); err != nil {
-		return core.Result{}, fmt.Errorf("commands: %w", err)
-	}
-	if sess.Status == core.StatusClosed {
-		return core.Result{Session: sess.ID}, fmt.Errorf("commands: session %s: %w", sess.ID, core.ErrSessionClosed)
-	}
 	word := "cancel"
 	if cmd.Kind == core.Close {
 		word = "close"
@@ -517,14 +528,11 @@ func (s *Service) update(ctx context.Context, cmd core.Command, fn func(*core.Se
 	if err != nil {
 		return core.Result{}, err
 	}
-	unlock := s.lock(sess.ID)
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
 	defer unlock()
-	if sess, err = s.store.Session(ctx, sess.ID); err != nil {
-		return core.Result{}, fmt.Errorf("commands: %w", err)
-	}
-	if sess.Status == core.StatusClosed {
-		return core.Result{Session: sess.ID}, fmt.Errorf("commands: session %s: %w", sess.ID, core.ErrSessionClosed)
-	}
 	// Decide the events on a copy; the store applies the same assignments.
 	cp := sess
 	cp.Bindings = nil
@@ -549,7 +557,10 @@ func (s *Service) assistantPost(ctx context.Context, cmd core.Command) (core.Res
 	if err != nil {
 		return core.Result{}, err
 	}
-	unlock := s.lock(sess.ID)
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
 	defer unlock()
 	mime := cmd.Mime
 	if mime == "" {
@@ -627,14 +638,11 @@ func (s *Service) ask(ctx context.Context, cmd core.Command) (core.Result, error
 	if err != nil {
 		return core.Result{}, err
 	}
-	unlock := s.lock(sess.ID)
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
 	defer unlock()
-	if sess, err = s.store.Session(ctx, sess.ID); err != nil {
-		return core.Result{}, fmt.Errorf("commands: %w", err)
-	}
-	if sess.Status == core.StatusClosed {
-		return core.Result{Session: sess.ID}, fmt.Errorf("commands: session %s: %w", sess.ID, core.ErrSessionClosed)
-	}
 	qid := cmd.QuestionID
 	if qid == "" {
 		var b [8]byte
