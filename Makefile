@@ -1,18 +1,31 @@
 # The two commands of the README:
 #   make run   — build and run the daemon (go run ./cmd/parley serve)
-#   make test  — everything CI checks: formatting, vet, and the race-enabled tests
-# Nothing else needs installing on a fresh machine with Go 1.26.
+#   make test  — installs what the tests need, then everything CI checks:
+#                formatting, vet, and the race-enabled tests
+# On a fresh machine with Go 1.26 and Node.js, `make test` installs the rest:
+# Debian's chromium (the web page is tested in a real browser) and the
+# official MCP TypeScript SDK (an independent MCP client for the tests).
 
 GO ?= go
 FUZZTIME ?= 30s
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+TSCLIENT := mcp/testdata/tsclient
 
-.PHONY: run test vet fmt-check bench fuzz
+.PHONY: run test test-deps vet fmt-check bench fuzz
 
 run:
 	$(GO) run ./cmd/parley serve $(ARGS)
 
-test: fmt-check vet
-	$(GO) test -race -count=1 ./...
+test: test-deps fmt-check vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing chromium for the browser tests"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@if [ -f $(TSCLIENT)/package-lock.json ] && [ ! -d $(TSCLIENT)/node_modules ]; then \
+		echo "installing the MCP TypeScript SDK for the client tests"; \
+		npm ci --prefix $(TSCLIENT) --no-audit --no-fund --loglevel=error; fi
 
 vet:
 	$(GO) vet ./...

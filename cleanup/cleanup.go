@@ -57,6 +57,8 @@ type Ledger struct {
 	log   *slog.Logger
 	seen  atomic.Uint64
 
+	deleted, failed atomic.Uint64
+
 	mu sync.Mutex
 	// fired is, per session and lifetime, the seq of the last event that
 	// fired the lifetime's rule. A message recorded after its rule fired
@@ -89,6 +91,10 @@ func (l *Ledger) Run(ctx context.Context, sub *core.Subscription) {
 		}
 	})
 }
+
+// Stats returns how many messages the ledger deleted and how many
+// deletions failed (and stay due for the next start-up).
+func (l *Ledger) Stats() (deleted, failed uint64) { return l.deleted.Load(), l.failed.Load() }
 
 // Seen is the Seq of the last logged event Run applied.
 func (l *Ledger) Seen() uint64 { return l.seen.Load() }
@@ -237,11 +243,15 @@ func (l *Ledger) delete(ctx context.Context, rows []core.CleanupEntry) {
 		l.del.EnqueueDelete(r.Ref, func(err error) {
 			switch {
 			case err == nil, errors.Is(err, core.ErrMessageGone), errors.Is(err, core.ErrUnsupported):
+				if err == nil {
+					l.deleted.Add(1)
+				}
 				if err := l.store.RemoveCleanup(context.WithoutCancel(ctx), r.Ref); err != nil {
 					l.log.Error("cleanup: remove row", "err", err)
 				}
 			default:
 				// Kept (still due): the next start-up replays it.
+				l.failed.Add(1)
 				l.log.Warn("cleanup: delete failed", "adapter", r.Ref.Adapter, "err", err)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Sent describes a message the Dispatcher put on a platform, for hooks such
@@ -37,6 +38,9 @@ type DispatcherOptions struct {
 	TailMarker string
 	// OnSent is called after every message the dispatcher sent.
 	OnSent func(ctx context.Context, s Sent)
+	// OnOutputShown is called when a platform shows a new output text,
+	// with the time since the agent produced it (the edit lag).
+	OnOutputShown func(adapter AdapterName, lag time.Duration)
 	Logger *slog.Logger
 }
 
@@ -364,6 +368,9 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID,
 		out.Ref, out.Digest = ref, dg
 		if err := d.saveOutput(ctx, id, a.Name(), b.Place, out); err != nil {
 			return err
+		}
+		if d.opts.OnOutputShown != nil && !e.Time.IsZero() {
+			d.opts.OnOutputShown(a.Name(), time.Since(e.Time))
 		}
 	}
 	if !e.Final {

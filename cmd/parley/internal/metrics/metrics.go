@@ -1,0 +1,132 @@
+// Package metrics exposes parley's Prometheus metrics at /metrics.
+//
+// Counters that happen in the flow (messages in and out, edit lag) are
+// recorded as they happen: messages from the bus, edit lag from the
+// dispatcher's hook. Numbers that components already keep (the outbox's
+// queue and per-adapter operation counts, the cleanup ledger's deletions,
+// SSE clients and MCP subscribers) are read at scrape time through small
+// functions, so no component depends on Prometheus.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Sources are the numbers read at scrape time. Nil functions are skipped.
+type Sources struct {
+	Outbox         func() core.OutboxStats
+	Cleanup        func() (deleted, failed uint64)
+	SSEClients     func() int
+	MCPSubscribers func() int
+}
+
+// Metrics is parley's registry.
+type Metrics struct {
+	reg      *prometheus.Registry
+	messages *prometheus.CounterVec
+	editLag  *prometheus.HistogramVec
+}
+
+// New returns the registry with the Go runtime and process collectors.
+func New(src Sources) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_messages_total",
+			Help: "Inbox messages by direction (in: people, out: agents) and origin.",
+		}, []string{"direction", "origin"}),
+		editLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "parley_edit_lag_seconds",
+			Help:    "Time from an agent's output update to a platform showing it.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2, 3, 5, 10, 30, 60},
+		}, []string{"adapter"}),
+	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.messages, m.editLag, &sourceCollector{src: src})
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// OutputShown records an edit lag; it fits core.DispatcherOptions.OnOutputShown.
+func (m *Metrics) OutputShown(adapter core.AdapterName, lag time.Duration) {
+	m.editLag.WithLabelValues(string(adapter)).Observe(lag.Seconds())
+}
+
+// Run counts inbox messages from a bus subscription until ctx ends.
+func (m *Metrics) Run(ctx context.Context, sub *core.Subscription) {
+	core.Consume(ctx, sub, func(_ context.Context, e core.Event) {
+		origin := string(e.Origin)
+		if origin == "" {
+			origin = "none"
+		}
+		switch e.Kind {
+		case core.EventHumanMessage, core.EventAnswer, core.EventCancel:
+			m.messages.WithLabelValues("in", origin).Inc()
+		case core.EventAssistant, core.EventQuestion:
+			m.messages.WithLabelValues("out", origin).Inc()
+		}
+	})
+}
+
+var (
+	descQueue     = prometheus.NewDesc("parley_outbox_queue_depth", "Platform operations waiting in the outbox.", nil, nil)
+	descInFlight  = prometheus.NewDesc("parley_outbox_in_flight", "Platform operations being performed.", nil, nil)
+	descOps       = prometheus.NewDesc("parley_platform_operations_total", "Platform operations performed, by adapter and method.", []string{"adapter", "method"}, nil)
+	descLimited   = prometheus.NewDesc("parley_platform_rate_limited_total", "Platform answers of 429 (rate limited), by adapter.", []string{"adapter"}, nil)
+	descFailed    = prometheus.NewDesc("parley_platform_failures_total", "Platform operations given up on, by adapter.", []string{"adapter"}, nil)
+	descDeleted   = prometheus.NewDesc("parley_cleanup_deletions_total", "Messages deleted by the cleanup ledger.", nil, nil)
+	descDelFailed = prometheus.NewDesc("parley_cleanup_failures_total", "Cleanup deletions that failed (kept for replay).", nil, nil)
+	descSSE       = prometheus.NewDesc("parley_sse_clients", "Connected /api/events clients.", nil, nil)
+	descMCP       = prometheus.NewDesc("parley_mcp_subscribers", "Active MCP inbox subscriptions.", nil, nil)
+)
+
+// sourceCollector reads Sources at scrape time.
+type sourceCollector struct{ src Sources }
+
+func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descQueue, descInFlight, descOps, descLimited, descFailed, descDeleted, descDelFailed, descSSE, descMCP} {
+		ch <- d
+	}
+}
+
+func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.src.Outbox != nil {
+		st := c.src.Outbox()
+		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(st.Pending))
+		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(st.InFlight))
+		for a, kinds := range st.Ops {
+			for k, n := range kinds {
+				ch <- prometheus.MustNewConstMetric(descOps, prometheus.CounterValue, float64(n), string(a), k.String())
+			}
+		}
+		for a, n := range st.RateLimited {
+			ch <- prometheus.MustNewConstMetric(descLimited, prometheus.CounterValue, float64(n), string(a))
+		}
+		for a, n := range st.Failed {
+			ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(n), string(a))
+		}
+	}
+	if c.src.Cleanup != nil {
+		del, failed := c.src.Cleanup()
+		ch <- prometheus.MustNewConstMetric(descDeleted, prometheus.CounterValue, float64(del))
+		ch <- prometheus.MustNewConstMetric(descDelFailed, prometheus.CounterValue, float64(failed))
+	}
+	if c.src.SSEClients != nil {
+		ch <- prometheus.MustNewConstMetric(descSSE, prometheus.GaugeValue, float64(c.src.SSEClients()))
+	}
+	if c.src.MCPSubscribers != nil {
+		ch <- prometheus.MustNewConstMetric(descMCP, prometheus.GaugeValue, float64(c.src.MCPSubscribers()))
+	}
+}
