@@ -41,7 +41,7 @@ type DispatcherOptions struct {
 	// OnOutputShown is called when a platform shows a new output text,
 	// with the time since the agent produced it (the edit lag).
 	OnOutputShown func(adapter AdapterName, lag time.Duration)
-	Logger *slog.Logger
+	Logger        *slog.Logger
 }
 
 // Dispatcher turns stored events into platform operations: it asks the
