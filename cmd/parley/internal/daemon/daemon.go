@@ -35,6 +35,11 @@ type Options struct {
 	DataDir string
 	// Adapters are the UI adapters to run.
 	Adapters []core.Adapter
+	// NewAdapters builds more adapters once the store, the bus and the
+	// command service exist (the web adapter serves the API from them).
+	NewAdapters func(Deps) ([]core.Adapter, error)
+	// OnOutputShown receives the edit lag of every output update shown.
+	OnOutputShown func(core.AdapterName, time.Duration)
 	// Allow is the per-origin allow-list (see commands.Options.Allow).
 	Allow map[core.Origin][]string
 	// Reflect copies a person's input to the session's other platforms.
@@ -48,6 +53,14 @@ type Options struct {
 	// Store tunes the bbolt store (tests set NoSync for speed).
 	Store  bolt.Options
 	Logger *slog.Logger
+}
+
+// Deps are what adapters built by Options.NewAdapters may use.
+type Deps struct {
+	Store   core.Store
+	Bus     core.Bus
+	Handler core.Handler
+	Logger  *slog.Logger
 }
 
 // Daemon is a wired parley.
@@ -99,14 +112,24 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d := &Daemon{Store: store, opts: opts, log: opts.Logger, startSeq: last}
 	d.Bus = core.NewMemBus(last + 1)
 	d.Service = commands.New(store, d.Bus, commands.Options{Allow: opts.Allow, Logger: opts.Logger.With("component", "commands")})
+	if opts.NewAdapters != nil {
+		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Logger: opts.Logger})
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("daemon: adapters: %w", err)
+		}
+		opts.Adapters = append(append([]core.Adapter(nil), opts.Adapters...), more...)
+		d.opts.Adapters = opts.Adapters
+	}
 	d.Router = core.NewRouter(opts.Adapters...)
 	d.Router.Reflect = opts.Reflect
 	d.Outbox = core.NewOutbox(core.OutboxOptions{EditInterval: opts.EditInterval, Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
 	var ledger *cleanup.Ledger
 	d.Dispatcher = core.NewDispatcher(store, d.Router, d.Outbox, core.DispatcherOptions{
-		FileDir: filepath.Join(opts.DataDir, "outputs"),
-		OnSent:  func(ctx context.Context, s core.Sent) { ledger.Sent(ctx, s) },
-		Logger:  opts.Logger.With("component", "dispatch"),
+		FileDir:       filepath.Join(opts.DataDir, "outputs"),
+		OnSent:        func(ctx context.Context, s core.Sent) { ledger.Sent(ctx, s) },
+		OnOutputShown: opts.OnOutputShown,
+		Logger:        opts.Logger.With("component", "dispatch"),
 	})
 	ledger = cleanup.New(store, d.Dispatcher, cleanup.Options{
 		Disabled: opts.DisabledCleanup,
@@ -211,6 +234,9 @@ func (d *Daemon) WaitIdle(ctx context.Context) error {
 	}
 	return d.Outbox.Drain(ctx)
 }
+
+// Adapters returns the adapters the daemon runs.
+func (d *Daemon) Adapters() []core.Adapter { return d.opts.Adapters }
 
 // Close stops the outbox and closes the store.
 func (d *Daemon) Close() error {
