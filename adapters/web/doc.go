@@ -1,0 +1,69 @@
+// Package web is parley's built-in web page and its HTTP API: JSON endpoints
+// under /api/ and a Server-Sent Events stream of everything that happens.
+//
+// # An adapter that renders from state
+//
+// The page is a UI adapter like Telegram or Slack: input typed on it has
+// origin "web", and replies route back to it. It differs in how it shows a
+// session: not from the messages the outbox sends it, but from the
+// session's UiState (core's reducer over the event log). So its platform
+// operations succeed without doing anything: Send returns a fresh
+// reference, Edit and Delete are no-ops. It is a core.Binder whose Bind does
+// no I/O (a session's place on the page is its id), which is what makes the
+// Router treat every session as reachable here and route replies to input
+// from the page back to it.
+//
+// # UiState in memory
+//
+// The adapter keeps one core.UiReducer per recently used session, at most
+// Options.MaxStates, least recently used first out. A reliable bus
+// subscription, taken when the adapter is attached, feeds every logged event
+// to the reducer of its session, if that is in memory; the UiUpdate it
+// produces is kept by seq for the SSE stream (the latest 8192, at most about
+// 32 MiB of them: an update carries whole items).
+//
+// A reducer not in memory is built on first request from the store's event
+// log: the session's events reduced from its session_created event. The log
+// is bounded, so an old session's beginning may be gone; then the state is
+// seeded from what the store keeps for good — the session's title and
+// status and its inbox messages whose events were dropped, replayed as
+// synthetic events with Seq 0 — and the logged events are applied after.
+// What only events carried (old live outputs, notices, tool activity, the
+// options of questions no longer open) is missing from that older part.
+// Live events arriving during a build are queued and applied after it, so
+// the state misses none; the reducer ignores the ones the build covered.
+//
+// A snapshot (GET /api/sessions/{id}/state) waits, briefly, until the bus
+// feed has caught up with the store's newest event when the request
+// arrived. A client that opens /api/events first and then loads a snapshot
+// therefore gets every event of the session either in the snapshot or on the
+// stream, and applies those with a seq above the snapshot's.
+//
+// # The event stream
+//
+// GET /api/events sends each logged event (never those with Seq 0) as
+//
+//	id: <seq>
+//	event: <kind>
+//	data: {"seq","kind","session_id","ts","event":{…},"ui":{…}}
+//
+// where ui is the session's core.UiUpdate when its reducer was in memory.
+// Resuming with Last-Event-ID replays the store's log after that seq, then
+// follows a lossy bus subscription opened before the replay: overlapping
+// live events (seq not above the last sent) are dropped, and a jump in seq or
+// a grown Subscription.Dropped sends the stream back to the store, so there
+// is no gap and no duplicate, and a slow client never holds up the daemon.
+// When the log no longer reaches back far enough, an "event: resync" message
+// (its id the seq the stream continues after) tells the client to reload its
+// snapshots. Idle streams get a ": ping" comment every Options.Heartbeat;
+// every write has Options.WriteTimeout, and a client that cannot take it is
+// disconnected.
+//
+// # Wiring
+//
+// cmd builds the adapter before the daemon (the daemon's Router takes the
+// adapters), attaches it to the daemon's store and bus with Attach, and
+// mounts Handler at "/" behind its token check for /api/. Run receives the
+// daemon's Handler. Requests that arrive while the adapter has no store,
+// bus or Handler get 503.
+package web

@@ -1,0 +1,223 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// uiWait bounds how long an SSE message waits for its UiUpdate (see
+// states.waitApplied) before it goes out without one.
+const uiWait = 2 * time.Second
+
+// sseMessage is the data of one SSE message.
+type sseMessage struct {
+	Seq     uint64         `json:"seq"`
+	Kind    core.EventKind `json:"kind"`
+	Session core.SessionID `json:"session_id"`
+	Time    time.Time      `json:"ts"`
+	Event   core.Event     `json:"event"`
+	// UI is what the event changed in the session's UiState, when the
+	// session's reducer was in memory as the event arrived. A client that
+	// follows a session and gets an event of it without UI reloads the
+	// snapshot.
+	UI *core.UiUpdate `json:"ui,omitempty"`
+}
+
+// resyncMessage is the data of a "resync" SSE message.
+type resyncMessage struct {
+	Kind   string `json:"kind"` // "resync"
+	After  uint64 `json:"after"`
+	Resume uint64 `json:"resume"`
+	Reason string `json:"reason"`
+}
+
+// stream is one open /api/events response.
+type stream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	back    *backend
+	filter  core.SessionID
+	timeout time.Duration
+	// last is the seq of the last event handled (sent, or skipped by the
+	// filter): everything up to it is done.
+	last uint64
+	buf  bytes.Buffer
+}
+
+// events serves GET /api/events: Server-Sent Events of all sessions (or of
+// ?session=ID). Each message's id is its event's seq.
+//
+// Resuming (Last-Event-ID, or ?last_event_id= for a first connection)
+// replays the store's event log after that seq, in pages, then follows the
+// live bus. The bus subscription is lossy, so the daemon never waits for a
+// slow client; it is opened before the replay so nothing falls between the
+// two. Live events at or before the last seq handled are the replay's
+// overlap and are dropped; a live event past last+1, or a grown Dropped
+// count, means events were missed, and they are read from the store again.
+// When the store no longer has them (ErrEventsTruncated) the stream says
+// "resync" and carries on from the oldest event kept. Without a resume
+// point the stream starts at the newest event.
+func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
+	ctx := r.Context()
+	from := r.Header.Get("Last-Event-ID")
+	if from == "" {
+		from = r.URL.Query().Get("last_event_id")
+	}
+	var after uint64
+	if from != "" {
+		n, err := strconv.ParseUint(from, 10, 64)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, errorBody{"Last-Event-ID is not an event seq: " + strconv.Quote(from)})
+			return
+		}
+		after = n
+	}
+	sub, cancel := c.back.bus.Subscribe(a.opts.SSEBuffer, true)
+	defer cancel()
+	if from == "" {
+		last, err := c.back.store.LastEventSeq(ctx)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		after = last
+	}
+	a.clients.Add(1)
+	defer a.clients.Add(-1)
+
+	s := &stream{w: w, rc: http.NewResponseController(w), back: c.back,
+		filter: core.SessionID(r.URL.Query().Get("session")), timeout: a.opts.WriteTimeout, last: after}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s.buf.WriteString("retry: 2000\n: connected\n\n")
+	if err := s.flush(); err != nil {
+		return
+	}
+	err := a.follow(ctx, s, sub, from != "")
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errDetached) {
+		a.log.Debug("sse client dropped", "err", err)
+	}
+}
+
+var errDetached = errors.New("adapter detached")
+
+// follow replays (when asked) and then streams live events until the
+// client goes, a write fails or the adapter is detached.
+func (a *Adapter) follow(ctx context.Context, s *stream, sub *core.Subscription, replay bool) error {
+	dropped := sub.Dropped()
+	if replay {
+		if err := s.catchUp(ctx); err != nil {
+			return err
+		}
+	}
+	beat := time.NewTicker(a.opts.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case e := <-sub.C:
+			if e.Seq == 0 || e.Seq <= s.last {
+				break
+			}
+			if e.Seq > s.last+1 {
+				if err := s.catchUp(ctx); err != nil {
+					return err
+				}
+			}
+			if e.Seq > s.last {
+				if err := s.send(ctx, e); err != nil {
+					return err
+				}
+			}
+		case <-beat.C:
+			s.buf.WriteString(": ping\n\n")
+			if err := s.flush(); err != nil {
+				return err
+			}
+		case <-s.back.done:
+			return errDetached
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		// Events dropped at the end of a burst leave no later event to
+		// reveal the gap: check whenever the buffer is drained.
+		if n := sub.Dropped(); n != dropped && len(sub.C) == 0 {
+			dropped = n
+			if err := s.catchUp(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// catchUp sends every logged event after s.last, up to the newest.
+func (s *stream) catchUp(ctx context.Context) error {
+	return scanLog(ctx, s.back.store, s.last, func(e core.Event) error { return s.send(ctx, e) },
+		func(from, to uint64) error { return s.resync(from, to) })
+}
+
+// send writes one event (unless filtered out) and marks it handled.
+func (s *stream) send(ctx context.Context, e core.Event) error {
+	s.last = e.Seq
+	if s.filter != "" && e.Session != s.filter {
+		return nil
+	}
+	m := sseMessage{Seq: e.Seq, Kind: e.Kind, Session: e.Session, Time: e.Time, Event: publicEvent(e)}
+	s.back.states.waitApplied(ctx, e.Seq, uiWait)
+	if u, ok := s.back.states.update(e.Seq); ok {
+		m.UI = &u
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("web: encode event %d: %w", e.Seq, err)
+	}
+	fmt.Fprintf(&s.buf, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
+	return s.flush()
+}
+
+// resync tells the client that events after from are gone from the log and
+// the stream goes on after to: its states must be reloaded.
+func (s *stream) resync(from, to uint64) error {
+	data, _ := json.Marshal(resyncMessage{Kind: "resync", After: from, Resume: to,
+		Reason: "events after the last one received are no longer in the event log; reload the snapshots"})
+	fmt.Fprintf(&s.buf, "id: %d\nevent: resync\ndata: %s\n\n", to, data)
+	s.last = to
+	return s.flush()
+}
+
+// flush writes the buffered message within the write timeout.
+func (s *stream) flush() error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	_, err := s.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// publicEvent is e without daemon-side file paths.
+func publicEvent(e core.Event) core.Event {
+	if e.Message != nil && len(e.Message.Attachments) > 0 {
+		m := *e.Message
+		m.Attachments = make([]core.Attachment, len(e.Message.Attachments))
+		for i, at := range e.Message.Attachments {
+			at.Path = ""
+			m.Attachments[i] = at
+		}
+		e.Message = &m
+	}
+	return e
+}

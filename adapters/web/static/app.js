@@ -1,0 +1,546 @@
+// parley's web page. Plain JavaScript, no build step, nothing from elsewhere.
+//
+// The timeline of the selected session is rendered only from its UiState:
+// the snapshot from GET /api/sessions/{id}/state, then the `ui` updates that
+// come with its events on /api/events, applied like core.ApplyUpdate (items
+// upserted by id). An event of the selected session without `ui`, or a
+// `resync`, reloads the snapshot. Text is never put into the page as HTML:
+// markdown.js turns markdown into DOM nodes holding text nodes.
+'use strict';
+
+const KINDS = ['session_created', 'session_updated', 'human_message', 'queued', 'assistant_message',
+  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity'];
+const TOKEN_KEY = 'parley.token';
+// Status words; the colours are in style.css (no emoji: a headless or
+// minimal system may have no emoji font).
+const STATUS = { idle: 'idle', working: 'working', waiting: 'waiting for you', closed: 'closed' };
+
+const $ = (id) => document.getElementById(id);
+
+const app = {
+  token: '',
+  sessions: [],
+  view: null, // {id, state, loading, again, queue, els: Map}
+  es: null,
+  sessionsTimer: 0,
+};
+
+// ---- token and location ---------------------------------------------------
+
+function hashParams() { return new URLSearchParams(location.hash.slice(1)); }
+
+function setHash(p) {
+  const s = p.toString();
+  history.replaceState(null, '', location.pathname + location.search + (s ? '#' + s : ''));
+}
+
+// A token given as #token=… is kept in localStorage and taken out of the URL.
+// It reports whether the token changed.
+function initToken() {
+  const before = app.token;
+  const p = hashParams();
+  if (p.has('token')) {
+    const t = p.get('token');
+    if (t) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
+    p.delete('token');
+    setHash(p);
+  }
+  app.token = localStorage.getItem(TOKEN_KEY) || '';
+  return app.token !== before;
+}
+
+function selectedFromHash() { return hashParams().get('session') || ''; }
+
+// ---- API ------------------------------------------------------------------
+
+async function api(method, path, body) {
+  const headers = {};
+  if (app.token) headers.Authorization = 'Bearer ' + app.token;
+  const init = { method, headers };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  let data = null;
+  try { data = await res.json(); } catch (_) { /* not JSON */ }
+  if (!res.ok) {
+    const err = new Error((data && data.error) || res.status + ' ' + res.statusText);
+    err.status = res.status;
+    throw err;
+  }
+  return data;
+}
+
+function clientID() {
+  const b = new Uint8Array(12);
+  crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+function showBanner(text) {
+  const b = $('banner');
+  b.textContent = text;
+  b.hidden = !text;
+}
+
+function reportError(err) {
+  if (err && err.status === 401) {
+    showBanner('Not authorized: open this page as …/#token=<your http.token> once; it is remembered.');
+    return;
+  }
+  showBanner(err ? err.message || String(err) : '');
+}
+
+// ---- sessions list ----------------------------------------------------------
+
+async function refreshSessions() {
+  try {
+    const data = await api('GET', '/api/sessions');
+    app.sessions = data.sessions || [];
+    renderSessions();
+  } catch (err) {
+    reportError(err);
+  }
+}
+
+function scheduleSessions() {
+  clearTimeout(app.sessionsTimer);
+  app.sessionsTimer = setTimeout(refreshSessions, 150);
+}
+
+function renderSessions() {
+  const nav = $('sessions');
+  const list = app.sessions.slice().sort((a, b) => (b.updated || '').localeCompare(a.updated || '') ||
+    b.id.localeCompare(a.id));
+  nav.replaceChildren();
+  if (list.length === 0) {
+    nav.append(el('p', 'none', 'No sessions yet.'));
+  }
+  for (const s of list) {
+    const a = el('a', 'session');
+    a.href = '#session=' + encodeURIComponent(s.id);
+    a.dataset.id = s.id;
+    if (app.view && app.view.id === s.id) a.classList.add('selected');
+    const dot = el('span', 'dot');
+    dot.dataset.status = s.status;
+    a.append(dot, el('span', 'title', s.title || s.id),
+      el('span', 'when', (STATUS[s.status] || s.status) + ' · ' + when(s.updated)));
+    nav.append(a);
+  }
+  const cur = app.view && app.sessions.find((s) => s.id === app.view.id);
+  if (cur) renderHeader(app.view.state, cur);
+}
+
+async function createSession(ev) {
+  ev.preventDefault();
+  const input = $('new-title');
+  $('new-button').disabled = true;
+  try {
+    const s = await api('POST', '/api/sessions', { title: input.value.trim(), client_id: clientID() });
+    input.value = '';
+    app.sessions.push(s);
+    select(s.id);
+    scheduleSessions();
+  } catch (err) {
+    reportError(err);
+  } finally {
+    $('new-button').disabled = false;
+  }
+}
+
+// ---- the selected session ---------------------------------------------------
+
+function select(id) {
+  const p = hashParams();
+  if (id) p.set('session', id); else p.delete('session');
+  setHash(p);
+  if (app.view && app.view.id === id) return;
+  app.view = id ? { id, state: null, loading: false, again: false, queue: [], els: new Map() } : null;
+  renderSessions();
+  renderAll();
+  // The snapshot must be read after the event stream is open, or events
+  // between the two would be missed; the stream's onopen loads it otherwise.
+  if (id && app.es && app.es.readyState === EventSource.OPEN) loadSnapshot();
+}
+
+async function loadSnapshot() {
+  const v = app.view;
+  if (!v) return;
+  if (v.loading) { v.again = true; return; }
+  v.loading = true;
+  try {
+    const snap = await api('GET', '/api/sessions/' + encodeURIComponent(v.id) + '/state');
+    if (app.view !== v) return;
+    if (snap.version !== 'ui_state_v1') throw new Error('this page is older than the daemon: reload it');
+    v.state = snap.state;
+    showBanner('');
+    renderAll();
+  } catch (err) {
+    if (app.view === v && err.status === 404) select('');
+    reportError(err);
+  } finally {
+    v.loading = false;
+  }
+  if (app.view !== v) return;
+  if (v.again) { v.again = false; loadSnapshot(); return; }
+  const queued = v.queue;
+  v.queue = [];
+  for (const d of queued) onSessionEvent(v, d);
+}
+
+function onSessionEvent(v, d) {
+  if (v.loading || !v.state) {
+    v.queue.push(d);
+    if (v.queue.length > 2000) { v.queue = []; v.again = true; } // a later snapshot has them all
+    return;
+  }
+  if (d.seq <= v.state.seq) return;
+  if (!d.ui) { loadSnapshot(); return; }
+  const before = v.state;
+  v.state = applyUpdate(v.state, d.ui);
+  renderUpdate(before, d.ui);
+}
+
+// applyUpdate mirrors core.ApplyUpdate.
+function applyUpdate(s, u) {
+  const n = Object.assign({}, s, { session_id: u.session_id, seq: u.seq });
+  for (const k of ['title', 'status', 'busy', 'turn']) if (k in u && u[k] !== null) n[k] = u[k];
+  let items = s.items || [];
+  if (u.removed && u.removed.length) {
+    const drop = new Set(u.removed);
+    items = items.filter((it) => !drop.has(it.id));
+  } else {
+    items = items.slice();
+  }
+  if (u.items && u.items.length) {
+    const pos = new Map(items.map((it, i) => [it.id, i]));
+    for (const it of u.items) {
+      if (pos.has(it.id)) items[pos.get(it.id)] = it;
+      else { pos.set(it.id, items.length); items.push(it); }
+    }
+  }
+  n.items = items;
+  return n;
+}
+
+// ---- rendering ----------------------------------------------------------------
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function when(ts) {
+  if (!ts) return '';
+  const d = new Date(ts);
+  if (isNaN(d)) return '';
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleDateString([], { month: 'short', day: 'numeric' }) + ' ' +
+      d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+}
+
+function renderHeader(st, info) {
+  const title = (st && st.title) || (info && info.title) || (app.view ? app.view.id : 'No session selected');
+  $('session-title').textContent = title;
+  document.title = app.view ? title + ' · parley' : 'parley';
+  const badge = $('session-status');
+  const status = (st && st.status) || (info && info.status) || '';
+  if (!app.view || !status) {
+    badge.hidden = true;
+  } else {
+    badge.hidden = false;
+    badge.dataset.status = status;
+    badge.replaceChildren(el('span', 'dot'), document.createTextNode(STATUS[status] || status));
+    badge.firstChild.dataset.status = status;
+  }
+  const meta = $('session-meta');
+  meta.replaceChildren();
+  if (app.view) {
+    meta.append(el('code', 'sid', app.view.id));
+    if (st && st.busy) meta.append(el('span', 'busy', 'agent is working'));
+  }
+  const closed = status === 'closed';
+  $('input').disabled = !app.view || closed;
+  $('send').disabled = !app.view || closed;
+  $('input').placeholder = closed ? 'This session is closed.'
+    : 'Write a message…  (Enter sends, Shift+Enter for a new line)';
+}
+
+function renderAll() {
+  const v = app.view;
+  const tl = $('timeline');
+  tl.replaceChildren();
+  renderHeader(v && v.state, v && app.sessions.find((s) => s.id === v.id));
+  if (!v) {
+    tl.append(emptyNote());
+    return;
+  }
+  v.els = new Map();
+  if (!v.state) {
+    tl.append(el('p', 'loading', 'Loading…'));
+    return;
+  }
+  if (v.state.items.length === 0) {
+    tl.append(el('p', 'none', 'No messages yet. Say something below; a connected agent will read it.'));
+  }
+  for (const it of v.state.items) {
+    const e = renderItem(it);
+    v.els.set(it.id, e);
+    tl.append(e);
+  }
+  tl.scrollTop = tl.scrollHeight;
+}
+
+function emptyNote() {
+  const d = el('div', 'empty');
+  d.append(el('p', '', 'Pick a session on the left, or start a new one.'),
+    el('p', 'hint', 'Agents read and answer over MCP; what you write here lands in the session\'s inbox.'));
+  return d;
+}
+
+function renderUpdate(before, u) {
+  const v = app.view;
+  const tl = $('timeline');
+  const atBottom = tl.scrollHeight - tl.scrollTop - tl.clientHeight < 80;
+  if ('title' in u || 'status' in u || 'busy' in u) {
+    renderHeader(v.state, app.sessions.find((s) => s.id === v.id));
+  }
+  if ((before.items || []).length === 0 && v.state.items.length > 0) {
+    tl.replaceChildren();
+  }
+  for (const id of u.removed || []) {
+    const e = v.els.get(id);
+    if (e) e.remove();
+    v.els.delete(id);
+  }
+  for (const it of u.items || []) {
+    const e = renderItem(it);
+    const old = v.els.get(it.id);
+    if (old) old.replaceWith(e); else tl.append(e);
+    v.els.set(it.id, e);
+  }
+  if (atBottom) tl.scrollTop = tl.scrollHeight;
+}
+
+function renderItem(it) {
+  const box = el('article', 'item ' + it.type);
+  box.dataset.id = it.id;
+  switch (it.type) {
+    case 'user': {
+      const b = el('div', 'bubble');
+      markdown(it.content || '', b);
+      attachments(it, b);
+      box.append(b, meta(it, [it.queued ? 'queued' : '']));
+      break;
+    }
+    case 'assistant': {
+      const b = el('div', 'bubble md');
+      markdown(it.content || '', b);
+      attachments(it, b);
+      box.append(b, meta(it));
+      break;
+    }
+    case 'output': {
+      const head = el('div', 'output-head');
+      head.append(el('span', 'label', 'Output'),
+        el('span', it.final ? 'state final' : 'state live', it.final ? 'final' : 'streaming…'));
+      const b = el('div', 'bubble md');
+      if (it.content) markdown(it.content, b); else b.append(el('p', 'muted', '…'));
+      box.append(head, b);
+      if (!it.final) box.classList.add('live');
+      break;
+    }
+    case 'notice': {
+      const text = it.content || (it.cancel ? 'Cancel requested' : '');
+      const b = el('div', 'notice-text');
+      markdown(text, b);
+      box.append(b);
+      break;
+    }
+    case 'question':
+      renderQuestion(it, box);
+      break;
+    case 'tools':
+      renderTools(it, box);
+      break;
+    default:
+      box.append(el('div', 'bubble', it.content || ''));
+  }
+  return box;
+}
+
+function meta(it, extra) {
+  const m = el('div', 'item-meta');
+  const who = (it.actor && it.actor.name) || (it.author === 'assistant' ? 'Agent' : '') || it.origin || '';
+  const parts = [who, it.origin && it.origin !== who ? 'via ' + it.origin : '', when(it.ts)]
+    .concat(extra || []).filter(Boolean);
+  m.textContent = parts.join(' · ');
+  return m;
+}
+
+function attachments(it, parent) {
+  if (!it.attachments || !it.attachments.length) return;
+  const ul = el('ul', 'attachments');
+  for (const a of it.attachments) ul.append(el('li', '', 'Attachment: ' + a.name + ' (' + size(a.size) + ')'));
+  parent.append(ul);
+}
+
+function size(n) {
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + ' MiB';
+  if (n >= 1 << 10) return (n / (1 << 10)).toFixed(1) + ' KiB';
+  return n + ' B';
+}
+
+function renderQuestion(it, box) {
+  const b = el('div', 'bubble md');
+  markdown(it.content || '', b);
+  const opts = el('div', 'options');
+  (it.options || []).forEach((label, i) => {
+    const btn = el('button', 'option', label);
+    btn.type = 'button';
+    if (it.answer) {
+      btn.disabled = true;
+      if (it.answer.content === label) btn.classList.add('chosen');
+    } else if (it.question_id) {
+      btn.addEventListener('click', () => answer(it, i + 1, opts));
+    } else {
+      btn.disabled = true;
+    }
+    opts.append(btn);
+  });
+  box.append(el('div', 'q-label', 'Question'), b, opts);
+  if (it.answer) {
+    const who = (it.answer.actor && it.answer.actor.name) || it.answer.origin || 'someone';
+    box.append(el('div', 'item-meta', 'Answered “' + it.answer.content + '” · ' + who + ' · ' + when(it.answer.ts)));
+  } else {
+    box.append(meta(it, ['waiting for an answer']));
+  }
+}
+
+async function answer(it, option, opts) {
+  for (const b of opts.querySelectorAll('button')) b.disabled = true;
+  try {
+    await api('POST', '/api/sessions/' + encodeURIComponent(app.view.id) + '/answer',
+      { question_id: it.question_id, option });
+  } catch (err) {
+    for (const b of opts.querySelectorAll('button')) b.disabled = false;
+    reportError(err);
+  }
+}
+
+const TOOL_ICON = { running: '•', ok: '✓', error: '✗' };
+
+function renderTools(it, box) {
+  const tools = it.tools || [];
+  const running = tools.filter((t) => t.status === 'running').length;
+  const failed = tools.filter((t) => t.status === 'error').length;
+  const d = el('details', 'tools');
+  if (running || failed) d.open = true;
+  const sum = el('summary', '', tools.length + (tools.length === 1 ? ' tool call' : ' tool calls') +
+    (running ? ' · ' + running + ' running' : '') + (failed ? ' · ' + failed + ' failed' : ''));
+  const ul = el('ul', '');
+  for (const t of tools) {
+    const li = el('li', 'tool ' + (t.status || ''));
+    li.append(el('span', 'icon', TOOL_ICON[t.status] || '•'), el('code', 'name', t.name || t.id));
+    if (t.detail) li.append(el('span', 'detail', t.detail));
+    ul.append(li);
+  }
+  d.append(sum, ul);
+  box.append(d);
+}
+
+// ---- live events ----------------------------------------------------------------
+
+function connect() {
+  if (app.es) app.es.close();
+  const url = '/api/events' + (app.token ? '?access_token=' + encodeURIComponent(app.token) : '');
+  const es = new EventSource(url);
+  app.es = es;
+  setConn('connecting');
+  es.onopen = () => {
+    setConn('live');
+    // Whatever happened while disconnected: the snapshot has it.
+    refreshSessions();
+    if (app.view) loadSnapshot();
+  };
+  es.onerror = () => {
+    if (es.readyState === EventSource.CLOSED) {
+      // Refused (401, 503): the browser gives up; try again ourselves.
+      setConn('offline');
+      refreshSessions();
+      setTimeout(() => { if (app.es === es) connect(); }, 3000);
+    } else {
+      setConn('connecting');
+    }
+  };
+  for (const k of KINDS) es.addEventListener(k, onEvent);
+  es.addEventListener('resync', () => {
+    refreshSessions();
+    if (app.view) loadSnapshot();
+  });
+}
+
+function onEvent(ev) {
+  let d;
+  try { d = JSON.parse(ev.data); } catch (_) { return; }
+  if (d.kind === 'session_created' || d.kind === 'session_updated') scheduleSessions();
+  const v = app.view;
+  if (v && d.session_id === v.id) onSessionEvent(v, d);
+}
+
+function setConn(state) {
+  const c = $('conn');
+  c.dataset.state = state;
+  c.title = { live: 'Live', connecting: 'Connecting…', offline: 'Offline; retrying' }[state] || state;
+}
+
+// ---- composer ---------------------------------------------------------------------
+
+async function send(ev) {
+  if (ev) ev.preventDefault();
+  const v = app.view;
+  const input = $('input');
+  const text = input.value;
+  if (!v || !text.trim()) return;
+  $('send').disabled = true;
+  try {
+    await api('POST', '/api/sessions/' + encodeURIComponent(v.id) + '/messages', { text, client_id: clientID() });
+    input.value = '';
+    autosize();
+    showBanner('');
+  } catch (err) {
+    reportError(err);
+  } finally {
+    $('send').disabled = !app.view || (app.view.state && app.view.state.status === 'closed');
+    input.focus();
+  }
+}
+
+function autosize() {
+  const t = $('input');
+  t.style.height = 'auto';
+  t.style.height = Math.min(t.scrollHeight, 240) + 'px';
+}
+
+function init() {
+  initToken();
+  $('new-session').addEventListener('submit', createSession);
+  $('composer').addEventListener('submit', send);
+  $('input').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) send(ev);
+  });
+  $('input').addEventListener('input', autosize);
+  window.addEventListener('hashchange', () => {
+    if (initToken()) connect();
+    select(selectedFromHash());
+  });
+  connect();
+  const id = selectedFromHash();
+  if (id) select(id); else renderAll();
+}
+
+init();
