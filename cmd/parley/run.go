@@ -9,10 +9,14 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
+	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -138,11 +142,15 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 type Main struct {
 	Config config.Config
 	Logger *slog.Logger
-	// Adapters, when set before Open, replace the ones built from Config
-	// (tests inject fakes this way).
+	// Adapters, when set before Open, replace the platform adapters built
+	// from Config (tests inject fakes this way). The web adapter is always
+	// added.
 	Adapters []core.Adapter
 
-	daemon *daemon.Daemon
+	daemon  *daemon.Daemon
+	web     *web.Adapter
+	metrics *metrics.Metrics
+	http    *httpServer
 }
 
 // Open builds the adapters and opens the daemon.
@@ -163,9 +171,15 @@ func (m *Main) Open(ctx context.Context) error {
 		core.LifetimeNextInput:    !c.Cleanup.NextInput,
 		core.LifetimeTurnComplete: !c.Cleanup.TurnComplete,
 	}
+	var met *metrics.Metrics
 	d, err := daemon.Open(ctx, daemon.Options{
-		DataDir:         c.DataDir,
-		Adapters:        m.Adapters,
+		DataDir:  c.DataDir,
+		Adapters: m.Adapters,
+		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
+			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Bus, Logger: m.Logger.With("adapter", "web")})
+			return []core.Adapter{m.web}, nil
+		},
+		OnOutputShown:   func(a core.AdapterName, lag time.Duration) { met.OutputShown(a, lag) },
 		EditInterval:    c.Outbox.FlushInterval.Duration,
 		DrainTimeout:    c.Outbox.DrainTimeout.Duration,
 		DisabledCleanup: disabled,
@@ -176,20 +190,44 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.daemon = d
-	names := make([]string, 0, len(m.Adapters))
-	for _, a := range m.Adapters {
+	met = metrics.New(metrics.Sources{
+		Outbox:     d.Outbox.Stats,
+		Cleanup:    d.Ledger.Stats,
+		SSEClients: m.web.SSEClients,
+	})
+	m.metrics = met
+	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, nil, met)
+	if err != nil {
+		d.Close()
+		return err
+	}
+	names := make([]string, 0, len(d.Adapters()))
+	for _, a := range d.Adapters() {
 		names = append(names, string(a.Name()))
 	}
 	m.Logger.Debug("configuration", "config", c)
-	m.Logger.Info("parley started", "version", Version(), "data_dir", c.DataDir, "adapters", names)
+	m.Logger.Info("parley started", "version", Version(), "data_dir", c.DataDir, "adapters", names,
+		"listen", m.http.Addr(), "page", "http://"+m.http.Addr()+"/")
 	return nil
 }
 
-// Run serves until ctx ends, then stops gracefully.
+// Addr is the address the HTTP server listens on.
+func (m *Main) Addr() string { return m.http.Addr() }
+
+// Run serves until ctx ends, then stops gracefully: the HTTP server stops
+// taking requests, the adapters stop, the outbox drains.
 func (m *Main) Run(ctx context.Context) error {
+	sub, cancel := m.daemon.Bus.Subscribe(1024, false)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); m.metrics.Run(ctx, sub) }()
+	var httpErr error
+	go func() { defer wg.Done(); httpErr = m.http.serve(ctx) }()
 	err := m.daemon.Run(ctx)
+	wg.Wait()
 	m.Logger.Info("parley stopped")
-	return err
+	return errors.Join(err, httpErr)
 }
 
 // Close closes the store.

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +63,7 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 	var errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data")}, nil, &bytes.Buffer{}, &errOut)
+		done <- Run(ctx, []string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0"}, nil, &bytes.Buffer{}, &errOut)
 	}()
 	deadline := time.After(10 * time.Second)
 	for !strings.Contains(errOut.String(), `"msg":"parley started"`) {
@@ -70,6 +73,22 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("no start-up log line: %s", errOut.String())
 		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	addr := startedAt(t, errOut.String())
+	for path, want := range map[string]string{
+		"/api/health": `{"ok":true}`,
+		"/metrics":    "parley_outbox_queue_depth",
+		"/":           "<title>parley",
+	} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d %.200q, want %q", path, resp.StatusCode, body, want)
 		}
 	}
 	cancel()
@@ -84,7 +103,23 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "data", "parley.db")); err != nil {
 		t.Errorf("no database in the data directory: %v", err)
 	}
-	if !strings.Contains(errOut.String(), `"adapters":["fake"]`) {
+	if !strings.Contains(errOut.String(), `"adapters":["fake","web"]`) {
 		t.Errorf("fake adapter not started: %s", errOut.String())
 	}
+}
+
+// startedAt returns the listen address from the "parley started" log line.
+func startedAt(t *testing.T, log string) string {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		var rec struct {
+			Msg    string `json:"msg"`
+			Listen string `json:"listen"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "parley started" {
+			return rec.Listen
+		}
+	}
+	t.Fatalf("no start-up line in %s", log)
+	return ""
 }
