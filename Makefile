@@ -17,7 +17,7 @@ run:
 	$(GO) run ./cmd/parley serve $(ARGS)
 
 test: test-deps fmt-check vet
-	$(GO) test -race -count=1 -timeout 30m ./...
+	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts $(GO) test -race -count=1 -timeout 30m ./...
 
 test-deps:
 	@command -v chromium >/dev/null 2>&1 || { \

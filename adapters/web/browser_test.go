@@ -5,93 +5,24 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/parley-chat/parley/adapters/web/webtest"
 	"github.com/parley-chat/parley/core"
 )
-
-// chromium finds the browser: $PARLEY_CHROMIUM, or Debian's chromium.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("PARLEY_CHROMIUM"), "/usr/bin/chromium", "chromium"} {
-		if p == "" {
-			continue
-		}
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (apt-get install -y chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install -y chromium); skipping the browser test")
-	return ""
-}
-
-// browser starts a headless Chromium with a fresh profile and returns a tab
-// and the messages its pages write to the console.
-func browser(t *testing.T) (context.Context, func() []chromedp.ConsoleMessage) {
-	t.Helper()
-	path := chromium(t)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1080),
-	)
-	tab, cancelTab := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(tab, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatalf("start %s: %v", path, err)
-	}
-	var (
-		mu   sync.Mutex
-		msgs []chromedp.ConsoleMessage
-	)
-	console := chromedp.Console(ctx)
-	go func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			msgs = append(msgs, m)
-			mu.Unlock()
-		}
-	}()
-	return ctx, func() []chromedp.ConsoleMessage {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(msgs)
-	}
-}
-
-// timelineJS lists the rendered items as "id | text".
-const timelineJS = `Array.from(document.querySelectorAll('#timeline .item')).map(e => e.dataset.id + ' | ' + e.innerText.trim())`
 
 // The page end to end: create a session, send a message from the composer,
 // see the agent's answer and streamed output appear live, click a question's
 // button, reload and find the same timeline.
 func TestBrowser(t *testing.T) {
 	s := newStack(t)
-	ctx, console := browser(t)
+	ctx, console := webtest.Browser(t)
 	run := func(steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
@@ -197,7 +128,7 @@ func TestBrowser(t *testing.T) {
 	if len(links) != 1 || links[0] != "https://example.com/issues/42 noopener noreferrer" {
 		t.Fatalf("links %q", links)
 	}
-	before := eval(timelineJS)
+	before := eval(webtest.TimelineJS)
 	want := []string{"parse.go", "2 tool calls", "drops", "a1b2c3d", "Shall I commit"}
 	if len(before) != len(want) {
 		t.Fatalf("timeline before reload has %d items, want %d: %q", len(before), len(want), before)
@@ -208,11 +139,11 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 
-	screenshot(t, ctx, "web-page.png")
+	webtest.Screenshot(t, ctx, "web-page.png")
 
 	run(chromedp.Reload())
 	poll(`document.querySelectorAll('#timeline .item').length === ` + strconv.Itoa(len(before)))
-	if after := eval(timelineJS); !slices.Equal(after, before) {
+	if after := eval(webtest.TimelineJS); !slices.Equal(after, before) {
 		t.Fatalf("the timeline changed across a reload:\n%q\nwant\n%q", after, before)
 	}
 	if title := eval(`[document.getElementById('session-title').textContent]`); title[0] != "Refactor the parser" {
@@ -223,25 +154,6 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("console %s: %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1)
 		}
 	}
-}
-
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	dir := os.Getenv("PARLEY_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
 }
 
 // requireToken is cmd's token check in front of /api/ (the page itself is
@@ -268,7 +180,7 @@ func TestBrowserToken(t *testing.T) {
 	s := newStack(t)
 	srv := httptest.NewServer(requireToken("s3cret", s.web.Handler()))
 	t.Cleanup(srv.Close)
-	ctx, console := browser(t)
+	ctx, console := webtest.Browser(t)
 	poll := func(expr string) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
@@ -310,7 +222,7 @@ func TestBrowserToken(t *testing.T) {
 // that must stay text.
 func TestBrowserMarkdown(t *testing.T) {
 	s := newStack(t)
-	ctx, _ := browser(t)
+	ctx, _ := webtest.Browser(t)
 	if err := chromedp.Do(ctx, chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#sidebar"))); err != nil {
 		t.Fatal(err)
 	}
