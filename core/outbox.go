@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"maps"
 	"log/slog"
 	"sync"
 	"time"
@@ -69,7 +70,7 @@ type OutboxStats struct {
 	Pending     int
 	InFlight    int
 	Ops         map[AdapterName]map[OpKind]uint64
-	RateLimited map[AdapterName]uint64
+	RateLimited map[AdapterName]map[OpKind]uint64
 	Failed      map[AdapterName]uint64
 }
 
@@ -143,7 +144,7 @@ func NewOutbox(opts OutboxOptions, adapters ...Adapter) *Outbox {
 		stop:    stop,
 		stats: OutboxStats{
 			Ops:         map[AdapterName]map[OpKind]uint64{},
-			RateLimited: map[AdapterName]uint64{},
+			RateLimited: map[AdapterName]map[OpKind]uint64{},
 			Failed:      map[AdapterName]uint64{},
 		},
 	}
@@ -353,7 +354,10 @@ func (o *Outbox) run(e *entry, pk string) {
 		o.requeueLocked(e, e.notBefore)
 		return
 	case errors.As(err, &rl):
-		o.stats.RateLimited[a]++
+		if o.stats.RateLimited[a] == nil {
+			o.stats.RateLimited[a] = map[OpKind]uint64{}
+		}
+		o.stats.RateLimited[a][e.op.Kind]++
 		key := string(a)
 		if !e.op.Place.IsZero() {
 			key = groupKey(a, e.op.Place)
@@ -449,17 +453,14 @@ func (o *Outbox) Stats() OutboxStats {
 		Pending:     len(o.pending),
 		InFlight:    o.inflight,
 		Ops:         map[AdapterName]map[OpKind]uint64{},
-		RateLimited: map[AdapterName]uint64{},
+		RateLimited: map[AdapterName]map[OpKind]uint64{},
 		Failed:      map[AdapterName]uint64{},
 	}
 	for a, m := range o.stats.Ops {
-		s.Ops[a] = map[OpKind]uint64{}
-		for k, v := range m {
-			s.Ops[a][k] = v
-		}
+		s.Ops[a] = maps.Clone(m)
 	}
-	for a, v := range o.stats.RateLimited {
-		s.RateLimited[a] = v
+	for a, m := range o.stats.RateLimited {
+		s.RateLimited[a] = maps.Clone(m)
 	}
 	for a, v := range o.stats.Failed {
 		s.Failed[a] = v

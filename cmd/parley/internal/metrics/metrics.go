@@ -84,7 +84,7 @@ var (
 	descQueue     = prometheus.NewDesc("parley_outbox_queue_depth", "Platform operations waiting in the outbox.", nil, nil)
 	descInFlight  = prometheus.NewDesc("parley_outbox_in_flight", "Platform operations being performed.", nil, nil)
 	descOps       = prometheus.NewDesc("parley_platform_operations_total", "Platform operations performed, by adapter and method.", []string{"adapter", "method"}, nil)
-	descLimited   = prometheus.NewDesc("parley_platform_rate_limited_total", "Platform answers of 429 (rate limited), by adapter.", []string{"adapter"}, nil)
+	descLimited   = prometheus.NewDesc("parley_platform_rate_limited_total", "Platform answers of 429 (rate limited), by adapter and method.", []string{"adapter", "method"}, nil)
 	descFailed    = prometheus.NewDesc("parley_platform_failures_total", "Platform operations given up on, by adapter.", []string{"adapter"}, nil)
 	descDeleted   = prometheus.NewDesc("parley_cleanup_deletions_total", "Messages deleted by the cleanup ledger.", nil, nil)
 	descDelFailed = prometheus.NewDesc("parley_cleanup_failures_total", "Cleanup deletions that failed (kept for replay).", nil, nil)
@@ -111,8 +111,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descOps, prometheus.CounterValue, float64(n), string(a), k.String())
 			}
 		}
-		for a, n := range st.RateLimited {
-			ch <- prometheus.MustNewConstMetric(descLimited, prometheus.CounterValue, float64(n), string(a))
+		for a, kinds := range st.RateLimited {
+			for k, n := range kinds {
+				ch <- prometheus.MustNewConstMetric(descLimited, prometheus.CounterValue, float64(n), string(a), k.String())
+			}
 		}
 		for a, n := range st.Failed {
 			ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(n), string(a))

@@ -1,0 +1,61 @@
+package metrics
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+func TestScrape(t *testing.T) {
+	m := New(Sources{
+		Outbox: func() core.OutboxStats {
+			return core.OutboxStats{
+				Pending: 3, InFlight: 1,
+				Ops:         map[core.AdapterName]map[core.OpKind]uint64{"telegram": {core.OpEdit: 7}},
+				RateLimited: map[core.AdapterName]map[core.OpKind]uint64{"telegram": {core.OpSend: 2}},
+				Failed:      map[core.AdapterName]uint64{"telegram": 1},
+			}
+		},
+		Cleanup:        func() (uint64, uint64) { return 5, 1 },
+		SSEClients:     func() int { return 2 },
+		MCPSubscribers: func() int { return 4 },
+	})
+	m.OutputShown("telegram", 300*time.Millisecond)
+	bus := core.NewMemBus(0)
+	sub, cancel := bus.Subscribe(16, false)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx, sub); close(done) }()
+	bus.Publish(core.Event{Seq: 1, Kind: core.EventHumanMessage, Origin: "telegram"})
+	bus.Publish(core.Event{Seq: 2, Kind: core.EventAssistant, Origin: core.OriginMCP})
+	stop()
+	<-done
+	cancel()
+
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(w.Body)
+	for _, want := range []string{
+		`parley_outbox_queue_depth 3`,
+		`parley_outbox_in_flight 1`,
+		`parley_platform_operations_total{adapter="telegram",method="edit"} 7`,
+		`parley_platform_rate_limited_total{adapter="telegram",method="send"} 2`,
+		`parley_platform_failures_total{adapter="telegram"} 1`,
+		`parley_cleanup_deletions_total 5`,
+		`parley_cleanup_failures_total 1`,
+		`parley_sse_clients 2`,
+		`parley_mcp_subscribers 4`,
+		`parley_messages_total{direction="in",origin="telegram"} 1`,
+		`parley_messages_total{direction="out",origin="mcp"} 1`,
+		`parley_edit_lag_seconds_count{adapter="telegram"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
