@@ -3,8 +3,8 @@ package core
 import (
 	"context"
 	"errors"
-	"maps"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 

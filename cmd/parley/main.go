@@ -2,6 +2,7 @@
 // people where they already chat.
 //
 //	parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
+//	parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
 //	parley version
 //
 // Configuration comes from one TOML file, every key overridable by a
@@ -20,5 +21,5 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(Run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+	os.Exit(Run(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/mcp"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
@@ -35,6 +36,7 @@ const usage = `parley puts AI agent sessions in front of people where they alrea
 
 Usage:
   parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
+  parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
   parley version
 
 Every configuration key can also be set with an environment variable
@@ -44,7 +46,7 @@ PARLEY_<SECTION>_<KEY>, e.g. PARLEY_HTTP_LISTEN or PARLEY_LOG_FORMAT.
 // Run runs the parley command line with args (without the program name) and
 // returns the process exit code. ctx ending stops a running daemon
 // gracefully.
-func Run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -52,6 +54,8 @@ func Run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], env, stderr)
+	case "mcp":
+		return stdioProxy(ctx, args[1:], env, stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", Version())
 		return exitOK
@@ -149,6 +153,7 @@ type Main struct {
 
 	daemon  *daemon.Daemon
 	web     *web.Adapter
+	mcp     *mcp.Server
 	metrics *metrics.Metrics
 	http    *httpServer
 }
@@ -190,14 +195,22 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.daemon = d
+	m.mcp, err = mcp.New(mcp.Options{Handler: d.Service, Store: d.Store, Bus: d.Bus,
+		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: Version()})
+	if err != nil {
+		d.Close()
+		return err
+	}
 	met = metrics.New(metrics.Sources{
-		Outbox:     d.Outbox.Stats,
-		Cleanup:    d.Ledger.Stats,
-		SSEClients: m.web.SSEClients,
+		Outbox:         d.Outbox.Stats,
+		Cleanup:        d.Ledger.Stats,
+		SSEClients:     m.web.SSEClients,
+		MCPSubscribers: m.mcp.Subscribers,
 	})
 	m.metrics = met
-	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, nil, met)
+	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, m.mcp.Handler(), met)
 	if err != nil {
+		m.mcp.Close()
 		d.Close()
 		return err
 	}
@@ -220,8 +233,9 @@ func (m *Main) Run(ctx context.Context) error {
 	sub, cancel := m.daemon.Bus.Subscribe(1024, false)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); m.metrics.Run(ctx, sub) }()
+	go func() { defer wg.Done(); m.mcp.Run(ctx) }()
 	var httpErr error
 	go func() { defer wg.Done(); httpErr = m.http.serve(ctx) }()
 	err := m.daemon.Run(ctx)
@@ -230,8 +244,11 @@ func (m *Main) Run(ctx context.Context) error {
 	return errors.Join(err, httpErr)
 }
 
-// Close closes the store.
+// Close closes the MCP server and the store.
 func (m *Main) Close() error {
+	if m.mcp != nil {
+		m.mcp.Close()
+	}
 	if m.daemon == nil {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 
 func TestVersion(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := Run(context.Background(), []string{"version"}, nil, &out, &errOut); code != exitOK {
+	if code := Run(context.Background(), []string{"version"}, nil, nil, &out, &errOut); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	if !strings.HasPrefix(out.String(), "parley ") {
@@ -40,7 +40,7 @@ func TestServeRefusesBadConfigNamingTheKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := append([]string{"PARLEY_DATA_DIR=" + t.TempDir()}, tt.env...)
 			var out, errOut bytes.Buffer
-			code := Run(context.Background(), tt.args, env, &out, &errOut)
+			code := Run(context.Background(), tt.args, env, nil, &out, &errOut)
 			if code != exitUsage {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, errOut.String())
 			}
@@ -63,7 +63,7 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 	var errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, []string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0"}, nil, &bytes.Buffer{}, &errOut)
+		done <- Run(ctx, []string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0"}, nil, nil, &bytes.Buffer{}, &errOut)
 	}()
 	deadline := time.After(10 * time.Second)
 	for !strings.Contains(errOut.String(), `"msg":"parley started"`) {

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/mcp"
+)
+
+// stdioProxy is `parley mcp`: MCP over stdio for agents that only launch
+// local servers, relayed to the running daemon's /mcp. The daemon's address
+// and token come from the same configuration as serve's unless given.
+// stdout carries the protocol; logs go to stderr.
+func stdioProxy(ctx context.Context, args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("parley mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "TOML configuration `file` (PARLEY_CONFIG)")
+	url := fs.String("url", "", "the daemon's MCP `URL` (default http://<http.listen>/mcp)")
+	token := fs.String("token", "", "bearer `token` (default http.token)")
+	session := fs.String("session", "", "bind the connection to session `ID`")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *configPath == "" {
+		*configPath = lookup(env, "PARLEY_CONFIG")
+	}
+	cfg, err := config.Load(*configPath, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "parley: invalid configuration:\n%s\n", indent(err.Error()))
+		return exitUsage
+	}
+	if *url == "" {
+		*url = "http://" + dialable(cfg.HTTP.Listen) + "/mcp"
+	}
+	if *token == "" {
+		*token = cfg.HTTP.Token
+	}
+	log := newLogger(cfg.Log, stderr).With("component", "mcp-proxy")
+	opts := mcp.ProxyOptions{URL: *url, Token: *token, Session: *session, Logger: log}
+	if err := mcp.Proxy(ctx, opts, stdin, stdout); err != nil && ctx.Err() == nil {
+		log.Error("proxy stopped", "url", *url, "err", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// dialable turns a listen address into one to connect to: a wildcard host
+// becomes loopback.
+func dialable(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,0 +1,131 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// binding is the session a connection is bound to, taken from every HTTP
+// request (the URL and headers a client uses do not change between its
+// requests, and 2026-07-28 has no connection state at all).
+type binding struct {
+	id     core.SessionID
+	source string // "?session=" or the header, for error messages
+	err    error
+}
+
+type bindingKey struct{}
+
+// bindRequest is the transport's context function: it records the binding.
+func bindRequest(ctx context.Context, r *http.Request) context.Context {
+	q := r.URL.Query().Get(SessionParam)
+	h := r.Header.Get(SessionHeader)
+	b := binding{}
+	switch {
+	case q != "" && h != "" && q != h:
+		b.err = fmt.Errorf("?%s=%s and header %s: %s name different sessions", SessionParam, q, SessionHeader, h)
+	case q != "":
+		b = binding{id: core.SessionID(q), source: "?" + SessionParam + "="}
+	case h != "":
+		b = binding{id: core.SessionID(h), source: "header " + SessionHeader}
+	}
+	return context.WithValue(ctx, bindingKey{}, b)
+}
+
+func bindingFrom(ctx context.Context) binding {
+	b, _ := ctx.Value(bindingKey{}).(binding)
+	return b
+}
+
+// checkRequest runs before every request (both protocol generations): a
+// connection bound to an unknown session fails on its first request with
+// a message that says why, and subscriptions to URIs that can never be
+// notified are refused instead of silently accepted.
+func (s *Server) checkRequest(ctx context.Context, _ any, message any) error {
+	b := bindingFrom(ctx)
+	if b.err != nil {
+		return fmt.Errorf("parley: %w", b.err)
+	}
+	if b.id != "" {
+		if err := s.checkSession(ctx, b.id); err != nil {
+			return fmt.Errorf("parley: this connection is bound to session %s by %s: %w", b.id, b.source, err)
+		}
+	}
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var req struct {
+		Method mcp.MCPMethod `json:"method"`
+		Params struct {
+			URI           string                 `json:"uri"`
+			Notifications mcp.SubscriptionFilter `json:"notifications"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil {
+		return nil // mcp-go reports malformed requests itself
+	}
+	var uris []string
+	switch req.Method {
+	case mcp.MethodResourcesSubscribe:
+		uris = []string{req.Params.URI}
+	case mcp.MethodSubscriptionsListen:
+		uris = req.Params.Notifications.ResourceSubscriptions
+	}
+	for _, uri := range uris {
+		if _, err := s.scopeOf(ctx, uri); err != nil {
+			return fmt.Errorf("parley: cannot subscribe to %q: %w", uri, err)
+		}
+	}
+	return nil
+}
+
+// errUnknownSession is wrapped by checkSession for ids that name no session.
+var errUnknownSession = errors.New("unknown session")
+
+// checkSession reports whether id names a stored session.
+func (s *Server) checkSession(ctx context.Context, id core.SessionID) error {
+	if _, ok := s.known.Load(id); ok {
+		return nil
+	}
+	if !core.ValidID(string(id)) {
+		return fmt.Errorf("%w %q (not a parley session id; session.list shows them)", errUnknownSession, id)
+	}
+	if _, err := s.opts.Store.Session(ctx, id); err != nil {
+		if errors.Is(err, core.ErrNotFound) {
+			return fmt.Errorf("%w %s (session.list shows the sessions)", errUnknownSession, id)
+		}
+		return fmt.Errorf("looking up session %s: %w", id, err)
+	}
+	s.known.Store(id, struct{}{})
+	return nil
+}
+
+// sessionFor picks the session a tool call is about: its session_id
+// argument, else the connection's binding. With neither, required tools
+// fail with a message naming the ways to give one; the others get "" (all
+// sessions or none).
+func (s *Server) sessionFor(ctx context.Context, tool, arg string, required bool) (core.SessionID, error) {
+	id := core.SessionID(arg)
+	if id == "" {
+		id = bindingFrom(ctx).id
+	}
+	if id == "" {
+		if required {
+			return "", fmt.Errorf("%s needs session_id: this connection is not bound to a session "+
+				"(pass session_id, or connect with /mcp?%s=ID or the %s header)", tool, SessionParam, SessionHeader)
+		}
+		return "", nil
+	}
+	if err := s.checkSession(ctx, id); err != nil {
+		return "", err
+	}
+	return id, nil
+}

@@ -1,0 +1,56 @@
+// Package mcp is parley's MCP chat server, built on mcp-go and the core
+// interfaces only: agents read the people's messages from the
+// ui://chat/inbox resource (and ui://chat/sessions/{session_id}/inbox), are
+// notified of new human messages, and act through tools (chat_read_since,
+// chat.human.post, chat.assistant.post, session.output, loop.yield_turn,
+// ui.ask, session.create, session.list, session.close; each dotted name also
+// as an underscore alias) that run as commands on the core.Handler. The
+// Server's Handler serves Streamable HTTP at /mcp; Proxy is `parley mcp`,
+// the same over stdio.
+//
+// A connection is bound to a session by ?session=ID or the Parley-Session
+// header, checked on every request so a wrong id fails the first request
+// with a message saying so. Bound, the inbox and the tools default to that
+// session; unbound, the inbox spans all sessions (every message carries its
+// session_id) and the tools that act on a session need a session_id. A
+// binding is a default, not a fence: an explicit session_id still reaches
+// any session, and access control is the daemon's bearer token.
+//
+// Notifications. mcp-go acknowledges subscriptions but delivers nothing by
+// itself, so the Server tracks them: for protocol 2025-11-25 through the
+// resources/subscribe and unsubscribe hooks and the session-unregister hook,
+// keyed by MCP session id and sent with SendNotificationToSpecificClient
+// (which reaches the client's GET stream); for 2026-07-28, which is stateless
+// and has no GET stream, through the subscriptions/listen hook, keyed by the
+// listen request's own session and written into that request's stream (which
+// mcp-go's broadcasts skip), dropped when the request's context ends. Run
+// consumes a reliable bus subscription taken in New; for each human event
+// (message, answer, cancel) it only enqueues, without blocking, onto the
+// bounded queue of every subscriber whose URI covers the session. One worker
+// per subscriber sends notifications/resources/updated {uri, messages}: the
+// first message after a quiet spell at once, then at most one round per
+// Options.Coalesce, so bursts arrive batched. A slow subscriber's queue
+// overflows into a bare {uri} notification that tells it to re-read;
+// notifications are hints, and chat_read_since with the last id an agent saw
+// is the exactly-once path, including after a restart. Assistant messages
+// never notify, nor does the agent's own session.close.
+//
+// ui.ask makes the question id itself and registers a waiter before the Ask
+// command runs, so the answer event cannot race past it; it also ends when the
+// session is closed or the person cancels.
+//
+// The proxy is a raw JSON-RPC relay rather than a second MCP server: each
+// stdin message is forwarded with mcp-go's Streamable HTTP client transport,
+// which keeps the 2025-11-25 GET stream open (continuous listening) and whose
+// notifications and server requests (pings are answered locally) are written
+// to stdout. The relay therefore serves both protocol generations and every
+// present and future tool without knowing them; it reads only what a relay
+// must: the protocol version in a 2026-07-28 request's _meta (to set the
+// version, method and name headers), cancellations (to cancel the relayed
+// request), and the initialize parameters and subscribed URIs, replayed when a
+// restarted daemon answers 404 for the old session.
+//
+// Reading the newest messages for the resource pages through the inbox from
+// the start, because core.Store reads only forward from a watermark: linear
+// in the inbox's size. chat_read_since is the cheap path.
+package mcp

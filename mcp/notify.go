@@ -1,0 +1,305 @@
+package mcp
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// sender delivers one notifications/resources/updated to one MCP
+// connection without blocking. It returns errGone when the connection is
+// gone for good and errBlocked when its stream cannot take more now.
+type sender func(params map[string]any) error
+
+var (
+	errGone    = errors.New("subscriber gone")
+	errBlocked = errors.New("subscriber stream full")
+)
+
+// Notification fan-out bounds.
+const (
+	// maxQueued bounds the messages waiting for one subscriber; past it
+	// the subscriber gets a bare {uri} notification and re-reads.
+	maxQueued = 256
+	// maxBatch is the most messages one notification carries.
+	maxBatch = 32
+	// retryMin and retryMax bound the backoff for a blocked subscriber.
+	retryMin = 50 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// registry holds the subscriptions of every MCP connection. The bus
+// consumer only enqueues (non-blocking, bounded); one worker per
+// subscriber coalesces and sends, so a slow client holds up nobody else.
+type registry struct {
+	window time.Duration
+	log    *slog.Logger
+
+	mu     sync.RWMutex
+	subs   map[any]*subscriber
+	scopes map[core.SessionID]map[*subscriber]struct{} // "" = all sessions
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// subscriber is one MCP connection: a 2025-11-25 session (keyed by its id)
+// or a 2026-07-28 listen stream (keyed by its mcp-go session).
+type subscriber struct {
+	key  any
+	send sender
+	// uris maps each subscribed URI to the sessions it covers; guarded by
+	// registry.mu.
+	uris map[string]core.SessionID
+
+	mu      sync.Mutex
+	pending map[string]*uriQueue
+	order   []string // the keys of pending, first come first
+	queued  int      // messages in pending
+
+	wake chan struct{}
+	stop chan struct{}
+}
+
+func newRegistry(window time.Duration, log *slog.Logger) *registry {
+	return &registry{window: window, log: log, subs: map[any]*subscriber{}, scopes: map[core.SessionID]map[*subscriber]struct{}{}}
+}
+
+// add subscribes key to uri, which covers scope. newSender is called only
+// when key has no subscription yet.
+func (r *registry) add(key any, newSender func() sender, uri string, scope core.SessionID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	sub := r.subs[key]
+	if sub == nil {
+		sub = &subscriber{key: key, send: newSender(), uris: map[string]core.SessionID{},
+			pending: map[string]*uriQueue{},
+			wake:    make(chan struct{}, 1), stop: make(chan struct{})}
+		r.subs[key] = sub
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.work(sub)
+		}()
+	}
+	if old, ok := sub.uris[uri]; ok {
+		r.unindexLocked(sub, old)
+	}
+	sub.uris[uri] = scope
+	if r.scopes[scope] == nil {
+		r.scopes[scope] = map[*subscriber]struct{}{}
+	}
+	r.scopes[scope][sub] = struct{}{}
+}
+
+// unindexLocked drops sub from scope's index unless another of its URIs
+// still covers scope.
+func (r *registry) unindexLocked(sub *subscriber, scope core.SessionID) {
+	for _, sc := range sub.uris {
+		if sc == scope {
+			return
+		}
+	}
+	delete(r.scopes[scope], sub)
+	if len(r.scopes[scope]) == 0 {
+		delete(r.scopes, scope)
+	}
+}
+
+// remove unsubscribes key from uri.
+func (r *registry) remove(key any, uri string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sub := r.subs[key]
+	if sub == nil {
+		return
+	}
+	scope, ok := sub.uris[uri]
+	if !ok {
+		return
+	}
+	delete(sub.uris, uri)
+	r.unindexLocked(sub, scope)
+	if len(sub.uris) == 0 {
+		r.dropLocked(sub)
+	}
+}
+
+// removeAll drops every subscription of key.
+func (r *registry) removeAll(key any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sub := r.subs[key]; sub != nil {
+		r.dropLocked(sub)
+	}
+}
+
+func (r *registry) dropLocked(sub *subscriber) {
+	for uri, scope := range sub.uris {
+		delete(sub.uris, uri)
+		r.unindexLocked(sub, scope)
+	}
+	delete(r.subs, sub.key)
+	close(sub.stop)
+}
+
+func (r *registry) count() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.subs)
+}
+
+// close stops every worker and waits for them.
+func (r *registry) close() {
+	r.mu.Lock()
+	r.closed = true
+	for _, sub := range r.subs {
+		r.dropLocked(sub)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// publish queues m for every subscription covering session. It never
+// blocks on a subscriber.
+func (r *registry) publish(session core.SessionID, m wireMessage) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, scope := range []core.SessionID{"", session} {
+		for sub := range r.scopes[scope] {
+			for uri, sc := range sub.uris {
+				if sc == scope {
+					sub.enqueue(uri, m)
+				}
+			}
+		}
+	}
+}
+
+// uriQueue is what waits for one subscribed URI: messages, or after an
+// overflow just the fact that the client must re-read.
+type uriQueue struct {
+	msgs     []wireMessage
+	overflow bool
+}
+
+// queue returns uri's queue, creating it. The caller holds s.mu.
+func (s *subscriber) queue(uri string) *uriQueue {
+	q := s.pending[uri]
+	if q == nil {
+		q = &uriQueue{}
+		s.pending[uri] = q
+		s.order = append(s.order, uri)
+	}
+	return q
+}
+
+// overflowLocked turns q into a bare "re-read" notice.
+func (s *subscriber) overflowLocked(q *uriQueue) {
+	s.queued -= len(q.msgs)
+	q.msgs, q.overflow = nil, true
+}
+
+func (s *subscriber) enqueue(uri string, m wireMessage) {
+	s.mu.Lock()
+	q := s.queue(uri)
+	switch {
+	case q.overflow:
+		// Already to be told to re-read; nothing more to keep.
+	case s.queued >= maxQueued:
+		s.overflowLocked(q)
+	default:
+		q.msgs = append(q.msgs, m)
+		s.queued++
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// work sends sub's notifications: the first message after a quiet spell at
+// once, then at most one round per window, so bursts are coalesced.
+func (r *registry) work(sub *subscriber) {
+	backoff := time.Duration(0)
+	timer := time.NewTimer(0)
+	<-timer.C
+	for {
+		select {
+		case <-sub.wake:
+		case <-sub.stop:
+			return
+		}
+		switch err := r.flush(sub); {
+		case errors.Is(err, errGone):
+			r.mu.Lock()
+			if r.subs[sub.key] == sub {
+				r.dropLocked(sub)
+			}
+			r.mu.Unlock()
+			return
+		case errors.Is(err, errBlocked):
+			backoff = min(max(2*backoff, retryMin), retryMax)
+			timer.Reset(backoff)
+			select {
+			case <-timer.C:
+			case <-sub.stop:
+				return
+			}
+			// Retry even if nothing new arrived.
+			select {
+			case sub.wake <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		backoff = 0
+		timer.Reset(r.window)
+		select {
+		case <-timer.C:
+		case <-sub.stop:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// flush sends everything pending. What could not be sent goes back as an
+// overflow (a bare {uri}: the client re-reads) rather than as a partial
+// batch.
+func (r *registry) flush(sub *subscriber) error {
+	sub.mu.Lock()
+	order, pending := sub.order, sub.pending
+	sub.order, sub.pending, sub.queued = nil, map[string]*uriQueue{}, 0
+	sub.mu.Unlock()
+	for i, uri := range order {
+		q := pending[uri]
+		var err error
+		if q.overflow {
+			err = sub.send(map[string]any{"uri": uri})
+		}
+		for msgs := q.msgs; len(msgs) > 0 && err == nil; {
+			n := min(len(msgs), maxBatch)
+			if err = sub.send(map[string]any{"uri": uri, "messages": msgs[:n]}); err == nil {
+				msgs = msgs[n:]
+			}
+		}
+		if err != nil {
+			if errors.Is(err, errBlocked) {
+				sub.mu.Lock()
+				for _, u := range order[i:] {
+					sub.overflowLocked(sub.queue(u))
+				}
+				sub.mu.Unlock()
+			}
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Handler executes the commands the tools issue (commands.Service).
+	Handler core.Handler
+	// Store is read for the inbox, sessions and watermark reads.
+	Store core.Store
+	// Bus feeds the notifications; New subscribes to it at once.
+	Bus core.Bus
+	// Logger is scoped by the caller; nil discards.
+	Logger *slog.Logger
+	// Name and Version are reported to clients (defaults "parley", "dev").
+	Name, Version string
+	// Coalesce is the least time between two notifications to one
+	// subscriber: a message after a quiet spell goes out at once, and the
+	// messages arriving within Coalesce of it are sent together (default
+	// 2ms).
+	Coalesce time.Duration
+}
+
+// Server is parley's MCP chat server: the inbox resource, its
+// notifications and the chat tools, over Streamable HTTP.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	mcp    *server.MCPServer
+	http   *server.StreamableHTTPServer
+	sub    *core.Subscription
+	cancel func()
+	subs   *registry
+	asks   *asks
+	// known caches the session ids seen to exist (sessions are never
+	// deleted), so binding checks cost one store read per session.
+	known     sync.Map
+	closeOnce sync.Once
+}
+
+// A connection's session binding.
+const (
+	// SessionHeader binds a connection to one session, like ?session=ID.
+	SessionHeader = "Parley-Session"
+	// SessionParam is the URL query parameter that binds a connection.
+	SessionParam = "session"
+)
+
+// Defaults and bounds.
+const (
+	busBuffer        = 4096
+	defaultCoalesce  = 2 * time.Millisecond
+	heartbeat        = 30 * time.Second
+	sessionIdleTTL   = 30 * time.Minute
+	shutdownDeadline = 2 * time.Second
+)
+
+// New builds a Server and subscribes it to opts.Bus, so that no event
+// published before Run starts is missed. Run must then be called: the
+// subscription is reliable, and an unread one eventually holds up the bus.
+func New(opts Options) (*Server, error) {
+	if opts.Handler == nil || opts.Store == nil || opts.Bus == nil {
+		return nil, errors.New("mcp: Handler, Store and Bus are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Name == "" {
+		opts.Name = "parley"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Coalesce <= 0 {
+		opts.Coalesce = defaultCoalesce
+	}
+	s := &Server{opts: opts, log: opts.Logger, asks: newAsks()}
+	hooks := &server.Hooks{}
+	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
+		server.WithResourceCapabilities(true, false),
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithHooks(hooks),
+		server.WithInstructions(instructions),
+	)
+	s.subs = newRegistry(opts.Coalesce, s.log)
+	s.addHooks(hooks)
+	s.addResources()
+	s.addTools()
+	s.http = server.NewStreamableHTTPServer(s.mcp,
+		server.WithHTTPContextFunc(bindRequest),
+		// Stateful ids: after a daemon restart a client's old session id
+		// is answered 404, the transport's signal to initialize again
+		// (and so to subscribe again), instead of silently serving a
+		// session that has lost its subscriptions.
+		server.WithSessionIdManager(&server.InsecureStatefulSessionIdManager{}),
+		// The heartbeat keeps an idle GET stream (and its session) alive;
+		// the idle TTL reclaims sessions whose client vanished without a
+		// DELETE.
+		server.WithHeartbeatInterval(heartbeat),
+		server.WithSessionIdleTTL(sessionIdleTTL),
+		server.WithStreamableHTTPLogger(s.log.With("part", "transport")),
+	)
+	s.sub, s.cancel = opts.Bus.Subscribe(busBuffer, false)
+	return s, nil
+}
+
+const instructions = `parley connects you with people chatting on Telegram, Slack, Matrix or its web page.
+Read ui://chat/inbox (or call chat_read_since with the last id you saw) for their messages; subscribe to it to be notified of new human messages.
+Answer with chat.assistant.post, stream progress with session.output, ask with ui.ask, and call loop.yield_turn when your turn is done.`
+
+// Handler returns the Streamable HTTP endpoint (POST for requests, GET for
+// the server-initiated notification stream, DELETE to end a session).
+// cmd mounts it at /mcp.
+func (s *Server) Handler() http.Handler { return s.http }
+
+// Run consumes the bus until ctx ends: it pushes notifications of human
+// messages to subscribers and completes ui.ask calls with their answers.
+func (s *Server) Run(ctx context.Context) {
+	core.Consume(ctx, s.sub, s.handleEvent)
+}
+
+func (s *Server) handleEvent(_ context.Context, e core.Event) {
+	switch e.Kind {
+	case core.EventSessionCreated:
+		s.known.Store(e.Session, struct{}{})
+	case core.EventSessionUpdated:
+		if e.Status == core.StatusClosed {
+			s.asks.fail(e.Session, errAskClosed)
+		}
+	case core.EventAnswer:
+		if e.Message != nil {
+			s.asks.answer(e.QuestionID, *e.Message)
+		}
+	case core.EventCancel:
+		s.asks.fail(e.Session, errAskCancelled)
+	}
+	if !e.Human() || e.Message == nil {
+		return
+	}
+	// The agent's own session.close is recorded as a control message; it
+	// is not news to the agent (no self-echo).
+	if e.Message.Mime == core.MimeControl && e.Origin == core.OriginMCP {
+		return
+	}
+	s.subs.publish(e.Session, toWire(*e.Message))
+}
+
+// Subscribers is the number of MCP connections subscribed to at least one
+// inbox (for metrics).
+func (s *Server) Subscribers() int { return s.subs.count() }
+
+// Close ends the bus subscription, the notification workers, the open
+// streams and the pending ui.ask calls. Call it after Run returned.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.asks.failAll(errAskShutdown)
+		s.subs.close()
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownDeadline)
+		defer cancel()
+		_ = s.http.Shutdown(ctx)
+	})
+}
+
+// addHooks tracks subscriptions: mcp-go acknowledges resources/subscribe
+// and subscriptions/listen but leaves delivery to the server.
+func (s *Server) addHooks(h *server.Hooks) {
+	h.AddOnRequestInitialization(s.checkRequest)
+	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		sess := server.ClientSessionFromContext(ctx)
+		if sess == nil || sess.SessionID() == "" {
+			s.log.Warn("resources/subscribe without an MCP session; nothing to notify", "uri", req.Params.URI)
+			return
+		}
+		scope, err := s.scopeOf(ctx, req.Params.URI)
+		if err != nil { // checkRequest refused it already
+			return
+		}
+		id := sess.SessionID()
+		s.subs.add(id, func() sender { return s.legacySender(id) }, req.Params.URI, scope)
+	})
+	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		if sess := server.ClientSessionFromContext(ctx); sess != nil {
+			s.subs.remove(sess.SessionID(), req.Params.URI)
+		}
+	})
+	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
+		s.subs.removeAll(sess.SessionID())
+	})
+	h.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
+		sess := server.ClientSessionFromContext(ctx)
+		uris := req.Params.Notifications.ResourceSubscriptions
+		if sess == nil || len(uris) == 0 {
+			return
+		}
+		// The listen stream's session lives as long as this request; its
+		// context ends when the client cancels it or goes away.
+		key := sess
+		added := false
+		for _, uri := range uris {
+			scope, err := s.scopeOf(ctx, uri)
+			if err != nil {
+				continue
+			}
+			s.subs.add(key, func() sender { return listenSender(sess.NotificationChannel(), ctx.Done()) }, uri, scope)
+			added = true
+		}
+		if added {
+			go func() {
+				<-ctx.Done()
+				s.subs.removeAll(key)
+			}()
+		}
+	})
+}
+
+// legacySender delivers to a 2025-11-25 session through mcp-go, which
+// writes to the session's GET stream (or a POST stream in flight).
+func (s *Server) legacySender(id string) sender {
+	return func(params map[string]any) error {
+		err := s.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationResourceUpdated, params)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, server.ErrSessionNotFound):
+			return errGone
+		default:
+			return errBlocked
+		}
+	}
+}
+
+// listenSender delivers to a 2026-07-28 subscriptions/listen stream, which
+// mcp-go's broadcasts do not reach: straight into the stream's channel.
+func listenSender(ch chan<- mcp.JSONRPCNotification, done <-chan struct{}) sender {
+	return func(params map[string]any) error {
+		n := mcp.JSONRPCNotification{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			Notification: mcp.Notification{
+				Method: mcp.MethodNotificationResourceUpdated,
+				Params: mcp.NotificationParams{AdditionalFields: params},
+			},
+		}
+		select {
+		case <-done:
+			return errGone
+		default:
+		}
+		select {
+		case ch <- n:
+			return nil
+		case <-done:
+			return errGone
+		default:
+			return errBlocked
+		}
+	}
+}
