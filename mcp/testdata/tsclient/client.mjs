@@ -1,6 +1,10 @@
 // End-to-end client for parley's MCP server, using the official TypeScript SDK.
 //
 // Usage: node client.mjs URL
+//        node client.mjs URL read AFTER_ID
+//
+// The second form only calls chat_read_since {after_id: AFTER_ID}, prints
+// {"event":"read", ...} and exits: catching up after a daemon restart.
 //
 // It connects over Streamable HTTP, subscribes to ui://chat/inbox and prints
 // one JSON object per line on stdout:
@@ -28,6 +32,22 @@ const nextLine = () => new Promise((resolve) => lines.once('line', resolve));
 
 const withTimeout = (p, ms, what) =>
   Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error(`no ${what} within ${ms}ms`)), ms))]);
+
+if (process.argv[3] === 'read') {
+  try {
+    const client = new Client({ name: 'parley-ts-e2e', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    await client.connect(transport);
+    const res = await client.callTool({ name: 'chat_read_since', arguments: { after_id: process.argv[4] } });
+    if (res.isError) fail(JSON.stringify(res.content));
+    out({ event: 'read', result: JSON.parse(res.content[0].text) });
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+    process.exit(0);
+  } catch (err) {
+    fail(err);
+  }
+}
 
 try {
   const client = new Client({ name: 'parley-ts-e2e', version: '1.0.0' });
