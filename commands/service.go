@@ -137,6 +137,8 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		res, err = s.ask(ctx, cmd)
 	case core.Notice:
 		res, err = s.notice(ctx, cmd)
+	case core.StatusQuery:
+		res, err = s.status(ctx, cmd)
 	default:
 		err = fmt.Errorf("commands: unknown command kind %q: %w", cmd.Kind, core.ErrInvalid)
 	}
@@ -696,4 +698,18 @@ func (s *Service) notice(ctx context.Context, cmd core.Command) (core.Result, er
 	}
 	s.publish(events)
 	return core.Result{Session: sess.ID}, nil
+}
+
+// status answers /status with a notice for the person who asked.
+func (s *Service) status(ctx context.Context, cmd core.Command) (core.Result, error) {
+	sess, err := s.resolve(ctx, cmd)
+	if err != nil {
+		return core.Result{}, err
+	}
+	text := fmt.Sprintf("%s %s — %s, %d turn(s) completed", sess.Status.Emoji(), sess.Title, sess.Status, sess.Turn)
+	if n := len(sess.Questions); n > 0 {
+		text += fmt.Sprintf(", %d open question(s)", n)
+	}
+	cmd.Text, cmd.Kind = text, core.Notice
+	return s.notice(ctx, cmd)
 }

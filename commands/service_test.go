@@ -815,3 +815,37 @@ func TestEventsStoredBeforePublished(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+func TestStatusQueryAnswersTheAsker(t *testing.T) {
+	ctx := context.Background()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	bus := core.NewMemBus(0)
+	sub, cancel := bus.Subscribe(16, false)
+	defer cancel()
+	svc := commands.New(st, bus, commands.Options{})
+	place := core.Place{Chat: "1", Thread: "2"}
+	if _, err := svc.Handle(ctx, core.Command{Kind: core.SendMessage, Origin: "telegram", Place: place, Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Handle(ctx, core.Command{Kind: core.StatusQuery, Origin: "telegram", Place: place}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case e := <-sub.C:
+			if e.Kind != core.EventNotice {
+				continue
+			}
+			if !e.SourceOnly || e.Origin != "telegram" || !strings.Contains(e.Message.Content, "working, 0 turn(s) completed") {
+				t.Errorf("status notice %+v %q", e, e.Message.Content)
+			}
+			return
+		case <-time.After(5 * time.Second):
+			t.Fatal("no status notice")
+		}
+	}
+}

@@ -30,6 +30,9 @@ const (
 	YieldTurn CommandKind = "yield_turn"
 	// Ask shows a question with options to the people of a session.
 	Ask CommandKind = "ask"
+	// StatusQuery asks for the session's status; the answer is a notice
+	// for the person who asked.
+	StatusQuery CommandKind = "status"
 	// Notice is feedback from an adapter for the person who caused it
 	// ("🎤 Transcribing…"); it goes back to the origin only.
 	Notice CommandKind = "notice"
