@@ -71,7 +71,17 @@ type Dispatcher struct {
 	// dropped at turn completion.
 	notified map[string]uint64
 	seen     atomic.Uint64
+	// typing holds, per session and adapter, the stop function of the
+	// loop showing the typing indicator while the agent works.
+	typing map[string]context.CancelFunc
 }
+
+// typingEvery is how often the typing indicator is renewed (Telegram's
+// lasts five seconds); typingFor bounds one working spell's indicator.
+const (
+	typingEvery = 4500 * time.Millisecond
+	typingFor   = 10 * time.Minute
+)
 
 // NewDispatcher returns a dispatcher.
 func NewDispatcher(store Store, router *Router, outbox *Outbox, opts DispatcherOptions) *Dispatcher {
@@ -83,7 +93,7 @@ func NewDispatcher(store Store, router *Router, outbox *Outbox, opts DispatcherO
 	}
 	return &Dispatcher{
 		store: store, router: router, outbox: outbox, opts: opts, log: opts.Logger,
-		notified: map[string]uint64{},
+		notified: map[string]uint64{}, typing: map[string]context.CancelFunc{},
 	}
 }
 
@@ -182,6 +192,7 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 		d.markNotified(s, name)
 		d.send(s, a, e, m, LifetimeManual, true)
 	case EventSessionCreated, EventSessionUpdated:
+		d.setTyping(s, a, e.Status == StatusWorking)
 		if _, ok := a.(ThreadRenamer); !ok {
 			return
 		}
@@ -195,6 +206,64 @@ func (d *Dispatcher) markNotified(s Session, name AdapterName) {
 	d.mu.Lock()
 	d.notified[string(s.ID)+"\x00"+string(name)] = s.Turn + 1
 	d.mu.Unlock()
+}
+
+// setTyping starts or stops the typing indicator of s on a. Chat actions
+// are not messages: they are sent directly, best effort, not through the
+// outbox, so they never take a message's place in the rate budget.
+func (d *Dispatcher) setTyping(s Session, a Adapter, on bool) {
+	t, ok := a.(TypingNotifier)
+	if !ok {
+		return
+	}
+	key := string(s.ID) + "\x00" + string(a.Name())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if stop, running := d.typing[key]; running {
+		if on {
+			return
+		}
+		stop()
+		delete(d.typing, key)
+		return
+	}
+	b, bound := s.Bindings[a.Name()]
+	if !on || !bound {
+		return
+	}
+	ctx, stop := context.WithTimeout(context.Background(), typingFor)
+	d.typing[key] = stop
+	go func() {
+		defer func() {
+			d.mu.Lock()
+			if _, still := d.typing[key]; still && ctx.Err() == context.DeadlineExceeded {
+				delete(d.typing, key)
+			}
+			d.mu.Unlock()
+		}()
+		tick := time.NewTicker(typingEvery)
+		defer tick.Stop()
+		for {
+			if err := t.Typing(ctx, b.Place); err != nil && ctx.Err() == nil {
+				d.log.Debug("typing indicator", "adapter", a.Name(), "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+// StopTyping ends every typing indicator (at shutdown).
+func (d *Dispatcher) StopTyping() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, stop := range d.typing {
+		stop()
+		delete(d.typing, k)
+	}
 }
 
 // chunks splits text to the adapter's length limit.

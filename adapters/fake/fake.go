@@ -76,12 +76,13 @@ type inbound struct {
 }
 
 var (
-	_ core.Adapter       = (*Adapter)(nil)
-	_ core.Editor        = (*Adapter)(nil)
-	_ core.Deleter       = (*Adapter)(nil)
-	_ core.ThreadRenamer = (*Adapter)(nil)
-	_ core.Binder        = (*Adapter)(nil)
-	_ core.FileSender    = (*Adapter)(nil)
+	_ core.Adapter        = (*Adapter)(nil)
+	_ core.Editor         = (*Adapter)(nil)
+	_ core.Deleter        = (*Adapter)(nil)
+	_ core.ThreadRenamer  = (*Adapter)(nil)
+	_ core.Binder         = (*Adapter)(nil)
+	_ core.FileSender     = (*Adapter)(nil)
+	_ core.TypingNotifier = (*Adapter)(nil)
 )
 
 // New returns a fake adapter named name that declares caps.
@@ -429,4 +430,13 @@ func (a *Adapter) limitLocked(place core.Place) error {
 func (a *Adapter) recordLocked(op Op) {
 	op.Time = time.Now()
 	a.ops = append(a.ops, op)
+}
+
+// Typing implements core.TypingNotifier; it is recorded as a "typing" op
+// and, like a platform's chat action, not counted against message limits.
+func (a *Adapter) Typing(ctx context.Context, place core.Place) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recordLocked(Op{Method: "typing", Place: place})
+	return nil
 }

@@ -208,6 +208,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Warn("outbox not drained; pending operations dropped", "pending", d.Outbox.Stats().Pending)
 	}
 	consumers.Wait()
+	d.Dispatcher.StopTyping()
 	close(errs)
 	return <-errs
 }

@@ -325,3 +325,21 @@ func TestTurnCompleteNotifiesOnce(t *testing.T) {
 		t.Errorf("notifying messages %q, want the first turn's and the assistant message", got)
 	}
 }
+
+// The typing indicator shows while the agent works and stops with the turn.
+func TestTypingWhileWorking(t *testing.T) {
+	h := newHarness(t, telegramLike())
+	place := core.Place{Chat: "dm", Thread: "typing"}
+	h.say(place, "are you there?") // the session starts working
+	h.eventually("a typing indicator", func() bool { return len(opsAt(h.fk.Ops(), place, "typing")) > 0 })
+	id := h.sessionAt(place)
+	h.do(core.Command{Kind: core.YieldTurn, Origin: core.OriginMCP, Session: id})
+	h.drain()
+	n := len(opsAt(h.fk.Ops(), place, "typing"))
+	select {
+	case <-time.After(5 * time.Second): // longer than one renewal interval
+	}
+	if m := len(opsAt(h.fk.Ops(), place, "typing")); m != n {
+		t.Errorf("typing indicator renewed after the turn completed (%d → %d)", n, m)
+	}
+}
