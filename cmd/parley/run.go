@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/telegram"
+	"github.com/parley-chat/parley/adapters/transcribe"
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
@@ -152,6 +157,7 @@ type Main struct {
 	Adapters []core.Adapter
 
 	daemon  *daemon.Daemon
+	routes  []route
 	web     *web.Adapter
 	mcp     *mcp.Server
 	metrics *metrics.Metrics
@@ -163,14 +169,10 @@ func (m *Main) Open(ctx context.Context) error {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.DiscardHandler)
 	}
-	if m.Adapters == nil {
-		adapters, err := buildAdapters(m.Config)
-		if err != nil {
-			return err
-		}
-		m.Adapters = adapters
-	}
 	c := m.Config
+	if err := refuseMissing(c); err != nil {
+		return err
+	}
 	disabled := map[core.Lifetime]bool{
 		core.LifetimeNextNotice:   !c.Cleanup.NextNotice,
 		core.LifetimeNextInput:    !c.Cleanup.NextInput,
@@ -180,9 +182,18 @@ func (m *Main) Open(ctx context.Context) error {
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
 		Adapters: m.Adapters,
+		Allow:    allowLists(c),
 		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
 			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Bus, Logger: m.Logger.With("adapter", "web")})
-			return []core.Adapter{m.web}, nil
+			adapters := []core.Adapter{m.web}
+			if m.Adapters == nil {
+				built, err := m.buildAdapters(ctx, deps)
+				if err != nil {
+					return nil, err
+				}
+				adapters = append(built, adapters...)
+			}
+			return adapters, nil
 		},
 		OnOutputShown:   func(a core.AdapterName, lag time.Duration) { met.OutputShown(a, lag) },
 		EditInterval:    c.Outbox.FlushInterval.Duration,
@@ -208,7 +219,7 @@ func (m *Main) Open(ctx context.Context) error {
 		MCPSubscribers: m.mcp.Subscribers,
 	})
 	m.metrics = met
-	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, m.mcp.Handler(), met)
+	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, m.mcp.Handler(), met, m.routes...)
 	if err != nil {
 		m.mcp.Close()
 		d.Close()
@@ -256,27 +267,76 @@ func (m *Main) Close() error {
 }
 
 // buildAdapters is the registry of platforms: one constructor per
-// configured adapter. Platforms whose adapter is not in this build are
-// refused by name rather than silently ignored.
-func buildAdapters(c config.Config) ([]core.Adapter, error) {
+// configured adapter, each checked against its platform before the daemon
+// starts so that a wrong token or missing rights stop it with a clear
+// error.
+func (m *Main) buildAdapters(ctx context.Context, deps daemon.Deps) ([]core.Adapter, error) {
+	c := m.Config
 	var adapters []core.Adapter
-	var errs []error
-	notYet := func(section string) {
-		errs = append(errs, fmt.Errorf("config: [%s] is set, but this build of parley has no %s adapter yet; remove the section (or its PARLEY_%s_* variables)", section, section, strings.ToUpper(section)))
-	}
 	if c.Telegram.Enabled() {
-		notYet("telegram")
-	}
-	if c.Slack.Enabled() {
-		notYet("slack")
-	}
-	if c.Matrix.Enabled() {
-		notYet("matrix")
+		a, err := m.telegram(ctx, deps)
+		if err != nil {
+			return nil, err
+		}
+		adapters = append(adapters, a)
 	}
 	if c.Fake.Enabled {
 		adapters = append(adapters, fake.New("fake", core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true}))
 	}
-	return adapters, errors.Join(errs...)
+	return adapters, nil
+}
+
+func (m *Main) telegram(ctx context.Context, deps daemon.Deps) (core.Adapter, error) {
+	c := m.Config
+	opts := telegram.Options{
+		Token: c.Telegram.Token, APIURL: c.Telegram.APIURL, ChatID: c.Telegram.ChatID,
+		Webhook: c.Telegram.Mode == "webhook", WebhookURL: c.Telegram.WebhookURL, WebhookSecret: c.Telegram.WebhookSecret,
+		FileDir: filepath.Join(c.DataDir, "files"), Cursors: deps.Store,
+		Logger: m.Logger.With("adapter", "telegram"),
+	}
+	if c.Transcription.Enabled() {
+		opts.Transcriber = transcribe.New(c.Transcription.APIURL, c.Transcription.APIKey, c.Transcription.Model)
+	}
+	a, err := telegram.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Check(ctx); err != nil {
+		return nil, err
+	}
+	if opts.Webhook {
+		u, err := url.Parse(opts.WebhookURL)
+		if err != nil || u.Path == "" || u.Path == "/" {
+			return nil, fmt.Errorf("config: telegram.webhook_url %q needs a path (e.g. https://host/telegram) that parley serves", opts.WebhookURL)
+		}
+		m.routes = append(m.routes, route{path: u.Path, handler: a.WebhookHandler()})
+	}
+	return a, nil
+}
+
+// allowLists maps each platform's allowed users to its origin.
+func allowLists(c config.Config) map[core.Origin][]string {
+	allow := map[core.Origin][]string{}
+	if c.Telegram.Enabled() {
+		ids := []string{}
+		for _, id := range c.Telegram.AllowedUsers {
+			ids = append(ids, strconv.FormatInt(id, 10))
+		}
+		allow[core.Origin(telegram.Name)] = ids
+	}
+	return allow
+}
+
+// refuseMissing stops platforms whose adapter is not in this build, by
+// name, rather than ignoring their configuration.
+func refuseMissing(c config.Config) error {
+	var errs []error
+	for section, on := range map[string]bool{"slack": c.Slack.Enabled(), "matrix": c.Matrix.Enabled()} {
+		if on {
+			errs = append(errs, fmt.Errorf("config: [%s] is set, but this build of parley has no %s adapter yet; remove the section (or its PARLEY_%s_* variables)", section, section, strings.ToUpper(section)))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func lookup(env []string, key string) string {

@@ -21,8 +21,18 @@ type httpServer struct {
 	cancel context.CancelFunc // ends long-lived requests (SSE, MCP streams)
 }
 
-func newHTTPServer(listen, token string, page *web.Adapter, mcpHandler http.Handler, met *metrics.Metrics) (*httpServer, error) {
+// route is an extra endpoint an adapter serves (a webhook); it carries its
+// own authentication (the platform's secret token).
+type route struct {
+	path    string
+	handler http.Handler
+}
+
+func newHTTPServer(listen, token string, page *web.Adapter, mcpHandler http.Handler, met *metrics.Metrics, routes ...route) (*httpServer, error) {
 	mux := http.NewServeMux()
+	for _, r := range routes {
+		mux.Handle(r.path, r.handler)
+	}
 	mux.Handle("/api/", requireToken(token, page.Handler()))
 	if mcpHandler != nil {
 		mux.Handle("/mcp", requireToken(token, mcpHandler))

@@ -1,0 +1,227 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Name is the adapter's name and the origin of its input.
+const Name core.AdapterName = "telegram"
+
+// Cursors is where the adapter keeps its positions across restarts (the
+// update offset, whether the server speaks rich messages). core.Store
+// implements it.
+type Cursors interface {
+	Cursor(ctx context.Context, name string) (string, error)
+	SetCursor(ctx context.Context, name, value string) error
+}
+
+// Transcriber turns a voice note into text.
+type Transcriber interface {
+	Transcribe(ctx context.Context, name string, audio []byte) (string, error)
+}
+
+// Options configure the adapter.
+type Options struct {
+	Token string
+	// APIURL is the Bot API server (a self-hosted one, or a test server).
+	APIURL string
+	// ChatID is the forum supergroup where sessions get their topics;
+	// zero means private chats only.
+	ChatID int64
+	// Webhook mode instead of long polling: updates arrive on
+	// WebhookHandler with WebhookSecret in their header.
+	Webhook       bool
+	WebhookURL    string
+	WebhookSecret string
+	// FileDir is where received files are stored (one directory per
+	// conversation below it).
+	FileDir string
+	// Cursors persist the update offset; required.
+	Cursors Cursors
+	// Transcriber, when set, turns voice notes into text.
+	Transcriber Transcriber
+	// PollTimeout is the long-polling timeout (default 30s).
+	PollTimeout time.Duration
+	HTTPClient  *http.Client
+	Logger      *slog.Logger
+}
+
+// rich support, as learned from the server.
+const (
+	richUnknown int32 = iota
+	richYes
+	richNo
+)
+
+// Limits Telegram enforces: about one message a second per chat, 20 a
+// minute in a group (all its topics together), 30 a second per bot.
+var limits = core.Limits{
+	PerChat:  core.Rate{N: 1, Per: time.Second},
+	PerGroup: core.Rate{N: 20, Per: time.Minute},
+	Global:   core.Rate{N: 30, Per: time.Second},
+}
+
+// Length limits: 4096 UTF-16 units of visible text in HTML mode, minus a
+// margin for what rendering adds (list bullets, table padding); rich
+// messages take about 32k characters.
+const (
+	maxHTML = 4096 - 256
+	maxRich = 30000
+	// fileThreshold: a final output longer than this goes as a document.
+	fileThreshold = 3 * maxRich
+)
+
+// Adapter is parley's Telegram adapter.
+type Adapter struct {
+	opts Options
+	bot  *bot.Bot
+	log  *slog.Logger
+	rich atomic.Int32
+	me   atomic.Pointer[models.User]
+
+	// topicMu serialises topic creation: createForumTopic is not
+	// idempotent.
+	topicMu sync.Mutex
+	// webhook updates, when in webhook mode.
+	hooks chan hookUpdate
+}
+
+var (
+	_ core.Adapter        = (*Adapter)(nil)
+	_ core.Editor         = (*Adapter)(nil)
+	_ core.Deleter        = (*Adapter)(nil)
+	_ core.ThreadRenamer  = (*Adapter)(nil)
+	_ core.Binder         = (*Adapter)(nil)
+	_ core.FileSender     = (*Adapter)(nil)
+	_ core.TypingNotifier = (*Adapter)(nil)
+)
+
+// New returns the adapter; nothing is sent to Telegram until Check or Run.
+func New(opts Options) (*Adapter, error) {
+	if opts.Token == "" {
+		return nil, errors.New("telegram: no token (set [telegram] token or PARLEY_TELEGRAM_TOKEN)")
+	}
+	if opts.Cursors == nil {
+		return nil, errors.New("telegram: no cursor store")
+	}
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 30 * time.Second
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: opts.PollTimeout + 15*time.Second}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	bopts := []bot.Option{bot.WithSkipGetMe(), bot.WithHTTPClient(opts.PollTimeout, opts.HTTPClient)}
+	if opts.APIURL != "" {
+		bopts = append(bopts, bot.WithServerURL(opts.APIURL))
+	}
+	b, err := bot.New(opts.Token, bopts...)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
+	}
+	return &Adapter{opts: opts, bot: b, log: opts.Logger, hooks: make(chan hookUpdate)}, nil
+}
+
+// Name implements core.Adapter.
+func (a *Adapter) Name() core.AdapterName { return Name }
+
+// Capabilities implements core.Adapter. The length limit grows once the
+// server has shown it speaks rich messages.
+func (a *Adapter) Capabilities() core.Capabilities {
+	c := core.Capabilities{
+		MaxLength:     maxHTML,
+		LengthUnit:    core.UTF16,
+		Markup:        core.MarkupTelegramHTML,
+		FileThreshold: fileThreshold,
+		DeleteOthers:  true,
+		Buttons:       true,
+		Limits:        limits,
+	}
+	if a.rich.Load() == richYes {
+		c.MaxLength, c.Markup = maxRich, core.MarkupMarkdown
+	}
+	return c
+}
+
+// Check verifies the configuration against Telegram and prepares the chat:
+// the token works, the group is a forum where the bot may manage topics and
+// delete messages, and the commands are registered. Its errors say what to
+// fix.
+func (a *Adapter) Check(ctx context.Context) error {
+	me, err := a.bot.GetMe(ctx)
+	if err != nil {
+		if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
+			return fmt.Errorf("telegram: the token was refused: check [telegram] token (PARLEY_TELEGRAM_TOKEN) against @BotFather: %w", err)
+		}
+		return fmt.Errorf("telegram: cannot reach the Bot API at %s: %w", a.opts.APIURL, err)
+	}
+	a.me.Store(me)
+	if v, err := a.opts.Cursors.Cursor(ctx, cursorRich); err == nil {
+		switch v {
+		case "yes":
+			a.rich.Store(richYes)
+		case "no":
+			a.rich.Store(richNo)
+		}
+	}
+	if a.opts.ChatID != 0 {
+		chat, err := a.bot.GetChat(ctx, &bot.GetChatParams{ChatID: a.opts.ChatID})
+		if err != nil {
+			return fmt.Errorf("telegram: chat %d: add the bot to the group and check [telegram] chat_id: %w", a.opts.ChatID, err)
+		}
+		if !chat.IsForum {
+			return fmt.Errorf("telegram: chat %d has no topics: enable Topics in the group's settings (parley gives every session a topic)", a.opts.ChatID)
+		}
+		member, err := a.bot.GetChatMember(ctx, &bot.GetChatMemberParams{ChatID: a.opts.ChatID, UserID: me.ID})
+		if err != nil {
+			return fmt.Errorf("telegram: rights in chat %d: %w", a.opts.ChatID, err)
+		}
+		if member.Administrator == nil || !member.Administrator.CanManageTopics || !member.Administrator.CanDeleteMessages {
+			return fmt.Errorf("telegram: the bot must be an administrator of chat %d with the rights \"Manage topics\" and \"Delete messages\"", a.opts.ChatID)
+		}
+	}
+	if err := a.registerCommands(ctx); err != nil {
+		a.log.Warn("could not register the command list", "err", err)
+	}
+	return nil
+}
+
+func chatID(p core.Place) (int64, error) {
+	id, err := strconv.ParseInt(p.Chat, 10, 64)
+	if err != nil {
+		return 0, core.Permanent(fmt.Errorf("telegram: bad chat id %q", p.Chat))
+	}
+	return id, nil
+}
+
+func threadID(p core.Place) int {
+	id, _ := strconv.Atoi(p.Thread)
+	return id
+}
+
+func place(chat int64, thread int) core.Place {
+	p := core.Place{Chat: strconv.FormatInt(chat, 10)}
+	if thread != 0 {
+		p.Thread = strconv.Itoa(thread)
+	}
+	return p
+}
+
+func ref(p core.Place, id int) core.MessageRef {
+	return core.MessageRef{Adapter: Name, Place: p, ID: strconv.Itoa(id)}
+}

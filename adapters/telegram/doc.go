@@ -1,0 +1,27 @@
+// Package telegram is parley's Telegram adapter: a bot in a forum supergroup
+// where every session has its own topic, plus private chats with the bot
+// (one session per chat). It uses github.com/go-telegram/bot for every call
+// except getUpdates.
+//
+// Input: updates are long-polled by the adapter itself, in order, and the
+// offset is persisted only after the update's command is durable (the
+// library's poller confirms a batch to Telegram before the last update is
+// handled). Webhook mode answers 200 only after the same. Text, replies
+// (quoted), slash commands (/new creates the topic and the session together;
+// /cancel /close /title /status /help), voice notes (transcribed through
+// [transcription], the recording attached either way), documents and photos
+// (downloaded up to 20 MB under sanitised names) and button clicks (answered
+// exactly once) become commands. Edited messages are not sent again: the
+// agent may already be acting on the original. The General topic only
+// explains /new. Unauthorized people are ignored silently by the command
+// service's allow-list.
+//
+// Output: rich messages (Telegram renders the markdown, about 32k
+// characters) where the server supports them; otherwise HTML rendered from
+// the markdown with goldmark, falling back to plain text on "can't parse
+// entities". Support is learned from the first answer and remembered.
+// Telegram's errors map onto core's sentinels (errors.go), so "message is
+// not modified", "message to edit not found" and "message thread not
+// found" are handled by the core's output lifecycle and pacing by its
+// outbox with the limits declared here.
+package telegram

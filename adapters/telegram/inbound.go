@@ -1,0 +1,279 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/parley-chat/parley/commands"
+	"github.com/parley-chat/parley/core"
+)
+
+// maxDownload is the Bot API's getFile limit.
+const maxDownload = 20 << 20
+
+// handle turns one update into commands for h, retrying while h fails for a
+// reason other than the update itself. It returns an error only when ctx
+// ended first (the update was not dealt with).
+func (a *Adapter) handle(ctx context.Context, h core.Handler, u *models.Update) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := a.dispatch(ctx, h, u)
+		if err == nil {
+			return nil
+		}
+		a.log.Warn("update not handled yet; retrying", "update_id", u.ID, "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// dispatch handles one update; its error means "try again".
+func (a *Adapter) dispatch(ctx context.Context, h core.Handler, u *models.Update) error {
+	switch {
+	case u.Message != nil:
+		return a.onMessage(ctx, h, u.Message)
+	case u.EditedMessage != nil:
+		// Decision: an edit is not sent again. The agent has the original
+		// and may be acting on it; a changed mind is a new message.
+		a.log.Debug("ignoring an edited message", "chat", u.EditedMessage.Chat.ID, "message", u.EditedMessage.ID)
+		return nil
+	case u.CallbackQuery != nil:
+		return a.onCallback(ctx, h, u.CallbackQuery)
+	}
+	return nil
+}
+
+func actor(u *models.User) core.Actor {
+	name := strings.TrimSpace(u.FirstName + " " + u.LastName)
+	if name == "" {
+		name = u.Username
+	}
+	return core.Actor{ID: strconv.FormatInt(u.ID, 10), Name: name}
+}
+
+// settled reports whether a handler error means the update is dealt with,
+// and says so to the person where that helps.
+func (a *Adapter) settled(ctx context.Context, p core.Place, err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, core.ErrUnauthorized):
+		return true, nil // ignored silently
+	case errors.Is(err, core.ErrSessionClosed):
+		a.reply(ctx, p, "✅ This session is closed. /new starts another one.")
+		return true, nil
+	case errors.Is(err, core.ErrNotFound):
+		a.reply(ctx, p, "There is no session here. /new starts one.")
+		return true, nil
+	case errors.Is(err, core.ErrInvalid):
+		a.reply(ctx, p, "⚠️ "+userMessage(err))
+		return true, nil
+	}
+	return false, err
+}
+
+// userMessage strips the package prefixes from a handler error.
+func userMessage(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "commands: "); i >= 0 {
+		msg = msg[i+len("commands: "):]
+	}
+	return strings.TrimSuffix(msg, ": "+core.ErrInvalid.Error())
+}
+
+// reply sends a short notice straight to the chat, for answers that belong
+// to no session (help, refusals). It is best effort.
+func (a *Adapter) reply(ctx context.Context, p core.Place, text string) {
+	if _, err := a.Send(ctx, p, core.OutMessage{Kind: core.KindNotice, Text: text, Silent: true}); err != nil {
+		a.log.Warn("reply", "err", err)
+	}
+}
+
+func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Message) error {
+	if m.From == nil || m.From.IsBot {
+		return nil
+	}
+	if a.opts.ChatID != 0 && m.Chat.ID != a.opts.ChatID && m.Chat.Type != models.ChatTypePrivate {
+		a.log.Debug("ignoring a message from another group", "chat", m.Chat.ID)
+		return nil
+	}
+	thread := 0
+	if m.IsTopicMessage {
+		thread = m.MessageThreadID
+	}
+	p := place(m.Chat.ID, thread)
+	base := core.Command{Origin: core.Origin(Name), Actor: actor(m.From), Place: p,
+		PlatformID: fmt.Sprintf("%d:%d", m.Chat.ID, m.ID), Ref: ref(p, m.ID)}
+
+	text := m.Text
+	if text == "" {
+		text = m.Caption
+	}
+	if parsed, ok, perr := commands.Parse(text, a.username()); ok {
+		if perr != nil {
+			a.reply(ctx, p, "⚠️ "+perr.Error())
+			return nil
+		}
+		return a.onCommand(ctx, h, m, base, parsed)
+	}
+	isForumGeneral := m.Chat.IsForum && thread == 0
+	if isForumGeneral {
+		a.reply(ctx, p, "Each session has its own topic. Send /new [title] to start one.")
+		return nil
+	}
+	switch {
+	case m.Voice != nil:
+		return a.onVoice(ctx, h, base, m.Voice)
+	case m.Document != nil:
+		return a.onFile(ctx, h, base, m.Document.FileID, m.Document.FileName, m.Document.MimeType, m.Document.FileSize, text)
+	case len(m.Photo) > 0:
+		ph := m.Photo[len(m.Photo)-1] // the largest size
+		return a.onFile(ctx, h, base, ph.FileID, fmt.Sprintf("photo-%d.jpg", m.ID), "image/jpeg", int64(ph.FileSize), text)
+	case strings.TrimSpace(text) == "":
+		return nil // stickers, service messages: nothing for the agent
+	}
+	cmd := base
+	cmd.Kind, cmd.Text = core.SendMessage, withQuote(m, thread, text)
+	_, err := h.Handle(ctx, cmd)
+	_, err = a.settled(ctx, p, err)
+	return err
+}
+
+func (a *Adapter) username() string {
+	if me := a.me.Load(); me != nil {
+		return me.Username
+	}
+	return ""
+}
+
+func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Message, base core.Command, p commands.Parsed) error {
+	switch p.Slash.Name {
+	case "help":
+		a.reply(ctx, base.Place, "parley commands:\n"+commands.Help())
+		return nil
+	case "new":
+		return a.newSession(ctx, h, m, base, p.Arg)
+	case "status":
+		cmd := base
+		cmd.Kind = core.StatusQuery
+		_, err := h.Handle(ctx, cmd)
+		_, err = a.settled(ctx, base.Place, err)
+		return err
+	}
+	cmd, ok := p.Command(base)
+	if !ok {
+		return nil
+	}
+	_, err := h.Handle(ctx, cmd)
+	_, err = a.settled(ctx, base.Place, err)
+	return err
+}
+
+// newSession starts a session: in the group it gets a new topic (the
+// session is bound there at once), in a private chat the chat itself.
+// createForumTopic cannot be made idempotent: if parley dies between
+// creating the topic and storing the session, the redelivered /new makes a
+// second topic (the first stays empty).
+func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Message, base core.Command, title string) error {
+	cmd := base
+	cmd.Kind, cmd.Title, cmd.Ref = core.CreateSession, title, core.MessageRef{}
+	if m.Chat.Type != models.ChatTypePrivate {
+		if !m.Chat.IsForum {
+			a.reply(ctx, base.Place, "This group has no topics; enable Topics in its settings so each session gets one.")
+			return nil
+		}
+		if title == "" {
+			title = "Session " + time.Now().UTC().Format("Jan 2 15:04")
+			cmd.Title = title
+		}
+		a.topicMu.Lock()
+		topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: m.Chat.ID, Name: topicName(core.StatusIdle.Emoji() + " " + title)})
+		a.topicMu.Unlock()
+		if err != nil {
+			if core.IsPermanent(classify("create topic", err)) {
+				a.reply(ctx, base.Place, "⚠️ Could not create a topic: "+err.Error())
+				return nil
+			}
+			return err
+		}
+		cmd.Place = place(m.Chat.ID, topic.MessageThreadID)
+	}
+	_, err := h.Handle(ctx, cmd)
+	_, err = a.settled(ctx, base.Place, err)
+	return err
+}
+
+func (a *Adapter) onCallback(ctx context.Context, h core.Handler, cq *models.CallbackQuery) error {
+	answer := func(text string) {
+		_, err := a.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: cq.ID, Text: text})
+		if err != nil {
+			// A redelivered click was answered already: "query is too old".
+			a.log.Debug("answer callback query", "err", err)
+		}
+	}
+	data, ok := strings.CutPrefix(cq.Data, buttonPrefix)
+	qid, option, valid := core.ParseButtonData(data)
+	if !ok || !valid {
+		answer("")
+		return nil
+	}
+	var p core.Place
+	if msg := cq.Message.Message; msg != nil {
+		thread := 0
+		if msg.IsTopicMessage || msg.MessageThreadID != 0 {
+			thread = msg.MessageThreadID
+		}
+		p = place(msg.Chat.ID, thread)
+	}
+	cmd := core.Command{Kind: core.Answer, Origin: core.Origin(Name), Actor: actor(&cq.From), Place: p,
+		PlatformID: "cb:" + cq.ID, QuestionID: qid, Option: option}
+	_, err := h.Handle(ctx, cmd)
+	switch {
+	case err == nil:
+		answer("✓")
+	case errors.Is(err, core.ErrUnauthorized):
+		answer("") // silently: stop the spinner, say nothing
+	case errors.Is(err, core.ErrInvalid), errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrSessionClosed):
+		answer("This question is no longer open.")
+	default:
+		return err
+	}
+	return nil
+}
+
+// withQuote prefixes a reply with the start of the message it answers, so
+// the agent knows what "yes, that one" refers to. Messages in a topic look
+// like replies to the topic's first message; those are not quoted.
+func withQuote(m *models.Message, thread int, text string) string {
+	r := m.ReplyToMessage
+	if r == nil || (thread != 0 && r.ID == thread) {
+		return text
+	}
+	quoted := r.Text
+	if quoted == "" {
+		quoted = r.Caption
+	}
+	quoted, _, _ = strings.Cut(strings.TrimSpace(quoted), "\n")
+	if quoted == "" {
+		return text
+	}
+	if len(quoted) > 200 {
+		cut := 200
+		for cut > 0 && quoted[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		quoted = quoted[:cut] + "…"
+	}
+	return "> " + quoted + "\n\n" + text
+}

@@ -1,0 +1,223 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/parley-chat/parley/commands"
+	"github.com/parley-chat/parley/core"
+)
+
+const (
+	cursorOffset = "telegram.offset"
+	cursorRich   = "telegram.rich"
+	// buttonPrefix marks parley's callback data; the rest is core's
+	// ButtonData (at most 48 bytes), within Telegram's 64.
+	buttonPrefix = "q:"
+	// maxTopicName is Telegram's limit for forum topic names.
+	maxTopicName = 128
+)
+
+// keyboard renders a question's options, one button a row.
+func keyboard(bs []core.Button) models.ReplyMarkup {
+	if len(bs) == 0 {
+		return nil
+	}
+	rows := make([][]models.InlineKeyboardButton, 0, len(bs))
+	for _, b := range bs {
+		rows = append(rows, []models.InlineKeyboardButton{{Text: b.Label, CallbackData: buttonPrefix + b.Data}})
+	}
+	return &models.InlineKeyboardMarkup{InlineKeyboard: rows}
+}
+
+// Send implements core.Adapter. It sends a rich message (Telegram renders
+// the markdown) where the server supports them, and otherwise HTML rendered
+// from the markdown, falling back to plain text when Telegram cannot parse
+// the HTML rather than losing the message.
+func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (core.MessageRef, error) {
+	chat, err := chatID(p)
+	if err != nil {
+		return core.MessageRef{}, err
+	}
+	thread := threadID(p)
+	if a.rich.Load() != richNo {
+		msg, err := a.bot.SendRichMessage(ctx, &bot.SendRichMessageParams{ChatID: chat, MessageThreadID: thread,
+			RichMessage: models.InputRichMessage{Markdown: m.Text}, DisableNotification: m.Silent, ReplyMarkup: keyboard(m.Buttons)})
+		switch {
+		case err == nil:
+			a.learnRich(ctx, richYes)
+			return ref(p, msg.ID), nil
+		case richUnsupported(err):
+			a.learnRich(ctx, richNo)
+		default:
+			return core.MessageRef{}, classify("send rich message", err)
+		}
+	}
+	params := &bot.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: RenderHTML(m.Text),
+		ParseMode: models.ParseModeHTML, DisableNotification: m.Silent, ReplyMarkup: keyboard(m.Buttons)}
+	msg, err := a.bot.SendMessage(ctx, params)
+	if isParseError(err) {
+		a.log.Warn("Telegram could not parse the HTML; sending plain text", "err", err)
+		params.Text, params.ParseMode = PlainText(m.Text), ""
+		msg, err = a.bot.SendMessage(ctx, params)
+	}
+	if err != nil {
+		return core.MessageRef{}, classify("send message", err)
+	}
+	return ref(p, msg.ID), nil
+}
+
+// learnRich remembers, durably, whether the server speaks rich messages.
+func (a *Adapter) learnRich(ctx context.Context, v int32) {
+	if a.rich.Swap(v) == v {
+		return
+	}
+	word := map[int32]string{richYes: "yes", richNo: "no"}[v]
+	a.log.Info("Bot API rich messages", "supported", word)
+	if err := a.opts.Cursors.SetCursor(context.WithoutCancel(ctx), cursorRich, word); err != nil {
+		a.log.Warn("remember rich-message support", "err", err)
+	}
+}
+
+// Edit implements core.Editor.
+func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage) error {
+	chat, err := chatID(r.Place)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.Atoi(r.ID)
+	if err != nil {
+		return core.Permanent(fmt.Errorf("telegram: bad message id %q", r.ID))
+	}
+	if a.rich.Load() == richYes {
+		_, err := a.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: id,
+			RichMessage: &models.InputRichMessage{Markdown: m.Text}, ReplyMarkup: keyboard(m.Buttons)})
+		if !richUnsupported(err) {
+			return classify("edit rich message", err)
+		}
+		a.learnRich(ctx, richNo)
+	}
+	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: RenderHTML(m.Text),
+		ParseMode: models.ParseModeHTML, ReplyMarkup: keyboard(m.Buttons)}
+	_, err = a.bot.EditMessageText(ctx, params)
+	if isParseError(err) {
+		a.log.Warn("Telegram could not parse the HTML; editing to plain text", "err", err)
+		params.Text, params.ParseMode = PlainText(m.Text), ""
+		_, err = a.bot.EditMessageText(ctx, params)
+	}
+	return classify("edit message", err)
+}
+
+// Delete implements core.Deleter.
+func (a *Adapter) Delete(ctx context.Context, r core.MessageRef) error {
+	chat, err := chatID(r.Place)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.Atoi(r.ID)
+	if err != nil {
+		return core.Permanent(fmt.Errorf("telegram: bad message id %q", r.ID))
+	}
+	_, err = a.bot.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: chat, MessageID: id})
+	return classify("delete message", err)
+}
+
+// topicName fits a title into Telegram's topic name limit.
+func topicName(title string) string {
+	if len(title) <= maxTopicName {
+		return title
+	}
+	cut := maxTopicName - len("…")
+	for cut > 0 && !utf8.RuneStart(title[cut]) {
+		cut--
+	}
+	return title[:cut] + "…"
+}
+
+// RenameThread implements core.ThreadRenamer: it renames the forum topic.
+// Private chats have no title to set.
+func (a *Adapter) RenameThread(ctx context.Context, p core.Place, title string) error {
+	if p.Thread == "" {
+		return nil
+	}
+	chat, err := chatID(p)
+	if err != nil {
+		return err
+	}
+	_, err = a.bot.EditForumTopic(ctx, &bot.EditForumTopicParams{ChatID: chat, MessageThreadID: threadID(p), Name: topicName(title)})
+	if err != nil && contains(err, descNotModified, "TOPIC_NOT_MODIFIED") {
+		return nil
+	}
+	return classify("rename topic", err)
+}
+
+// Bind implements core.Binder: a session that started elsewhere gets a
+// forum topic in the configured group. Topics are created one at a time.
+func (a *Adapter) Bind(ctx context.Context, s core.Session) (core.Place, error) {
+	if a.opts.ChatID == 0 {
+		return core.Place{}, core.Permanent(fmt.Errorf("telegram: no group configured for sessions started elsewhere (set [telegram] chat_id): %w", core.ErrUnsupported))
+	}
+	a.topicMu.Lock()
+	defer a.topicMu.Unlock()
+	topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: a.opts.ChatID, Name: topicName(s.Status.Emoji() + " " + s.Title)})
+	if err != nil {
+		return core.Place{}, classify("create topic", err)
+	}
+	return place(a.opts.ChatID, topic.MessageThreadID), nil
+}
+
+// SendFile implements core.FileSender: the file goes as a document.
+func (a *Adapter) SendFile(ctx context.Context, p core.Place, f core.Attachment, caption string) (core.MessageRef, error) {
+	chat, err := chatID(p)
+	if err != nil {
+		return core.MessageRef{}, err
+	}
+	file, err := os.Open(f.Path)
+	if err != nil {
+		return core.MessageRef{}, core.Permanent(fmt.Errorf("telegram: send file: %w", err))
+	}
+	defer file.Close()
+	msg, err := a.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, MessageThreadID: threadID(p),
+		Document: &models.InputFileUpload{Filename: f.Name, Data: file}, Caption: caption, DisableNotification: true})
+	if err != nil {
+		return core.MessageRef{}, classify("send document", err)
+	}
+	return ref(p, msg.ID), nil
+}
+
+// Typing implements core.TypingNotifier.
+func (a *Adapter) Typing(ctx context.Context, p core.Place) error {
+	chat, err := chatID(p)
+	if err != nil {
+		return err
+	}
+	_, err = a.bot.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chat, MessageThreadID: threadID(p), Action: models.ChatActionTyping})
+	return classify("typing", err)
+}
+
+// registerCommands publishes the slash commands for the group (and for
+// private chats with the bot).
+func (a *Adapter) registerCommands(ctx context.Context) error {
+	var cmds []models.BotCommand
+	for _, s := range commands.Slashes {
+		desc := s.Help
+		if s.Args != "" {
+			desc += " (" + s.Args + ")"
+		}
+		cmds = append(cmds, models.BotCommand{Command: s.Name, Description: desc})
+	}
+	if a.opts.ChatID != 0 {
+		if _, err := a.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds,
+			Scope: &models.BotCommandScopeChat{ChatID: a.opts.ChatID}}); err != nil {
+			return err
+		}
+	}
+	_, err := a.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds, Scope: &models.BotCommandScopeAllPrivateChats{}})
+	return err
+}

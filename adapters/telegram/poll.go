@@ -1,0 +1,212 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// allowedUpdates are the update kinds parley handles.
+var allowedUpdates = []string{"message", "edited_message", "callback_query"}
+
+// Run implements core.Adapter: it receives updates by long polling (or from
+// WebhookHandler in webhook mode) and hands each to h in order.
+//
+// Long polling does not use the library's poller: that one asks Telegram for
+// the next batch — which confirms the previous one — while the last update
+// may still be being handled, so a crash there would lose it. Here the
+// offset moves, durably, only after an update was dealt with; a crash before
+// that makes Telegram deliver it again and the command's dedup key drops
+// the repeat.
+func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
+	if a.me.Load() == nil {
+		if err := a.Check(ctx); err != nil {
+			return err
+		}
+	}
+	if a.opts.Webhook {
+		if _, err := a.bot.SetWebhook(ctx, &bot.SetWebhookParams{URL: a.opts.WebhookURL, SecretToken: a.opts.WebhookSecret,
+			AllowedUpdates: allowedUpdates}); err != nil {
+			return fmt.Errorf("telegram: set webhook %s: %w", a.opts.WebhookURL, err)
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case u := <-a.hooks:
+				u.done <- a.handle(ctx, h, u.update)
+			}
+		}
+	}
+	if _, err := a.bot.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
+		a.log.Warn("delete webhook", "err", err)
+	}
+	offset, err := a.loadOffset(ctx)
+	if err != nil {
+		return err
+	}
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		if backoff > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+		}
+		raws, err := a.getUpdates(ctx, offset)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var rl *core.RateLimitError
+			if errors.As(classify("get updates", err), &rl) {
+				backoff = rl.RetryAfter
+			} else {
+				backoff = min(max(2*backoff, time.Second), 30*time.Second)
+			}
+			a.log.Warn("get updates", "err", err, "retry_in", backoff)
+			continue
+		}
+		backoff = 0
+		for _, raw := range raws {
+			var u models.Update
+			if err := json.Unmarshal(raw, &u); err != nil || u.ID == 0 {
+				// A malformed update is logged and skipped, never fatal.
+				var head struct {
+					ID int64 `json:"update_id"`
+				}
+				_ = json.Unmarshal(raw, &head)
+				a.log.Warn("skipping an update parley cannot read", "update_id", head.ID, "err", err)
+				if head.ID >= offset {
+					offset = head.ID + 1
+					a.saveOffset(ctx, offset)
+				}
+				continue
+			}
+			if u.ID < offset {
+				continue
+			}
+			if err := a.handle(ctx, h, &u); err != nil {
+				return nil // ctx ended while retrying; the update comes again
+			}
+			offset = u.ID + 1
+			a.saveOffset(ctx, offset)
+		}
+	}
+	return nil
+}
+
+func (a *Adapter) loadOffset(ctx context.Context) (int64, error) {
+	v, err := a.opts.Cursors.Cursor(ctx, cursorOffset)
+	if err != nil || v == "" {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+func (a *Adapter) saveOffset(ctx context.Context, offset int64) {
+	for ctx.Err() == nil {
+		err := a.opts.Cursors.SetCursor(ctx, cursorOffset, strconv.FormatInt(offset, 10))
+		if err == nil {
+			return
+		}
+		a.log.Error("save update offset", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// getUpdates long-polls Telegram for updates from offset on.
+func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
+	body, _ := json.Marshal(map[string]any{"offset": offset, "timeout": int(a.opts.PollTimeout / time.Second), "allowed_updates": allowedUpdates})
+	base := a.opts.APIURL
+	if base == "" {
+		base = "https://api.telegram.org"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/bot"+a.opts.Token+"/getUpdates", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.opts.HTTPClient.Do(req)
+	if err != nil {
+		var uerr interface{ Unwrap() error }
+		if errors.As(err, &uerr) {
+			err = uerr.Unwrap() // the URL holds the token: keep it out of logs
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		OK          bool              `json:"ok"`
+		Result      []json.RawMessage `json:"result"`
+		ErrorCode   int               `json:"error_code"`
+		Description string            `json:"description"`
+		Parameters  struct {
+			RetryAfter int `json:"retry_after"`
+		} `json:"parameters"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("getUpdates: HTTP %d: unreadable answer", resp.StatusCode)
+	}
+	if !r.OK {
+		if r.ErrorCode == http.StatusTooManyRequests {
+			return nil, &bot.TooManyRequestsError{Message: r.Description, RetryAfter: r.Parameters.RetryAfter}
+		}
+		return nil, fmt.Errorf("getUpdates: %d %s", r.ErrorCode, r.Description)
+	}
+	return r.Result, nil
+}
+
+// hookUpdate is an update received on the webhook, waiting to be handled.
+type hookUpdate struct {
+	update *models.Update
+	done   chan error
+}
+
+// WebhookHandler receives updates in webhook mode. It answers 200 only once
+// the update was dealt with, so Telegram delivers it again otherwise; a
+// request without the secret token is refused.
+func (a *Adapter) WebhookHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.opts.WebhookSecret != "" && r.Header.Get("X-Telegram-Bot-Api-Secret-Token") != a.opts.WebhookSecret {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		var u models.Update
+		if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&u); err != nil || u.ID == 0 {
+			a.log.Warn("skipping a webhook update parley cannot read", "err", err)
+			w.WriteHeader(http.StatusOK) // redelivering it would not help
+			return
+		}
+		hu := hookUpdate{update: &u, done: make(chan error, 1)}
+		select {
+		case a.hooks <- hu:
+		case <-r.Context().Done():
+			return
+		}
+		if err := <-hu.done; err != nil {
+			http.Error(w, "not handled", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}

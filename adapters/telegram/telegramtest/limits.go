@@ -1,0 +1,108 @@
+package telegramtest
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Rate is at most N calls in any window of length Per.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// Rates are the limits a Server enforces with Options.Limits. Every send,
+// edit, delete, draft and topic call counts, against all three windows at
+// once; a call refused with 429 does not count.
+type Rates struct {
+	// Chat limits one chat: 1 per second by default. It is counted per
+	// chat and forum topic, since parley paces each topic on its own; set
+	// WholeChat to count it per chat, as Telegram documents it.
+	Chat      Rate
+	WholeChat bool
+	// Group limits one group or supergroup across all its topics: 20 per
+	// minute by default.
+	Group Rate
+	// Global limits the bot: 30 per second by default.
+	Global Rate
+	// Slack is how much earlier than its window allows a call may still
+	// pass, absorbing the jitter between a client's pacing clock and the
+	// server's: 30ms by default, none if negative.
+	Slack time.Duration
+}
+
+func (r Rates) withDefaults() Rates {
+	if r.Chat.N == 0 {
+		r.Chat = Rate{N: 1, Per: time.Second}
+	}
+	if r.Group.N == 0 {
+		r.Group = Rate{N: 20, Per: time.Minute}
+	}
+	if r.Global.N == 0 {
+		r.Global = Rate{N: 30, Per: time.Second}
+	}
+	switch {
+	case r.Slack == 0:
+		r.Slack = 30 * time.Millisecond
+	case r.Slack < 0:
+		r.Slack = 0
+	}
+	return r
+}
+
+// limiter keeps sliding windows of accepted calls.
+type limiter struct {
+	rates   Rates
+	windows map[string][]time.Time
+}
+
+func newLimiter(r Rates) limiter {
+	return limiter{rates: r.withDefaults(), windows: map[string][]time.Time{}}
+}
+
+// limit counts a call to chat c (thread within it) at r.now, or refuses it
+// with 429 and the seconds until every window it is over has room again.
+// It is a no-op without Options.Limits. Callers hold s.mu.
+func (s *Server) limit(r *request, c *chat, thread int) *Error {
+	if !s.opts.Limits {
+		return nil
+	}
+	rates := s.limiter.rates
+	type window struct {
+		key  string
+		rate Rate
+	}
+	chatKey := "chat:" + strconv.FormatInt(c.id, 10)
+	if !rates.WholeChat {
+		chatKey += ":" + strconv.Itoa(thread)
+	}
+	ws := []window{{"global", rates.Global}, {chatKey, rates.Chat}}
+	if c.kind != kindPrivate {
+		ws = append(ws, window{"group:" + strconv.FormatInt(c.id, 10), rates.Group})
+	}
+	var wait time.Duration
+	for _, w := range ws {
+		ts := s.limiter.windows[w.key]
+		k := 0
+		for k < len(ts) && !ts[k].Add(w.rate.Per-rates.Slack).After(r.now) {
+			k++
+		}
+		ts = ts[k:]
+		s.limiter.windows[w.key] = ts
+		if len(ts) >= w.rate.N {
+			free := ts[len(ts)-w.rate.N].Add(w.rate.Per - rates.Slack)
+			wait = max(wait, free.Sub(r.now))
+		}
+	}
+	if wait > 0 {
+		s.limited++
+		secs := int((wait + time.Second - 1) / time.Second)
+		secs = max(secs, 1)
+		return &Error{Code: 429, Description: fmt.Sprintf("Too Many Requests: retry after %d", secs), RetryAfter: secs}
+	}
+	for _, w := range ws {
+		s.limiter.windows[w.key] = append(s.limiter.windows[w.key], r.now)
+	}
+	return nil
+}
