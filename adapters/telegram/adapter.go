@@ -78,7 +78,7 @@ var limits = core.Limits{
 // margin for what rendering adds (list bullets, table padding); rich
 // messages take about 32k characters.
 const (
-	maxHTML = 4096 - 256
+	maxHTML = 4096 - MaxGrowth
 	maxRich = 30000
 	// fileThreshold: a final output longer than this goes as a document.
 	fileThreshold = 3 * maxRich

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"html"
 	"os"
 	"strconv"
 	"unicode/utf8"
@@ -59,7 +60,7 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 			return core.MessageRef{}, classify("send rich message", err)
 		}
 	}
-	params := &bot.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: RenderHTML(m.Text),
+	params := &bot.SendMessageParams{ChatID: chat, MessageThreadID: thread, Text: htmlOf(m.Text),
 		ParseMode: models.ParseModeHTML, DisableNotification: m.Silent, ReplyMarkup: keyboard(m.Buttons)}
 	msg, err := a.bot.SendMessage(ctx, params)
 	if isParseError(err) {
@@ -71,6 +72,16 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 		return core.MessageRef{}, classify("send message", err)
 	}
 	return ref(p, msg.ID), nil
+}
+
+// htmlOf renders markdown for HTML parse mode. Markdown that renders to
+// nothing visible (only link definitions) is sent escaped as it was
+// written, since Telegram refuses empty messages.
+func htmlOf(md string) string {
+	if out := RenderHTML(md); VisibleLength(out) > 0 {
+		return out
+	}
+	return html.EscapeString(md)
 }
 
 // learnRich remembers, durably, whether the server speaks rich messages.
@@ -103,7 +114,7 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 		}
 		a.learnRich(ctx, richNo)
 	}
-	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: RenderHTML(m.Text),
+	params := &bot.EditMessageTextParams{ChatID: chat, MessageID: id, Text: htmlOf(m.Text),
 		ParseMode: models.ParseModeHTML, ReplyMarkup: keyboard(m.Buttons)}
 	_, err = a.bot.EditMessageText(ctx, params)
 	if isParseError(err) {

@@ -32,7 +32,12 @@ type tgStack struct {
 
 func newTGStack(t *testing.T, rich bool) *tgStack {
 	t.Helper()
-	srv := telegramtest.NewServer(t, telegramtest.Options{RichMessages: rich, Limits: true})
+	return newTGStackWith(t, telegramtest.Options{RichMessages: rich, Limits: true})
+}
+
+func newTGStackWith(t *testing.T, opts telegramtest.Options) *tgStack {
+	t.Helper()
+	srv := telegramtest.NewServer(t, opts)
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
 	st.cfg.DataDir = t.TempDir()
