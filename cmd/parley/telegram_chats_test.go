@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+)
+
+func TestTelegramPrivateChatIsASession(t *testing.T) {
+	st := fast(t, false)
+	dm := st.srv.NewPrivateChat(ann)
+	st.srv.SendText(dm, 0, ann, "hi from my phone")
+	r := st.heard("")
+	if len(r.Messages) != 1 {
+		t.Fatalf("agent read %+v", r.Messages)
+	}
+	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "hello, Ann"}, nil)
+	st.await("the answer in the private chat", func() bool {
+		for _, m := range botMessages(st.srv.Messages(dm, 0)) {
+			if strings.Contains(m.Text, "hello, Ann") {
+				return true
+			}
+		}
+		return false
+	})
+	if len(st.srv.Topics(st.forum)) != 0 {
+		t.Error("a private-chat session got a topic in the group too")
+	}
+}
+
+func TestTelegramTopicShowsStatusAndClosedSession(t *testing.T) {
+	st := fast(t, false)
+	if cmds := st.srv.Commands()[telegramtest.CommandScope{Type: "chat", Chat: st.forum}]; len(cmds) == 0 {
+		t.Errorf("no commands registered for the group: %v", st.srv.Commands())
+	}
+	topic, session, _ := st.session("hello") // the agent is now working
+	name := func() string {
+		for _, tp := range st.srv.Topics(st.forum) {
+			if tp.ID == topic {
+				return tp.Name
+			}
+		}
+		return ""
+	}
+	st.await("⏳ in the topic name", func() bool { return strings.HasPrefix(name(), "⏳ ") })
+	st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": session}, nil)
+	st.await("💬 in the topic name", func() bool { return strings.HasPrefix(name(), "💬 ") })
+
+	st.srv.SendText(st.forum, topic, ann, "/close")
+	st.await("✅ in the topic name", func() bool { return strings.HasPrefix(name(), "✅ ") })
+	st.srv.SendText(st.forum, topic, ann, "one more thing")
+	st.showing(topic, "This session is closed")
+}
+
+func TestTelegramWebhookMode(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{})
+	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
+	st.cfg = config.Default()
+	listen := freeAddr(t)
+	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
+	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
+	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	st.cfg.Telegram.Mode = "webhook"
+	st.cfg.Telegram.WebhookURL = "http://" + listen + "/telegram/webhook"
+	st.cfg.Telegram.WebhookSecret = "s3cret_token"
+	st.start()
+	topic := st.newTopic("hooked")
+	st.srv.SendText(st.forum, topic, ann, "through the webhook")
+	r := st.heard("")
+	if len(r.Messages) != 1 || r.Messages[0].Content != "through the webhook" {
+		t.Fatalf("agent read %+v", r.Messages)
+	}
+	if n := st.srv.Polling(); n != 0 {
+		t.Errorf("%d getUpdates calls in webhook mode", n)
+	}
+	msgs, _ := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	if len(msgs) != 1 {
+		t.Errorf("inbox has %d messages, want 1", len(msgs))
+	}
+}
