@@ -160,6 +160,14 @@ type Binder interface {
 	Bind(ctx context.Context, s Session) (Place, error)
 }
 
+// BindPlacer is a Binder whose Bind is itself a call in a conversation
+// that has limits (Telegram creates topics in the group, which counts
+// against the group's budget). Operations for a session not yet bound are
+// paced at BindPlace until the binding exists.
+type BindPlacer interface {
+	BindPlace() Place
+}
+
 // FileSender is an Adapter that can send documents.
 type FileSender interface {
 	// SendFile uploads a as a document with caption at place.

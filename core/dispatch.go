@@ -129,9 +129,21 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Event) error {
 	return nil
 }
 
+// queuePlace is where an op for s on a is paced: its binding, or where
+// the binding will be made.
+func queuePlace(s Session, a Adapter) Place {
+	if b, ok := s.Bindings[a.Name()]; ok {
+		return b.Place
+	}
+	if bp, ok := a.(BindPlacer); ok {
+		return bp.BindPlace()
+	}
+	return Place{}
+}
+
 func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 	name := a.Name()
-	place := s.Bindings[name].Place
+	place := queuePlace(s, a)
 	switch e.Kind {
 	case EventOutput:
 		kind := OpEdit
@@ -282,7 +294,7 @@ func (d *Dispatcher) send(s Session, a Adapter, e Event, m OutMessage, lt Lifeti
 
 func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, m OutMessage, lt Lifetime, notify bool, prio OpKind) {
 	m.Silent = m.Silent || !notify
-	place := s.Bindings[a.Name()].Place
+	place := queuePlace(s, a)
 	d.outbox.Enqueue(Op{Kind: prio, Adapter: a.Name(), Place: place,
 		Final: e.Kind == EventTurnComplete,
 		Run: func(ctx context.Context, at Place) error {

@@ -107,6 +107,7 @@ var (
 	_ core.Binder         = (*Adapter)(nil)
 	_ core.FileSender     = (*Adapter)(nil)
 	_ core.TypingNotifier = (*Adapter)(nil)
+	_ core.BindPlacer     = (*Adapter)(nil)
 )
 
 // New returns the adapter; nothing is sent to Telegram until Check or Run.

@@ -168,6 +168,10 @@ func (a *Adapter) RenameThread(ctx context.Context, p core.Place, title string) 
 	return classify("rename topic", err)
 }
 
+// BindPlace implements core.BindPlacer: topics are created in the group,
+// and that counts against its budget.
+func (a *Adapter) BindPlace() core.Place { return place(a.opts.ChatID, 0) }
+
 // Bind implements core.Binder: a session that started elsewhere gets a
 // forum topic in the configured group. Topics are created one at a time.
 func (a *Adapter) Bind(ctx context.Context, s core.Session) (core.Place, error) {

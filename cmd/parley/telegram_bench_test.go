@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/core"
+)
+
+// BenchmarkTelegramStreaming streams agents' output into one supergroup
+// through parley serve and the fake Bot API with Telegram's limits on (1/s
+// per topic, 20/min per group, 30/s global). Every session streams 30
+// updates over 3 s. It reports the platform calls made, the 429s received
+// (target: none) and the staleness of each session's last text: the time
+// from the agent's last update to the topic showing it, as the fake
+// recorded it, after a warm-up in which every topic and output message was
+// created. The group budget serves the sessions in turn, so the target is
+// one pacing interval of the shared budget: sessions × 3 s.
+//
+//	go test -run XXX -bench TelegramStreaming -benchtime 1x ./cmd/parley/
+func BenchmarkTelegramStreaming(b *testing.B) {
+	for _, n := range []int{1, 5, 20} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			for range b.N {
+				benchStreaming(b, n)
+			}
+		})
+	}
+}
+
+func benchStreaming(b *testing.B, n int) {
+	srv := telegramtest.NewServer(b, telegramtest.Options{RichMessages: true, Limits: true})
+	forum := srv.NewForum("Bench")
+	cfg := benchConfig(b, srv, forum)
+	m := &Main{Config: cfg}
+	ctx := context.Background()
+	if err := m.Open(ctx); err != nil {
+		b.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(runCtx) }()
+	defer func() { cancel(); <-done; m.Close() }()
+
+	var ids []core.SessionID
+	for i := range n {
+		res, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, res.Session)
+	}
+	// Warm up: every session gets its topic and output message, and the
+	// status renames go out; what follows is the steady state.
+	for _, id := range ids {
+		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: "warming up"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	warm, stop := context.WithTimeout(ctx, time.Duration(n)*20*time.Second+time.Minute)
+	defer stop()
+	if err := m.daemon.WaitIdle(warm); err != nil {
+		b.Fatal(err)
+	}
+	last := map[core.SessionID]string{}
+	var lastAt time.Time
+	calls0 := len(srv.Calls())
+	b.ResetTimer()
+	for step := range 30 {
+		for _, id := range ids {
+			last[id] = fmt.Sprintf("%s step %d %s", id, step, strings.Repeat("·", step))
+			if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: last[id]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		lastAt = time.Now()
+		time.Sleep(100 * time.Millisecond) // the agents' pace
+	}
+	var stale []time.Duration
+	srv.Await(b, time.Duration(n)*15*time.Second+time.Minute, "every session's last text", func() bool {
+		stale = stale[:0]
+		for _, id := range ids {
+			s, err := m.daemon.Store.Session(ctx, id)
+			if err != nil {
+				return false
+			}
+			bnd, ok := s.Bindings["telegram"]
+			if !ok {
+				return false
+			}
+			shown := false
+			for _, msg := range srv.Messages(forum, threadOf(bnd.Place)) {
+				if msg.FromBot && msg.Markdown == last[id] {
+					at := msg.Date
+					if !msg.EditedAt.IsZero() {
+						at = msg.EditedAt
+					}
+					stale = append(stale, max(at.Sub(lastAt), 0))
+					shown = true
+				}
+			}
+			if !shown {
+				return false
+			}
+		}
+		return true
+	})
+	b.StopTimer()
+	slices.Sort(stale)
+	b.ReportMetric(float64(len(srv.Calls())-calls0), "calls")
+	b.ReportMetric(float64(srv.RateLimited()), "429s")
+	b.ReportMetric(stale[len(stale)/2].Seconds(), "stale-p50-s")
+	b.ReportMetric(stale[len(stale)-1].Seconds(), "stale-max-s")
+	b.ReportMetric(float64(n)*3, "target-s")
+}
+
+func threadOf(p core.Place) int {
+	var n int
+	fmt.Sscan(p.Thread, &n)
+	return n
+}
+
+func benchConfig(tb testing.TB, srv *telegramtest.Server, forum int64) config.Config {
+	cfg := config.Default()
+	cfg.DataDir, cfg.HTTP.Listen = tb.TempDir(), "127.0.0.1:0"
+	cfg.Telegram.Token, cfg.Telegram.APIURL = srv.Token, srv.URL
+	cfg.Telegram.ChatID, cfg.Telegram.AllowedUsers = forum, []int64{ann.ID}
+	return cfg
+}
