@@ -37,6 +37,7 @@ fmt-check:
 # Benchmarks quoted in the closing notes.
 bench:
 	$(GO) test -run XXX -bench . -benchtime 3s ./store/bolt/ ./cmd/parley/internal/daemon/
+	$(GO) test -run XXX -bench . -benchtime 100x ./mcp/
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:
@@ -44,3 +45,5 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzSplit -fuzztime $(FUZZTIME) ./core/
 	$(GO) test -run XXX -fuzz FuzzTail -fuzztime $(FUZZTIME) ./core/
 	$(GO) test -run XXX -fuzz FuzzReduce -fuzztime $(FUZZTIME) ./core/
+	$(GO) test -run XXX -fuzz FuzzRenderHTML -fuzztime $(FUZZTIME) ./adapters/telegram/
+	$(GO) test -run XXX -fuzz FuzzPlainText -fuzztime $(FUZZTIME) ./adapters/telegram/

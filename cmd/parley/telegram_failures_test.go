@@ -270,3 +270,25 @@ func TestTelegramNoUpdateLostOrRepeatedAcrossRestarts(t *testing.T) {
 		t.Errorf("inbox %q, want each message exactly once", got)
 	}
 }
+
+func TestTelegramNotModifiedIsSuccess(t *testing.T) {
+	st := fast(t, false)
+	topic, session, _ := st.session("hello")
+	st.output(session, "*v1*")
+	st.showing(topic, "v1")
+	// Different markdown, the same rendering: Telegram answers "message is
+	// not modified", which is success, not something to retry.
+	st.output(session, "_v1_")
+	st.m.daemon.WaitIdle(context.Background())
+	st.output(session, "v3")
+	st.showing(topic, "v3")
+	notModified := 0
+	for _, c := range st.srv.Calls() {
+		if c.Method == "editMessageText" && strings.Contains(c.Err, "not modified") {
+			notModified++
+		}
+	}
+	if notModified != 1 {
+		t.Errorf("%d 'not modified' answers, want exactly 1 (no retries)", notModified)
+	}
+}
