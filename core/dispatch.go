@@ -165,8 +165,20 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 		d.enqueueSend(s, a, e, OutMessage{Kind: KindTurnDone, Text: "✅ Done"}, LifetimeNextInput, true, OpEdit)
 	case EventAssistant:
 		d.markNotified(s, name)
-		for _, chunk := range d.chunks(a, e.Message.Content) {
+		text := e.Message.Content
+		fs, canFile := a.(FileSender)
+		if !canFile {
+			for _, f := range e.Message.Attachments {
+				text += "\n📎 " + f.Name
+			}
+		}
+		for _, chunk := range d.chunks(a, text) {
 			d.send(s, a, e, OutMessage{Kind: KindAssistant, Text: chunk}, LifetimeManual, true)
+		}
+		if canFile {
+			for _, f := range e.Message.Attachments {
+				d.sendFile(s, a, fs, f)
+			}
 		}
 	case EventHumanMessage, EventQueued, EventAnswer:
 		text := e.Message.Content
@@ -308,6 +320,22 @@ func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, m OutMessage, lt
 			}
 			d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: m.Kind, Lifetime: lt, Seq: e.Seq})
 			return nil
+		}})
+}
+
+// sendFile enqueues one document for the session's binding on a.
+func (d *Dispatcher) sendFile(s Session, a Adapter, fs FileSender, f Attachment) {
+	d.outbox.Enqueue(Op{Kind: OpSend, Adapter: a.Name(), Place: queuePlace(s, a),
+		Run: func(ctx context.Context, at Place) error {
+			b, err := d.binding(ctx, a, s.ID, at)
+			if err != nil {
+				return err
+			}
+			ref, err := fs.SendFile(ctx, b.Place, f, "")
+			if err == nil {
+				d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: KindAssistant, Lifetime: LifetimeManual})
+			}
+			return err
 		}})
 }
 

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -128,6 +131,7 @@ func (s *Server) addTools() {
 		s.assistantPost,
 		mcp.WithString("content", mcp.Required(), mcp.Description("The message, markdown by default.")),
 		mcp.WithString("mime", mcp.Description("Content type (default text/markdown).")),
+		mcp.WithArray("files", mcp.WithStringItems(), mcp.Description("Absolute paths of files on the daemon's machine to send with the message (as documents where the platform has them; at most 10, 50 MB each).")),
 		sessionArg, mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("session.output", "Replace the session's live output message (streamed progress, edited in place). Mark the last one final.",
@@ -192,9 +196,10 @@ func (s *Server) readSince(ctx context.Context, raw json.RawMessage) (any, error
 }
 
 type postArgs struct {
-	Content   string `json:"content"`
-	Mime      string `json:"mime"`
-	SessionID string `json:"session_id"`
+	Content   string   `json:"content"`
+	Mime      string   `json:"mime"`
+	Files     []string `json:"files"`
+	SessionID string   `json:"session_id"`
 }
 
 type postResult struct {
@@ -219,11 +224,18 @@ func (s *Server) post(ctx context.Context, raw json.RawMessage, tool string, kin
 	if strings.TrimSpace(a.Content) == "" {
 		return nil, toolError("content is empty")
 	}
+	if len(a.Files) > 0 && kind != core.AssistantPost {
+		return nil, toolError("files can only be sent with chat.assistant.post")
+	}
+	atts, err := attachments(a.Files)
+	if err != nil {
+		return nil, err
+	}
 	id, err := s.sessionFor(ctx, tool, a.SessionID, true)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.handle(ctx, core.Command{Kind: kind, Session: id, Origin: core.OriginMCP, Text: a.Content, Mime: a.Mime})
+	res, err := s.handle(ctx, core.Command{Kind: kind, Session: id, Origin: core.OriginMCP, Text: a.Content, Mime: a.Mime, Attachments: atts})
 	if err != nil {
 		return nil, err
 	}
@@ -336,4 +348,36 @@ func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, er
 			Turn: ss.Turn, LastInputOrigin: ss.LastInputOrigin, OpenQuestions: len(ss.Questions), Inbox: SessionInboxURI(ss.ID)})
 	}
 	return map[string]any{"sessions": out}, nil
+}
+
+// maxFiles and maxFileSize bound what one assistant message may attach.
+const (
+	maxFiles    = 10
+	maxFileSize = 50 << 20
+)
+
+// attachments checks the files an agent wants to send: absolute paths of
+// regular files (no directories or devices) within the size limit. The
+// agent is trusted with the daemon's token; this only keeps mistakes out.
+func attachments(paths []string) ([]core.Attachment, error) {
+	if len(paths) > maxFiles {
+		return nil, toolError(fmt.Sprintf("at most %d files per message", maxFiles))
+	}
+	var out []core.Attachment
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return nil, toolError(fmt.Sprintf("file %q: give an absolute path", p))
+		}
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			return nil, toolError(fmt.Sprintf("file %q: %v", p, err))
+		case !fi.Mode().IsRegular():
+			return nil, toolError(fmt.Sprintf("file %q is not a regular file", p))
+		case fi.Size() > maxFileSize:
+			return nil, toolError(fmt.Sprintf("file %q is %d bytes, more than %d", p, fi.Size(), maxFileSize))
+		}
+		out = append(out, core.Attachment{Name: filepath.Base(p), Mime: mime.TypeByExtension(filepath.Ext(p)), Size: fi.Size(), Path: filepath.Clean(p)})
+	}
+	return out, nil
 }

@@ -292,3 +292,22 @@ func TestTelegramNotModifiedIsSuccess(t *testing.T) {
 		t.Errorf("%d 'not modified' answers, want exactly 1 (no retries)", notModified)
 	}
 }
+
+func TestTelegramAgentSendsFiles(t *testing.T) {
+	st := fast(t, false)
+	topic, session, _ := st.session("send me the report")
+	report := filepath.Join(t.TempDir(), "report.csv")
+	if err := os.WriteFile(report, []byte("a,b\n1,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": "Here it is.", "files": []string{report}}, nil)
+	st.showing(topic, "Here it is.")
+	st.await("the document", func() bool {
+		for _, d := range st.srv.Documents() {
+			if d.Name == "report.csv" && string(d.Content) == "a,b\n1,2\n" {
+				return true
+			}
+		}
+		return false
+	})
+}
