@@ -46,6 +46,9 @@ type Options struct {
 	Webhook       bool
 	WebhookURL    string
 	WebhookSecret string
+	// NewFromGeneral makes a message in the General topic start a session
+	// in a new topic; otherwise the General topic only explains /new.
+	NewFromGeneral bool
 	// FileDir is where received files are stored (one directory per
 	// conversation below it).
 	FileDir string

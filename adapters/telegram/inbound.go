@@ -128,9 +128,29 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 		return a.onCommand(ctx, h, m, base, parsed)
 	}
 	isForumGeneral := m.Chat.IsForum && thread == 0
-	if isForumGeneral {
+	if isForumGeneral && !a.opts.NewFromGeneral {
 		a.reply(ctx, p, "Each session has its own topic. Send /new [title] to start one.")
 		return nil
+	}
+	if isForumGeneral {
+		// The message starts a session, titled by its first line, and is
+		// the session's first message. Both commands carry the update's
+		// ids, so a redelivery repeats neither.
+		title, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+		if len(title) > 60 {
+			cut := 60
+			for cut > 0 && title[cut]&0xC0 == 0x80 {
+				cut--
+			}
+			title = title[:cut] + "…"
+		}
+		created := base
+		created.PlatformID = "new:" + base.PlatformID
+		id, err := a.newSession(ctx, h, m, created, title)
+		if err != nil || id == "" {
+			return err
+		}
+		base.Session = id
 	}
 	switch {
 	case m.Voice != nil:
@@ -163,7 +183,8 @@ func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Messa
 		a.reply(ctx, base.Place, "parley commands:\n"+commands.Help())
 		return nil
 	case "new":
-		return a.newSession(ctx, h, m, base, p.Arg)
+		_, err := a.newSession(ctx, h, m, base, p.Arg)
+		return err
 	case "status":
 		cmd := base
 		cmd.Kind = core.StatusQuery
@@ -185,13 +206,13 @@ func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Messa
 // createForumTopic cannot be made idempotent: if parley dies between
 // creating the topic and storing the session, the redelivered /new makes a
 // second topic (the first stays empty).
-func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Message, base core.Command, title string) error {
+func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Message, base core.Command, title string) (core.SessionID, error) {
 	cmd := base
 	cmd.Kind, cmd.Title, cmd.Ref = core.CreateSession, title, core.MessageRef{}
 	if m.Chat.Type != models.ChatTypePrivate {
 		if !m.Chat.IsForum {
 			a.reply(ctx, base.Place, "This group has no topics; enable Topics in its settings so each session gets one.")
-			return nil
+			return "", nil
 		}
 		if title == "" {
 			title = "Session " + time.Now().UTC().Format("Jan 2 15:04")
@@ -203,15 +224,15 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 		if err != nil {
 			if core.IsPermanent(classify("create topic", err)) {
 				a.reply(ctx, base.Place, "⚠️ Could not create a topic: "+err.Error())
-				return nil
+				return "", nil
 			}
-			return err
+			return "", err
 		}
 		cmd.Place = place(m.Chat.ID, topic.MessageThreadID)
 	}
-	_, err := h.Handle(ctx, cmd)
+	res, err := h.Handle(ctx, cmd)
 	_, err = a.settled(ctx, base.Place, err)
-	return err
+	return res.Session, err
 }
 
 func (a *Adapter) onCallback(ctx context.Context, h core.Handler, cq *models.CallbackQuery) error {

@@ -291,7 +291,8 @@ func (m *Main) telegram(ctx context.Context, deps daemon.Deps) (core.Adapter, er
 	opts := telegram.Options{
 		Token: c.Telegram.Token, APIURL: c.Telegram.APIURL, ChatID: c.Telegram.ChatID,
 		Webhook: c.Telegram.Mode == "webhook", WebhookURL: c.Telegram.WebhookURL, WebhookSecret: c.Telegram.WebhookSecret,
-		FileDir: filepath.Join(c.DataDir, "files"), Cursors: deps.Store,
+		NewFromGeneral: c.Telegram.NewFromGeneral,
+		FileDir:        filepath.Join(c.DataDir, "files"), Cursors: deps.Store,
 		Logger: m.Logger.With("adapter", "telegram"),
 	}
 	if c.Transcription.Enabled() {

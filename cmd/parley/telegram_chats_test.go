@@ -81,3 +81,25 @@ func TestTelegramWebhookMode(t *testing.T) {
 		t.Errorf("inbox has %d messages, want 1", len(msgs))
 	}
 }
+
+func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{})
+	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
+	st.cfg = config.Default()
+	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
+	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
+	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	st.cfg.Telegram.NewFromGeneral = true
+	st.start()
+	st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")
+	r := st.heard("")
+	if len(r.Messages) != 1 || !strings.HasPrefix(r.Messages[0].Content, "Plan the release") {
+		t.Fatalf("agent read %+v", r.Messages)
+	}
+	topics := st.srv.Topics(st.forum)
+	if len(topics) != 1 || !strings.Contains(topics[0].Name, "Plan the release") {
+		t.Fatalf("topics %+v, want one named after the message", topics)
+	}
+	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "on it"}, nil)
+	st.showing(topics[0].ID, "on it")
+}

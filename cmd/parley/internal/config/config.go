@@ -143,6 +143,10 @@ type Telegram struct {
 	// WebhookSecret is sent by Telegram with every webhook request and
 	// checked by parley: 1-256 characters of A-Z, a-z, 0-9, _ and -.
 	WebhookSecret string `toml:"webhook_secret" secret:"true"`
+	// NewFromGeneral makes a message in the group's General topic start a
+	// session (in a new topic) as /new would. Default false: the General
+	// topic only explains /new.
+	NewFromGeneral bool `toml:"new_from_general"`
 }
 
 // Enabled reports whether the Telegram adapter is configured.
