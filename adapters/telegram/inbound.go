@@ -137,13 +137,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 		// the session's first message. Both commands carry the update's
 		// ids, so a redelivery repeats neither.
 		title, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-		if len(title) > 60 {
-			cut := 60
-			for cut > 0 && title[cut]&0xC0 == 0x80 {
-				cut--
-			}
-			title = title[:cut] + "…"
-		}
+		title = shorten(title, 60)
 		created := base
 		created.PlatformID = "new:" + base.PlatformID
 		id, err := a.newSession(ctx, h, m, created, title)
@@ -289,12 +283,5 @@ func withQuote(m *models.Message, thread int, text string) string {
 	if quoted == "" {
 		return text
 	}
-	if len(quoted) > 200 {
-		cut := 200
-		for cut > 0 && quoted[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		quoted = quoted[:cut] + "…"
-	}
-	return "> " + quoted + "\n\n" + text
+	return "> " + shorten(quoted, 200) + "\n\n" + text
 }

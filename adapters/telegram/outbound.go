@@ -140,15 +140,19 @@ func (a *Adapter) Delete(ctx context.Context, r core.MessageRef) error {
 }
 
 // topicName fits a title into Telegram's topic name limit.
-func topicName(title string) string {
-	if len(title) <= maxTopicName {
-		return title
+func topicName(title string) string { return shorten(title, maxTopicName) }
+
+// shorten cuts s to at most max bytes, cutting at a character boundary
+// and marking the cut with "…".
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
 	}
-	cut := maxTopicName - len("…")
-	for cut > 0 && !utf8.RuneStart(title[cut]) {
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return title[:cut] + "…"
+	return s[:cut] + "…"
 }
 
 // RenameThread implements core.ThreadRenamer: it renames the forum topic.
