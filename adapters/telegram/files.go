@@ -153,6 +153,9 @@ func (a *Adapter) download(ctx context.Context, p core.Place, fileID, name, mime
 // a bounded length. It never returns "" or a name starting with a dot.
 func safeName(name string) string {
 	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
+	if name == "/" || name == "." {
+		name = ""
+	}
 	var b strings.Builder
 	for _, r := range name {
 		switch {
