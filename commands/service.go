@@ -481,15 +481,26 @@ func (s *Service) control(ctx context.Context, cmd core.Command) (core.Result, e
 	if cmd.Kind == core.Close {
 		word = "close"
 	}
-	msg := core.Message{Session: sess.ID, Role: core.RoleUser, Actor: cmd.Actor, Origin: cmd.Origin,
+	// The agent's own control commands are recorded as the system's, and
+	// are no human input: agents are not notified of what they did.
+	byAgent := cmd.Origin == core.OriginMCP
+	role := core.RoleUser
+	if byAgent {
+		role = core.RoleSystem
+	}
+	msg := core.Message{Session: sess.ID, Role: role, Actor: cmd.Actor, Origin: cmd.Origin,
 		Mime: core.MimeControl, Content: word, Ref: cmd.Ref}
-	events := []core.Event{{Kind: core.EventCancel, Session: sess.ID, Origin: cmd.Origin, Message: &msg}}
+	var events []core.Event
+	if !byAgent {
+		kind := core.EventCancel
+		if cmd.Kind == core.Close {
+			kind = core.EventHumanMessage
+		}
+		events = append(events, core.Event{Kind: kind, Session: sess.ID, Origin: cmd.Origin, Message: &msg})
+	}
 	update := func(ss *core.Session) { s.noteInput(ss, cmd) }
 	if cmd.Kind == core.Close {
-		events = []core.Event{
-			{Kind: core.EventHumanMessage, Session: sess.ID, Origin: cmd.Origin, Message: &msg},
-			statusEvent(sess, core.StatusClosed, cmd.Origin),
-		}
+		events = append(events, statusEvent(sess, core.StatusClosed, cmd.Origin))
 		update = func(ss *core.Session) {
 			s.noteInput(ss, cmd)
 			ss.Status = core.StatusClosed

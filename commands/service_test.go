@@ -849,3 +849,40 @@ func TestStatusQueryAnswersTheAsker(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentCloseIsNoHumanInput(t *testing.T) {
+	ctx := context.Background()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	bus := core.NewMemBus(0)
+	sub, cancel := bus.Subscribe(16, false)
+	defer cancel()
+	svc := commands.New(st, bus, commands.Options{})
+	res, err := svc.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginMCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := svc.Handle(ctx, core.Command{Kind: core.Close, Origin: core.OriginMCP, Session: res.Session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closed.Message.Role != core.RoleSystem {
+		t.Errorf("agent's close stored as %q, want system", closed.Message.Role)
+	}
+	for {
+		select {
+		case e := <-sub.C:
+			if e.Human() {
+				t.Fatalf("agent's close published human input %+v", e)
+			}
+			if e.Kind == core.EventSessionUpdated && e.Status == core.StatusClosed {
+				return
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no closed status event")
+		}
+	}
+}

@@ -150,11 +150,6 @@ func (s *Server) handleEvent(_ context.Context, e core.Event) {
 	if !e.Human() || e.Message == nil {
 		return
 	}
-	// The agent's own session.close is recorded as a control message; it
-	// is not news to the agent (no self-echo).
-	if e.Message.Mime == core.MimeControl && e.Origin == core.OriginMCP {
-		return
-	}
 	s.subs.publish(e.Session, toWire(*e.Message))
 }
 
