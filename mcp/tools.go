@@ -113,6 +113,7 @@ func (e toolError) Error() string { return string(e) }
 
 func (s *Server) addTools() {
 	sessionArg := mcp.WithString("session_id", mcp.Description("The session; defaults to the session this connection is bound to."))
+	idempotencyArg := mcp.WithString("idempotency_key", mcp.Description("Any string unique to this post (at most 128 bytes): a retry with the same key returns the first post instead of posting twice."))
 	s.addTool("chat_read_since", "Read inbox messages strictly after a watermark (the last message id you processed), oldest first. "+
 		"Stateless and exactly-once: after a restart, pass the last id you saw. Without after_id, reads from the beginning.",
 		s.readSince,
@@ -125,14 +126,14 @@ func (s *Server) addTools() {
 		s.humanPost,
 		mcp.WithString("content", mcp.Required(), mcp.Description("The message text.")),
 		mcp.WithString("mime", mcp.Description("Content type (default text/markdown).")),
-		sessionArg, mcp.WithDestructiveHintAnnotation(false),
+		idempotencyArg, sessionArg, mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("chat.assistant.post", "Post the agent's message to the people of the session, as a new message on their platforms.",
 		s.assistantPost,
 		mcp.WithString("content", mcp.Required(), mcp.Description("The message, markdown by default.")),
 		mcp.WithString("mime", mcp.Description("Content type (default text/markdown).")),
 		mcp.WithArray("files", mcp.WithStringItems(), mcp.Description("Absolute paths of files on the daemon's machine to send with the message (as documents where the platform has them; at most 10, 50 MB each).")),
-		sessionArg, mcp.WithDestructiveHintAnnotation(false),
+		idempotencyArg, sessionArg, mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("session.output", "Replace the session's live output message (streamed progress, edited in place). Mark the last one final.",
 		s.output,
@@ -200,6 +201,9 @@ type postArgs struct {
 	Mime      string   `json:"mime"`
 	Files     []string `json:"files"`
 	SessionID string   `json:"session_id"`
+	// IdempotencyKey becomes the command's platform id, so the service's
+	// dedup turns a retried post into the first one.
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 type postResult struct {
@@ -227,6 +231,9 @@ func (s *Server) post(ctx context.Context, raw json.RawMessage, tool string, kin
 	if len(a.Files) > 0 && kind != core.AssistantPost {
 		return nil, toolError("files can only be sent with chat.assistant.post")
 	}
+	if len(a.IdempotencyKey) > 128 {
+		return nil, toolError("idempotency_key is longer than 128 bytes")
+	}
 	atts, err := attachments(a.Files)
 	if err != nil {
 		return nil, err
@@ -235,7 +242,12 @@ func (s *Server) post(ctx context.Context, raw json.RawMessage, tool string, kin
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.handle(ctx, core.Command{Kind: kind, Session: id, Origin: core.OriginMCP, Text: a.Content, Mime: a.Mime, Attachments: atts})
+	var platformID string
+	if a.IdempotencyKey != "" {
+		platformID = "idem:" + a.IdempotencyKey
+	}
+	res, err := s.handle(ctx, core.Command{Kind: kind, Session: id, Origin: core.OriginMCP, Text: a.Content, Mime: a.Mime,
+		Attachments: atts, PlatformID: platformID})
 	if err != nil {
 		return nil, err
 	}

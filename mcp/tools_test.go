@@ -271,3 +271,23 @@ func TestBadCalls(t *testing.T) {
 		t.Fatal("calling an unknown tool succeeded")
 	}
 }
+
+func TestIdempotentPosts(t *testing.T) {
+	st := newStack(t, t.TempDir(), stackOptions{})
+	id := st.createSession("retries")
+	c := mustDial(t, st.url, connOptions{})
+	var first, retry, other struct {
+		ID string `json:"id"`
+	}
+	args := map[string]any{"session_id": string(id), "content": "deployed", "idempotency_key": "deploy-42"}
+	c.ok(t, "chat.assistant.post", args, &first)
+	c.ok(t, "chat.assistant.post", args, &retry) // the client retried after a timeout
+	c.ok(t, "chat.assistant.post", map[string]any{"session_id": string(id), "content": "deployed"}, &other)
+	if first.ID == "" || retry.ID != first.ID || other.ID == first.ID {
+		t.Errorf("ids %q, %q, %q: want the retry to return the first post and an unkeyed post to be new", first.ID, retry.ID, other.ID)
+	}
+	msgs, err := st.store.Inbox(context.Background(), id, "", 0)
+	if err != nil || len(msgs) != 2 {
+		t.Errorf("inbox has %d messages (%v), want 2", len(msgs), err)
+	}
+}
