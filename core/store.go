@@ -97,6 +97,11 @@ type Store interface {
 	// means every session.
 	Inbox(ctx context.Context, session SessionID, after MessageID, limit int) ([]Message, error)
 
+	// InboxTail returns the newest n messages, oldest first; an empty
+	// session means every session. It reads backwards, so its cost does
+	// not grow with the inbox.
+	InboxTail(ctx context.Context, session SessionID, n int) ([]Message, error)
+
 	// AppendEvents appends events without an inbox message (output,
 	// status) and returns them with Seq set.
 	AppendEvents(ctx context.Context, events ...Event) ([]Event, error)

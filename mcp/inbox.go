@@ -27,8 +27,6 @@ const (
 	// inboxLatest is how many of the newest messages the resource shows;
 	// older ones are read with chat_read_since.
 	inboxLatest = 100
-	// inboxPage is the page size for reading the inbox.
-	inboxPage = 500
 )
 
 // SessionInboxURI is the URI of one session's inbox.
@@ -132,28 +130,7 @@ func (s *Server) readInbox(ctx context.Context, req mcp.ReadResourceRequest) ([]
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: inboxMime, Text: string(b)}}, nil
 }
 
-// latest returns the newest n (at most inboxPage) messages of scope, oldest
-// first. core.Store can only read forward from a watermark, so this pages
-// through the scope keeping the last two pages: linear in the inbox's size,
-// with bounded memory.
+// latest returns the newest n messages of scope, oldest first.
 func (s *Server) latest(ctx context.Context, scope core.SessionID, n int) ([]core.Message, error) {
-	var (
-		prev, cur []core.Message
-		after     core.MessageID
-	)
-	for {
-		page, err := s.opts.Store.Inbox(ctx, scope, after, inboxPage)
-		if err != nil {
-			return nil, err
-		}
-		if len(page) > 0 {
-			prev, cur = cur, page
-			after = page[len(page)-1].ID
-		}
-		if len(page) < inboxPage {
-			break
-		}
-	}
-	all := append(prev[:len(prev):len(prev)], cur...)
-	return all[max(0, len(all)-n):], nil
+	return s.opts.Store.InboxTail(ctx, scope, n)
 }

@@ -371,3 +371,59 @@ func (s *Store) Deduped(ctx context.Context, key string) (core.Message, bool, er
 	}
 	return m, found, nil
 }
+
+// InboxTail implements core.Store: it walks the inbox (or the session's
+// recent entries, then its folded index) from the end.
+func (s *Store) InboxTail(ctx context.Context, session core.SessionID, n int) ([]core.Message, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	var out []core.Message
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		inbox := tx.Bucket(bucketInbox)
+		var ids [][]byte // newest first
+		if session == "" {
+			c := inbox.Cursor()
+			for k, _ := c.Last(); k != nil && len(ids) < n; k, _ = c.Prev() {
+				ids = append(ids, k)
+			}
+		} else {
+			// Every id still in inbox_recent is newer than the folded ones.
+			c := tx.Bucket(bucketRecent).Cursor()
+			for k, v := c.Last(); k != nil && len(ids) < n; k, v = c.Prev() {
+				if string(v) == string(session) {
+					ids = append(ids, k)
+				}
+			}
+			prefix := sessionPrefix(session)
+			end := append(prefix[:len(prefix):len(prefix)], 0xFF) // past every id: ids are base32
+			c = tx.Bucket(bucketBySess).Cursor()
+			k, _ := c.Seek(end)
+			if k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+			for ; k != nil && bytes.HasPrefix(k, prefix) && len(ids) < n; k, _ = c.Prev() {
+				ids = append(ids, k[len(prefix):])
+			}
+		}
+		out = make([]core.Message, 0, len(ids))
+		for i := len(ids) - 1; i >= 0; i-- {
+			v := inbox.Get(ids[i])
+			if v == nil {
+				return fmt.Errorf("indexed message %s is missing", ids[i])
+			}
+			m, err := decodeMessage(ids[i], v)
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bolt: inbox tail %s: %w", session, err)
+	}
+	return out, nil
+}
