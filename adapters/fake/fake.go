@@ -54,7 +54,9 @@ type Adapter struct {
 	Latency time.Duration
 	// Slack is how much earlier than the declared rate an operation may
 	// arrive before it is refused; it absorbs scheduling jitter between
-	// the outbox's clock and this one.
+	// the outbox's clock and this one (100ms by default: a loaded CI
+	// machine delays goroutines by tens of milliseconds, as a network
+	// delays requests to a real platform).
 	Slack time.Duration
 
 	mu       sync.Mutex
@@ -90,7 +92,7 @@ func New(name core.AdapterName, caps core.Capabilities) *Adapter {
 	return &Adapter{
 		name:    name,
 		caps:    caps,
-		Slack:   30 * time.Millisecond,
+		Slack:   100 * time.Millisecond,
 		msgs:    map[string]*Message{},
 		fail:    map[string][]error{},
 		threads: map[core.Place]bool{},

@@ -28,7 +28,7 @@ type Rates struct {
 	Global Rate
 	// Slack is how much earlier than its window allows a call may still
 	// pass, absorbing the jitter between a client's pacing clock and the
-	// server's: 30ms by default, none if negative.
+	// server's: 100ms by default, none if negative.
 	Slack time.Duration
 }
 
@@ -44,7 +44,7 @@ func (r Rates) withDefaults() Rates {
 	}
 	switch {
 	case r.Slack == 0:
-		r.Slack = 30 * time.Millisecond
+		r.Slack = 100 * time.Millisecond
 	case r.Slack < 0:
 		r.Slack = 0
 	}
