@@ -817,72 +817,33 @@ func TestEventsStoredBeforePublished(t *testing.T) {
 }
 
 func TestStatusQueryAnswersTheAsker(t *testing.T) {
-	ctx := context.Background()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	bus := core.NewMemBus(0)
-	sub, cancel := bus.Subscribe(16, false)
-	defer cancel()
-	svc := commands.New(st, bus, commands.Options{})
+	e := newEnv(t, commands.Options{})
 	place := core.Place{Chat: "1", Thread: "2"}
-	if _, err := svc.Handle(ctx, core.Command{Kind: core.SendMessage, Origin: "telegram", Place: place, Text: "hi"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Handle(ctx, core.Command{Kind: core.StatusQuery, Origin: "telegram", Place: place}); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		select {
-		case e := <-sub.C:
-			if e.Kind != core.EventNotice {
-				continue
-			}
-			if !e.SourceOnly || e.Origin != "telegram" || !strings.Contains(e.Message.Content, "working, 0 turn(s) completed") {
-				t.Errorf("status notice %+v %q", e, e.Message.Content)
-			}
-			return
-		case <-time.After(5 * time.Second):
-			t.Fatal("no status notice")
-		}
+	e.handle(core.Command{Kind: core.SendMessage, Origin: "telegram", Place: place, Text: "hi"})
+	e.events()
+	e.handle(core.Command{Kind: core.StatusQuery, Origin: "telegram", Place: place})
+	evs := e.events()
+	if len(evs) != 1 || evs[0].Kind != core.EventNotice || !evs[0].SourceOnly || evs[0].Origin != "telegram" ||
+		!strings.Contains(evs[0].Message.Content, "working, 0 turn(s) completed") {
+		t.Errorf("status answer %+v, want one source-only notice with the status", evs)
 	}
 }
 
 func TestAgentCloseIsNoHumanInput(t *testing.T) {
-	ctx := context.Background()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	bus := core.NewMemBus(0)
-	sub, cancel := bus.Subscribe(16, false)
-	defer cancel()
-	svc := commands.New(st, bus, commands.Options{})
-	res, err := svc.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginMCP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed, err := svc.Handle(ctx, core.Command{Kind: core.Close, Origin: core.OriginMCP, Session: res.Session})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEnv(t, commands.Options{})
+	id := e.handle(core.Command{Kind: core.CreateSession, Origin: core.OriginMCP}).Session
+	e.events()
+	closed := e.handle(core.Command{Kind: core.Close, Origin: core.OriginMCP, Session: id})
 	if closed.Message.Role != core.RoleSystem {
 		t.Errorf("agent's close stored as %q, want system", closed.Message.Role)
 	}
-	for {
-		select {
-		case e := <-sub.C:
-			if e.Human() {
-				t.Fatalf("agent's close published human input %+v", e)
-			}
-			if e.Kind == core.EventSessionUpdated && e.Status == core.StatusClosed {
-				return
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("no closed status event")
+	evs := e.events()
+	for _, ev := range evs {
+		if ev.Human() {
+			t.Errorf("agent's close published human input %+v", ev)
 		}
+	}
+	if len(evs) != 1 || evs[0].Kind != core.EventSessionUpdated || evs[0].Status != core.StatusClosed {
+		t.Errorf("events %+v, want only the closed status", evs)
 	}
 }
