@@ -11,7 +11,6 @@ require (
 	github.com/yuin/goldmark v1.8.7
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/text v0.42.0
-	golang.org/x/time v0.16.0
 )
 
 require (

@@ -242,13 +242,22 @@ func (l *Ledger) delete(ctx context.Context, rows []core.CleanupEntry) {
 	for _, r := range rows {
 		l.del.EnqueueDelete(r.Ref, func(err error) {
 			switch {
-			case err == nil, errors.Is(err, core.ErrMessageGone), errors.Is(err, core.ErrUnsupported):
+			case err == nil, errors.Is(err, core.ErrMessageGone), errors.Is(err, core.ErrUnsupported),
+				core.IsPermanent(err):
 				if err == nil {
 					l.deleted.Add(1)
+				} else if core.IsPermanent(err) && !errors.Is(err, core.ErrUnsupported) {
+					// Refused for good (too old, no right): retrying at
+					// every start cannot help, so the row goes too.
+					l.failed.Add(1)
+					l.log.Warn("cleanup: the platform refused a deletion for good; not retrying",
+						"adapter", r.Ref.Adapter, "err", err)
 				}
 				if err := l.store.RemoveCleanup(context.WithoutCancel(ctx), r.Ref); err != nil {
 					l.log.Error("cleanup: remove row", "err", err)
 				}
+			case errors.Is(err, core.ErrSuperseded):
+				// The same deletion was asked again; that one reports.
 			default:
 				// Kept (still due): the next start-up replays it.
 				l.failed.Add(1)

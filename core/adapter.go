@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -27,31 +28,10 @@ const (
 	MarkupMatrixHTML   Markup = "matrix_html"
 )
 
-// Rate is a token bucket: N operations per Per, with bursts of Burst (at
-// least 1). The zero Rate is unlimited.
-type Rate struct {
-	N     int           `json:"n"`
-	Per   time.Duration `json:"per"`
-	Burst int           `json:"burst"`
-}
-
-// Unlimited reports whether r imposes no limit.
-func (r Rate) Unlimited() bool { return r.N <= 0 || r.Per <= 0 }
-
-// Limits are the rates an adapter's platform enforces. The outbox keeps
-// every adapter within them: PerChat applies to one conversation (one
-// Place), PerGroup to all conversations sharing a Place.Chat (a Telegram
-// supergroup's topics share 20 messages a minute), Global to the adapter as
-// a whole. Every operation (send, edit, delete, rename) counts.
-type Limits struct {
-	PerChat  Rate `json:"per_chat"`
-	PerGroup Rate `json:"per_group"`
-	Global   Rate `json:"global"`
-}
-
 // Capabilities are what an adapter declares about its platform beyond the
-// optional interfaces it implements (Editor, Deleter, ThreadRenamer, Binder,
-// FileSender, TypingNotifier): those say by their presence what it can do.
+// optional interfaces it implements (Editor, Deleter, StatusShower, Binder,
+// FileSender, TypingNotifier, Measurer): those say by their presence what it
+// can do.
 type Capabilities struct {
 	// MaxLength is the longest text one message may carry, counted in
 	// LengthUnit, after rendering into Markup. Zero means unlimited.
@@ -69,8 +49,16 @@ type Capabilities struct {
 	// Buttons is true when OutMessage.Buttons are shown as clickable
 	// buttons; otherwise the core renders options as a numbered list.
 	Buttons bool `json:"buttons"`
-	// Limits are the platform's rate limits.
-	Limits Limits `json:"limits"`
+	// Limits are the platform's rate limits, each in its scope. The outbox
+	// keeps every operation (sends, edits, deletes, renames, typing
+	// indicators, and the thread creation inside a first send) within all
+	// the limits that apply to its kind.
+	Limits []Limit `json:"limits,omitempty"`
+	// EditInterval is the least time between two edits of one message:
+	// updates in between coalesce and only the newest is shown. Platforms
+	// where every edit is a stored event (Matrix) want it longer than ones
+	// where edits are cheap. Zero means the outbox's default.
+	EditInterval time.Duration `json:"edit_interval,omitempty"`
 }
 
 // MessageKind tells an adapter what an outgoing message is, for rendering
@@ -105,6 +93,12 @@ type OutMessage struct {
 	// Silent asks the platform not to notify (edits are always silent).
 	Silent  bool     `json:"silent,omitempty"`
 	Buttons []Button `json:"buttons,omitempty"`
+	// Key is stable for one logical send across retries and restarts (the
+	// journal's operation key). A platform with idempotent sends uses it
+	// (Matrix transaction ids) so that a send repeated after a crash between
+	// the platform's answer and the journal's confirmation shows once.
+	// Empty for messages that are edited in place.
+	Key string `json:"key,omitempty"`
 }
 
 // Adapter is a platform. Adapters turn what people do into Commands for the
@@ -142,22 +136,47 @@ type Deleter interface {
 	Delete(ctx context.Context, ref MessageRef) error
 }
 
-// ThreadRenamer is an Adapter whose conversations have titles (forum topics,
-// Matrix room names).
-type ThreadRenamer interface {
-	// RenameThread sets the title shown for place.
-	RenameThread(ctx context.Context, place Place, title string) error
+// StatusView is what people should see of a session's title and status.
+// Core says what it is; a StatusShower decides how it looks.
+type StatusView struct {
+	Title  string `json:"title"`
+	Status Status `json:"status"`
+}
+
+// StatusShower is an Adapter that shows a session's title and status in its
+// conversation: Telegram renames the forum topic with a status emoji, Slack
+// edits a header message or reacts on the thread's root, Matrix sets the
+// room name. The dispatcher calls it only when the view changed since the
+// platform last showed one, so a turn changes what people see at most as
+// often as its visible status changes.
+type StatusShower interface {
+	// ShowStatus makes b's conversation show v. It returns the binding's
+	// new Meta (nil keeps the current one), for adapters that remember
+	// what they posted (the ts of a Slack header message). It blocks until
+	// the platform answered.
+	ShowStatus(ctx context.Context, b Binding, v StatusView) (meta json.RawMessage, err error)
+}
+
+// Measurer is an Adapter that measures markdown the way its platform counts
+// length after rendering (Telegram counts the visible text after entity
+// parsing). Long outputs are split and tailed by this measure, so limits
+// are met without hand-proven bounds on how much rendering adds.
+type Measurer interface {
+	// RenderedLength is the length of md once rendered, in the unit of
+	// Capabilities.MaxLength.
+	RenderedLength(md string) int
 }
 
 // Binder is an Adapter that can create a conversation for a session that
 // started elsewhere (a forum topic, a thread root, a room). Sessions reach a
 // Binder adapter even before anyone wrote there.
 type Binder interface {
-	// Bind creates the session's conversation and returns where it is.
-	// It is called at most once per session at a time (the outbox locks
-	// per session): platforms such as Telegram cannot create topics
-	// idempotently.
-	Bind(ctx context.Context, s Session) (Place, error)
+	// Bind creates the session's conversation and returns the binding:
+	// its Place and, optionally, the adapter's own Meta to keep with it;
+	// core fills in the rest. It is called at most once per session at a
+	// time (the dispatcher locks per session): platforms such as Telegram
+	// cannot create topics idempotently.
+	Bind(ctx context.Context, s Session) (Binding, error)
 }
 
 // BindPlacer is a Binder whose Bind is itself a call in a conversation
@@ -175,6 +194,9 @@ type FileSender interface {
 }
 
 // TypingNotifier is an Adapter that can show that the agent is working.
+// Indicators go through the outbox like messages, at the lowest priority:
+// they are paced by the limits that count OpTyping, never sent to a scope
+// paused by a 429, and skipped rather than sent late.
 type TypingNotifier interface {
 	// Typing shows a short-lived typing indicator at place.
 	Typing(ctx context.Context, place Place) error

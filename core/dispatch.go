@@ -2,14 +2,10 @@ package core
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,19 +37,34 @@ type DispatcherOptions struct {
 	// OnOutputShown is called when a platform shows a new output text,
 	// with the time since the agent produced it (the edit lag).
 	OnOutputShown func(adapter AdapterName, lag time.Duration)
-	Logger        *slog.Logger
+	// OnConfirmed is called after a journaled operation's confirmation is
+	// durable, with the time since the platform answered: the window in
+	// which a crash would repeat the operation.
+	OnConfirmed func(adapter AdapterName, window time.Duration)
+	Logger      *slog.Logger
 }
 
 // Dispatcher turns stored events into platform operations: it asks the
 // Router for the targets of each event and enqueues the operations on the
-// Outbox. It owns the output-message lifecycle of every binding: the first
-// update of a turn sends, later ones edit the same message; an edit whose
-// message is gone sends a new one; identical payloads are never sent twice
-// (the digest is persisted with the binding, so a restarted daemon resumes
-// editing); an output too long for the platform shows its tail while it
-// streams and is delivered whole when final, as continuation messages or as
-// a file. It also creates bindings lazily through Binder adapters, one at a
-// time per session and adapter, and rebinds once when a thread is gone.
+// Outbox.
+//
+// Durable delivery: what cannot be derived from state again (see
+// Event.Journaled) is journaled by the store in the event's own
+// transaction. The dispatcher gives each operation of a journaled event a
+// stable key (adapter and part, such as "telegram/msg/0"), confirms each one
+// in the store once the platform accepted it (or refused it for good), and
+// the last confirmation takes the event out of the journal. Replay, run at
+// start-up, dispatches every journaled event again, skipping the operations
+// already confirmed. So a send is repeated only when parley dies between
+// the platform's answer and the confirmation's commit — one store write, a
+// fraction of a millisecond (OnConfirmed measures it) — and not at all on
+// platforms that take OutMessage.Key as an idempotency key. This design
+// (rather than a dispatch cursor over the event log) keeps the journal
+// independent of the log's trimming and of the store's engine: any store
+// that writes the journal row with the event can serve it.
+//
+// The output-message lifecycle of every binding lives here too (see
+// output.go), and bindings are created lazily (see binding.go).
 type Dispatcher struct {
 	store  Store
 	router *Router
@@ -70,18 +81,25 @@ type Dispatcher struct {
 	// one only when the person has not been notified yet. Entries are
 	// dropped at turn completion.
 	notified map[string]uint64
-	seen     atomic.Uint64
+	// deliveries are the journaled events being delivered, by Seq.
+	deliveries map[uint64]*delivery
+	seen       atomic.Uint64
 	// typing holds, per session and adapter, the stop function of the
 	// loop showing the typing indicator while the agent works.
 	typing map[string]context.CancelFunc
 }
 
-// typingEvery is how often the typing indicator is renewed (Telegram's
-// lasts five seconds); typingFor bounds one working spell's indicator.
-const (
-	typingEvery = 4500 * time.Millisecond
-	typingFor   = 10 * time.Minute
-)
+// delivery tracks the operations of one journaled event.
+type delivery struct {
+	seq uint64
+	// outstanding are the keys of operations enqueued and not confirmed.
+	outstanding map[string]bool
+	// done are the keys confirmed in an earlier run (from the journal).
+	done map[string]bool
+	// sealed is set once every operation the event needs was enqueued;
+	// until then an empty outstanding set does not finish it.
+	sealed bool
+}
 
 // NewDispatcher returns a dispatcher.
 func NewDispatcher(store Store, router *Router, outbox *Outbox, opts DispatcherOptions) *Dispatcher {
@@ -94,6 +112,7 @@ func NewDispatcher(store Store, router *Router, outbox *Outbox, opts DispatcherO
 	return &Dispatcher{
 		store: store, router: router, outbox: outbox, opts: opts, log: opts.Logger,
 		notified: map[string]uint64{}, typing: map[string]context.CancelFunc{},
+		deliveries: map[uint64]*delivery{},
 	}
 }
 
@@ -113,20 +132,176 @@ func (d *Dispatcher) Run(ctx context.Context, sub *Subscription) {
 // Seen is the Seq of the last logged event Run dispatched.
 func (d *Dispatcher) Seen() uint64 { return d.seen.Load() }
 
+// Delivering is the number of journaled events whose operations are not
+// all confirmed yet.
+func (d *Dispatcher) Delivering() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.deliveries)
+}
+
+// replayPage is how many journaled events Replay reads at a time.
+const replayPage = 512
+
+// Replay dispatches again every journaled event with Seq <= upTo whose
+// delivery did not finish (the daemon stopped or died first), oldest first,
+// skipping the operations already confirmed. Events after upTo arrive
+// through Run. It returns how many events it replayed.
+func (d *Dispatcher) Replay(ctx context.Context, upTo uint64) (int, error) {
+	var after uint64
+	n := 0
+	for {
+		page, err := d.store.Deliveries(ctx, after, replayPage)
+		if err != nil {
+			return n, fmt.Errorf("dispatch: replay: %w", err)
+		}
+		for _, dl := range page {
+			if dl.Event.Seq > upTo {
+				return n, nil
+			}
+			if err := d.dispatch(ctx, dl.Event, dl.Done); err != nil {
+				d.log.Warn("replay", "seq", dl.Event.Seq, "session", dl.Event.Session, "err", err)
+				continue
+			}
+			n++
+		}
+		if len(page) < replayPage {
+			return n, nil
+		}
+		after = page[len(page)-1].Event.Seq
+	}
+}
+
 // Dispatch enqueues the platform operations for one event.
 func (d *Dispatcher) Dispatch(ctx context.Context, e Event) error {
+	return d.dispatch(ctx, e, nil)
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context, e Event, done []string) error {
 	if e.Session == "" {
 		return nil
 	}
 	s, err := d.store.Session(ctx, e.Session)
 	if err != nil {
+		if e.Seq > 0 && e.Journaled() {
+			// The session is gone for good: nothing will deliver it.
+			_ = d.store.ConfirmDelivery(ctx, e.Seq, "", true)
+		}
 		return fmt.Errorf("dispatch: %w", err)
+	}
+	j := d.track(e, done)
+	if e.Seq > 0 && e.Journaled() && j == nil {
+		return nil // already being delivered
 	}
 	for _, name := range d.router.Targets(s, e) {
 		a, _ := d.router.Adapter(name)
-		d.dispatchTo(s, a, e)
+		d.dispatchTo(s, a, e, j)
 	}
+	d.seal(ctx, j)
 	return nil
+}
+
+// track starts tracking a journaled event's operations. It returns nil for
+// events that are not journaled and for one already being delivered.
+func (d *Dispatcher) track(e Event, done []string) *delivery {
+	if e.Seq == 0 || !e.Journaled() {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, busy := d.deliveries[e.Seq]; busy {
+		return nil
+	}
+	j := &delivery{seq: e.Seq, outstanding: map[string]bool{}, done: map[string]bool{}}
+	for _, k := range done {
+		j.done[k] = true
+	}
+	d.deliveries[e.Seq] = j
+	return j
+}
+
+// add registers the operation key of j; it reports false when the
+// operation was confirmed in an earlier run and must not run again. A nil j
+// (an event that is not journaled) always runs.
+func (d *Dispatcher) add(j *delivery, key string) bool {
+	if j == nil {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if j.done[key] || j.outstanding[key] {
+		return false
+	}
+	j.outstanding[key] = true
+	return true
+}
+
+// seal marks every operation of j enqueued; if all are confirmed already
+// (or there were none) the event leaves the journal.
+func (d *Dispatcher) seal(ctx context.Context, j *delivery) {
+	if j == nil {
+		return
+	}
+	d.mu.Lock()
+	j.sealed = true
+	last := len(j.outstanding) == 0
+	d.mu.Unlock()
+	if last {
+		if err := d.store.ConfirmDelivery(context.WithoutCancel(ctx), j.seq, "", true); err != nil {
+			d.log.Error("journal: finish delivery", "seq", j.seq, "err", err)
+		}
+		d.forget(j)
+	}
+}
+
+// forget stops tracking j once its journal row is gone, so Delivering
+// counts an event until its confirmation is durable.
+func (d *Dispatcher) forget(j *delivery) {
+	d.mu.Lock()
+	delete(d.deliveries, j.seq)
+	d.mu.Unlock()
+}
+
+// confirm records the outcome of one journaled operation. An operation the
+// outbox dropped at shutdown stays in the journal for the next start.
+func (d *Dispatcher) confirm(j *delivery, a AdapterName, key string, err error) {
+	if j == nil || IsClosed(err) {
+		return
+	}
+	answered := time.Now()
+	d.mu.Lock()
+	delete(j.outstanding, key)
+	j.done[key] = true
+	last := j.sealed && len(j.outstanding) == 0
+	d.mu.Unlock()
+	err = d.store.ConfirmDelivery(context.Background(), j.seq, key, last)
+	if last {
+		d.forget(j)
+	}
+	if err != nil {
+		d.log.Error("journal: confirm delivery", "seq", j.seq, "op", key, "err", err)
+		return
+	}
+	if d.opts.OnConfirmed != nil {
+		d.opts.OnConfirmed(a, time.Since(answered))
+	}
+}
+
+// IsClosed reports whether err ended an operation only because the outbox
+// stopped: the operation is still wanted.
+func IsClosed(err error) bool { return err != nil && errors.Is(err, ErrOutboxClosed) }
+
+// opKey is the journal key of an operation: adapter, what, and index.
+func opKey(a AdapterName, what string, i int) string {
+	return string(a) + "/" + what + "/" + strconv.Itoa(i)
+}
+
+// sendKey is the idempotency key of a logical send (OutMessage.Key).
+func sendKey(seq uint64, key string) string {
+	if seq == 0 {
+		return ""
+	}
+	return strconv.FormatUint(seq, 10) + "/" + key
 }
 
 // queuePlace is where an op for s on a is paced: its binding, or where
@@ -141,15 +316,11 @@ func queuePlace(s Session, a Adapter) Place {
 	return Place{}
 }
 
-func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
+func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event, j *delivery) {
 	name := a.Name()
-	place := queuePlace(s, a)
 	switch e.Kind {
 	case EventOutput:
-		kind := OpEdit
-		key := "out\x00" + string(s.ID) + "\x00" + string(name) + "\x00" + strconv.FormatUint(e.Turn, 10)
-		d.outbox.Enqueue(Op{Kind: kind, Adapter: name, Place: place, Key: key, Final: e.Final,
-			Run: func(ctx context.Context, at Place) error { return d.deliverOutput(ctx, a, s.ID, at, e) }})
+		d.enqueueOutput(s, a, e, j)
 	case EventTurnComplete:
 		k := string(s.ID) + "\x00" + string(name)
 		d.mu.Lock()
@@ -162,7 +333,7 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 		// Queued at edit priority, so it lands after the turn's final
 		// output edit (enqueued before it) rather than overtaking it: the
 		// person is notified when the final text is there to read.
-		d.enqueueSend(s, a, e, OutMessage{Kind: KindTurnDone, Text: "✅ Done"}, LifetimeNextInput, true, OpEdit)
+		d.enqueueSend(s, a, e, j, opKey(name, "done", 0), OutMessage{Kind: KindTurnDone, Text: "✅ Done"}, LifetimeNextInput, true, OpEdit)
 	case EventAssistant:
 		d.markNotified(s, name)
 		text := e.Message.Content
@@ -172,12 +343,12 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 				text += "\n📎 " + f.Name
 			}
 		}
-		for _, chunk := range d.chunks(a, text) {
-			d.send(s, a, e, OutMessage{Kind: KindAssistant, Text: chunk}, LifetimeManual, true)
+		for i, chunk := range d.chunks(a, text) {
+			d.send(s, a, e, j, opKey(name, "msg", i), OutMessage{Kind: KindAssistant, Text: chunk}, LifetimeManual, true)
 		}
 		if canFile {
-			for _, f := range e.Message.Attachments {
-				d.sendFile(s, a, fs, f)
+			for i, f := range e.Message.Attachments {
+				d.sendFile(s, a, fs, e, j, opKey(name, "file", i), f, "")
 			}
 		}
 	case EventHumanMessage, EventQueued, EventAnswer:
@@ -185,8 +356,8 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 		if who := e.Message.Actor.Name; who != "" {
 			text = "**" + who + ":** " + text
 		}
-		for _, chunk := range d.chunks(a, text) {
-			d.send(s, a, e, OutMessage{Kind: KindHuman, Text: chunk, Silent: true}, LifetimeManual, false)
+		for i, chunk := range d.chunks(a, text) {
+			d.send(s, a, e, j, opKey(name, "human", i), OutMessage{Kind: KindHuman, Text: chunk, Silent: true}, LifetimeManual, false)
 		}
 	case EventNotice, EventCancel:
 		text := "⏹ Cancel requested"
@@ -197,7 +368,7 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 		if lt == "" {
 			lt = LifetimeNextNotice
 		}
-		d.send(s, a, e, OutMessage{Kind: KindNotice, Text: text, Silent: true}, lt, false)
+		d.send(s, a, e, j, opKey(name, "notice", 0), OutMessage{Kind: KindNotice, Text: text, Silent: true}, lt, false)
 	case EventQuestion:
 		m := OutMessage{Kind: KindQuestion, Text: e.Message.Content}
 		if a.Capabilities().Buttons {
@@ -214,15 +385,10 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event) {
 			m.Text = b.String()
 		}
 		d.markNotified(s, name)
-		d.send(s, a, e, m, LifetimeManual, true)
+		d.send(s, a, e, j, opKey(name, "question", 0), m, LifetimeManual, true)
 	case EventSessionCreated, EventSessionUpdated:
 		d.setTyping(s, a, e.Status == StatusWorking)
-		if _, ok := a.(ThreadRenamer); !ok {
-			return
-		}
-		key := "title\x00" + string(s.ID) + "\x00" + string(name)
-		d.outbox.Enqueue(Op{Kind: OpRename, Adapter: name, Place: place, Key: key,
-			Run: func(ctx context.Context, _ Place) error { return d.rename(ctx, a, s.ID) }})
+		d.enqueueStatus(s, a)
 	}
 }
 
@@ -232,83 +398,27 @@ func (d *Dispatcher) markNotified(s Session, name AdapterName) {
 	d.mu.Unlock()
 }
 
-// setTyping starts or stops the typing indicator of s on a. Chat actions
-// are not messages: they are sent directly, best effort, not through the
-// outbox, so they never take a message's place in the rate budget.
-func (d *Dispatcher) setTyping(s Session, a Adapter, on bool) {
-	t, ok := a.(TypingNotifier)
-	if !ok {
-		return
-	}
-	key := string(s.ID) + "\x00" + string(a.Name())
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if stop, running := d.typing[key]; running {
-		if on {
-			return
-		}
-		stop()
-		delete(d.typing, key)
-		return
-	}
-	b, bound := s.Bindings[a.Name()]
-	if !on || !bound {
-		return
-	}
-	ctx, stop := context.WithTimeout(context.Background(), typingFor)
-	d.typing[key] = stop
-	go func() {
-		defer func() {
-			d.mu.Lock()
-			if _, still := d.typing[key]; still && ctx.Err() == context.DeadlineExceeded {
-				delete(d.typing, key)
-			}
-			d.mu.Unlock()
-		}()
-		tick := time.NewTicker(typingEvery)
-		defer tick.Stop()
-		for {
-			if err := t.Typing(ctx, b.Place); err != nil && ctx.Err() == nil {
-				d.log.Debug("typing indicator", "adapter", a.Name(), "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-}
-
-// StopTyping ends every typing indicator (at shutdown).
-func (d *Dispatcher) StopTyping() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for k, stop := range d.typing {
-		stop()
-		delete(d.typing, k)
-	}
-}
-
 // chunks splits text to the adapter's length limit.
 func (d *Dispatcher) chunks(a Adapter, text string) []string {
 	c := a.Capabilities()
-	if c.MaxLength <= 0 || Measure(text, c.LengthUnit) <= c.MaxLength {
+	if c.MaxLength <= 0 || measure(a, text) <= c.MaxLength {
 		return []string{text}
 	}
-	return Split(text, c.MaxLength, c.LengthUnit)
+	return split(a, text)
 }
 
 // send enqueues one new message; notify=false sends it silently.
-func (d *Dispatcher) send(s Session, a Adapter, e Event, m OutMessage, lt Lifetime, notify bool) {
-	d.enqueueSend(s, a, e, m, lt, notify, OpSend)
+func (d *Dispatcher) send(s Session, a Adapter, e Event, j *delivery, key string, m OutMessage, lt Lifetime, notify bool) {
+	d.enqueueSend(s, a, e, j, key, m, lt, notify, OpSend)
 }
 
-func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, m OutMessage, lt Lifetime, notify bool, prio OpKind) {
+func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, j *delivery, key string, m OutMessage, lt Lifetime, notify bool, prio OpKind) {
+	if !d.add(j, key) {
+		return
+	}
 	m.Silent = m.Silent || !notify
-	place := queuePlace(s, a)
-	d.outbox.Enqueue(Op{Kind: prio, Adapter: a.Name(), Place: place,
-		Final: e.Kind == EventTurnComplete,
+	m.Key = sendKey(e.Seq, key)
+	d.outbox.Enqueue(Op{Kind: prio, Adapter: a.Name(), Place: queuePlace(s, a),
 		Run: func(ctx context.Context, at Place) error {
 			b, err := d.binding(ctx, a, s.ID, at)
 			if err != nil {
@@ -320,23 +430,57 @@ func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, m OutMessage, lt
 			}
 			d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: m.Kind, Lifetime: lt, Seq: e.Seq})
 			return nil
-		}})
+		},
+		Done: d.doneFunc(s, a, j, key, m.Kind)})
 }
 
+// fileTimeout is the deadline of a document upload, longer than a message's.
+const fileTimeout = 2 * time.Minute
+
 // sendFile enqueues one document for the session's binding on a.
-func (d *Dispatcher) sendFile(s Session, a Adapter, fs FileSender, f Attachment) {
-	d.outbox.Enqueue(Op{Kind: OpSend, Adapter: a.Name(), Place: queuePlace(s, a),
+func (d *Dispatcher) sendFile(s Session, a Adapter, fs FileSender, e Event, j *delivery, key string, f Attachment, caption string) {
+	if !d.add(j, key) {
+		return
+	}
+	d.outbox.Enqueue(Op{Kind: OpSend, Adapter: a.Name(), Place: queuePlace(s, a), Timeout: fileTimeout,
 		Run: func(ctx context.Context, at Place) error {
 			b, err := d.binding(ctx, a, s.ID, at)
 			if err != nil {
 				return err
 			}
-			ref, err := fs.SendFile(ctx, b.Place, f, "")
+			ref, err := fs.SendFile(ctx, b.Place, f, caption)
 			if err == nil {
-				d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: KindAssistant, Lifetime: LifetimeManual})
+				d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: KindAssistant, Lifetime: LifetimeManual, Seq: e.Seq})
 			}
 			return err
-		}})
+		},
+		Done: d.doneFunc(s, a, j, key, KindAssistant)})
+}
+
+// doneFunc confirms a journaled operation and, when a message a person is
+// waiting for was refused for good, tells them with a short notice.
+func (d *Dispatcher) doneFunc(s Session, a Adapter, j *delivery, key string, kind MessageKind) func(error) {
+	return func(err error) {
+		d.confirm(j, a.Name(), key, err)
+		if err == nil || !IsPermanent(err) || kind == KindNotice || kind == KindHuman || kind == KindTurnDone {
+			return
+		}
+		d.log.Warn("a message could not be delivered; telling the person", "adapter", a.Name(), "session", s.ID, "kind", kind)
+		m := OutMessage{Kind: KindNotice, Silent: true,
+			Text: "⚠️ A message from the agent could not be shown here: the platform refused it. The operator's log says why."}
+		d.outbox.Enqueue(Op{Kind: OpSend, Adapter: a.Name(), Place: queuePlace(s, a),
+			Run: func(ctx context.Context, at Place) error {
+				b, err := d.binding(ctx, a, s.ID, at)
+				if err != nil {
+					return err
+				}
+				ref, err := a.Send(ctx, b.Place, m)
+				if err == nil {
+					d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: KindNotice, Lifetime: LifetimeNextNotice})
+				}
+				return err
+			}})
+	}
 }
 
 func (d *Dispatcher) sent(ctx context.Context, s Sent) {
@@ -345,284 +489,12 @@ func (d *Dispatcher) sent(ctx context.Context, s Sent) {
 	}
 }
 
-// binding returns the session's binding on a, creating it through Binder
-// when there is none yet. An op queued for another place (before the session
-// was bound) gets a *MovedError, so the outbox paces it at its real place.
-func (d *Dispatcher) binding(ctx context.Context, a Adapter, id SessionID, queuedAt Place) (Binding, error) {
-	b, err := d.bindingOf(ctx, a, id)
-	if err == nil && queuedAt != b.Place {
-		return Binding{}, &MovedError{Place: b.Place}
-	}
-	return b, err
-}
-
-func (d *Dispatcher) bindingOf(ctx context.Context, a Adapter, id SessionID) (Binding, error) {
-	lock := d.bindLock(id, a.Name())
-	lock.Lock()
-	defer lock.Unlock()
-	s, err := d.store.Session(ctx, id)
-	if err != nil {
-		return Binding{}, err
-	}
-	if b, ok := s.Bindings[a.Name()]; ok {
-		return b, nil
-	}
-	return d.bindLocked(ctx, a, s)
-}
-
 func (d *Dispatcher) bindLock(id SessionID, name AdapterName) *sync.Mutex {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	h.Write([]byte{0})
 	h.Write([]byte(name))
 	return &d.binds[h.Sum32()%uint32(len(d.binds))]
-}
-
-// bindLocked creates a new binding (replacing a stale one); the caller
-// holds the session's bind lock.
-func (d *Dispatcher) bindLocked(ctx context.Context, a Adapter, s Session) (Binding, error) {
-	binder, ok := a.(Binder)
-	if !ok {
-		return Binding{}, Permanent(fmt.Errorf("dispatch: session %s has no binding on %s: %w", s.ID, a.Name(), ErrUnsupported))
-	}
-	place, err := binder.Bind(ctx, s)
-	if err != nil {
-		return Binding{}, fmt.Errorf("dispatch: bind %s on %s: %w", s.ID, a.Name(), err)
-	}
-	b := Binding{Adapter: a.Name(), Place: place, Output: OutputState{Turn: s.Turn}}
-	_, _, err = d.store.UpdateSession(ctx, s.ID, func(s *Session) error {
-		if s.Bindings == nil {
-			s.Bindings = map[AdapterName]Binding{}
-		}
-		s.Bindings[a.Name()] = b
-		return nil
-	})
-	return b, err
-}
-
-// sendAt sends m at the binding's place; when the platform says the thread
-// is gone it binds the session anew and retries once.
-func (d *Dispatcher) sendAt(ctx context.Context, a Adapter, id SessionID, b *Binding, m OutMessage) (MessageRef, error) {
-	ref, err := a.Send(ctx, b.Place, m)
-	if !errors.Is(err, ErrThreadGone) {
-		return ref, err
-	}
-	d.log.Info("thread gone, binding anew", "adapter", a.Name(), "session", id)
-	lock := d.bindLock(id, a.Name())
-	lock.Lock()
-	s, err := d.store.Session(ctx, id)
-	if err == nil {
-		if cur, ok := s.Bindings[a.Name()]; ok && cur.Place != b.Place {
-			*b = cur // someone else rebound meanwhile
-		} else {
-			*b, err = d.bindLocked(ctx, a, s)
-		}
-	}
-	lock.Unlock()
-	if err != nil {
-		return MessageRef{}, err
-	}
-	return a.Send(ctx, b.Place, m)
-}
-
-func digest(m OutMessage) string {
-	h := sha256.New()
-	h.Write([]byte(m.Kind))
-	h.Write([]byte{0})
-	h.Write([]byte(m.Text))
-	for _, b := range m.Buttons {
-		h.Write([]byte{0})
-		h.Write([]byte(b.Label + "\x01" + b.Data))
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// deliverOutput brings the binding's output message up to date with e.
-func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID, queuedAt Place, e Event) error {
-	b, err := d.binding(ctx, a, id, queuedAt)
-	if err != nil {
-		return err
-	}
-	out := b.Output
-	switch {
-	case out.Turn > e.Turn:
-		return nil // a later turn has its own output message now
-	case out.Turn < e.Turn:
-		out = OutputState{Turn: e.Turn}
-	}
-	c := a.Capabilities()
-	live, rest, file := e.Text, []string(nil), false
-	if c.MaxLength > 0 && Measure(e.Text, c.LengthUnit) > c.MaxLength {
-		switch {
-		case !e.Final:
-			live = Tail(e.Text, c.MaxLength, c.LengthUnit, d.opts.TailMarker)
-		case c.FileThreshold > 0 && Measure(e.Text, c.LengthUnit) > c.FileThreshold && isFileSender(a):
-			live = Tail(e.Text, c.MaxLength, c.LengthUnit, "📄 The full output is attached as a file.\n\n"+d.opts.TailMarker)
-			file = true
-		default:
-			parts := Split(e.Text, c.MaxLength, c.LengthUnit)
-			live, rest = parts[0], parts[1:]
-		}
-	}
-	if strings.TrimSpace(live) == "" {
-		return nil // platforms refuse empty messages; nothing to show yet
-	}
-	m := OutMessage{Kind: KindOutput, Text: live, Silent: true}
-	dg := digest(m)
-	if out.Ref.IsZero() || out.Digest != dg {
-		ref, err := d.showOutput(ctx, a, id, &b, out.Ref, m)
-		if err != nil {
-			return err
-		}
-		out.Ref, out.Digest = ref, dg
-		if err := d.saveOutput(ctx, id, a.Name(), b.Place, out); err != nil {
-			return err
-		}
-		if d.opts.OnOutputShown != nil && !e.Time.IsZero() {
-			d.opts.OnOutputShown(a.Name(), time.Since(e.Time))
-		}
-	}
-	if !e.Final {
-		return nil
-	}
-	d.finishOutput(ctx, a, id, b, e, rest, file)
-	return nil
-}
-
-// showOutput edits the output message, or sends it when there is none or it
-// is gone.
-func (d *Dispatcher) showOutput(ctx context.Context, a Adapter, id SessionID, b *Binding, ref MessageRef, m OutMessage) (MessageRef, error) {
-	if ed, ok := a.(Editor); ok && !ref.IsZero() {
-		err := ed.Edit(ctx, ref, m)
-		switch {
-		case err == nil, errors.Is(err, ErrNotModified):
-			return ref, nil
-		case !errors.Is(err, ErrMessageGone):
-			return MessageRef{}, err
-		}
-		d.log.Info("output message gone, sending a new one", "adapter", a.Name(), "session", id)
-	}
-	ref, err := d.sendAt(ctx, a, id, b, m)
-	if err != nil {
-		return MessageRef{}, err
-	}
-	d.sent(ctx, Sent{Session: id, Ref: ref, Kind: KindOutput, Lifetime: LifetimeManual})
-	return ref, nil
-}
-
-func (d *Dispatcher) saveOutput(ctx context.Context, id SessionID, name AdapterName, place Place, out OutputState) error {
-	_, _, err := d.store.UpdateSession(ctx, id, func(s *Session) error {
-		b, ok := s.Bindings[name]
-		if !ok {
-			return nil // unbound meanwhile; nothing to remember
-		}
-		if b.Place != place {
-			out.Ref.Place = b.Place
-		}
-		b.Output = out
-		s.Bindings[name] = b
-		return nil
-	})
-	return err
-}
-
-// finishOutput delivers the rest of a final output that did not fit.
-func (d *Dispatcher) finishOutput(ctx context.Context, a Adapter, id SessionID, b Binding, e Event, rest []string, file bool) {
-	if file {
-		path, err := d.writeFile(id, e)
-		if err != nil {
-			d.log.Error("write output file", "session", id, "err", err)
-			rest = Split(e.Text, a.Capabilities().MaxLength, a.Capabilities().LengthUnit)[1:]
-		} else {
-			fs := a.(FileSender)
-			f := Attachment{Name: filepath.Base(path), Mime: "text/markdown", Path: path, Size: int64(len(e.Text))}
-			d.outbox.Enqueue(Op{Kind: OpSend, Adapter: a.Name(), Place: b.Place, Final: true,
-				Run: func(ctx context.Context, _ Place) error {
-					ref, err := fs.SendFile(ctx, b.Place, f, "Full output")
-					if err == nil {
-						d.sent(ctx, Sent{Session: id, Ref: ref, Kind: KindContinuation, Lifetime: LifetimeManual})
-					}
-					return err
-				}})
-			return
-		}
-	}
-	for i, part := range rest {
-		key := fmt.Sprintf("cont\x00%s\x00%s\x00%d\x00%d", id, a.Name(), e.Turn, i)
-		m := OutMessage{Kind: KindContinuation, Text: part, Silent: true}
-		d.outbox.Enqueue(Op{Kind: OpSend, Adapter: a.Name(), Place: b.Place, Key: key, Final: true,
-			Run: func(ctx context.Context, _ Place) error {
-				bb := b
-				ref, err := d.sendAt(ctx, a, id, &bb, m)
-				if err == nil {
-					d.sent(ctx, Sent{Session: id, Ref: ref, Kind: KindContinuation, Lifetime: LifetimeManual})
-				}
-				return err
-			}})
-	}
-}
-
-func (d *Dispatcher) writeFile(id SessionID, e Event) (string, error) {
-	if d.opts.FileDir == "" {
-		return "", errors.New("no file directory configured")
-	}
-	dir := filepath.Join(d.opts.FileDir, string(id))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, fmt.Sprintf("output-turn-%d.md", e.Turn+1))
-	return path, os.WriteFile(path, []byte(e.Text), 0o600)
-}
-
-func isFileSender(a Adapter) bool { _, ok := a.(FileSender); return ok }
-
-// rename shows the session's title and status on a ThreadRenamer adapter,
-// skipping the call when the platform already shows it.
-func (d *Dispatcher) rename(ctx context.Context, a Adapter, id SessionID) error {
-	s, err := d.store.Session(ctx, id)
-	if err != nil {
-		return err
-	}
-	b, ok := s.Bindings[a.Name()]
-	if !ok {
-		return nil
-	}
-	title := s.Status.Emoji() + " " + s.Title
-	if b.TitleShown == title {
-		return nil
-	}
-	if err := a.(ThreadRenamer).RenameThread(ctx, b.Place, title); err != nil {
-		return err
-	}
-	_, _, err = d.store.UpdateSession(ctx, id, func(s *Session) error {
-		if b, ok := s.Bindings[a.Name()]; ok {
-			b.TitleShown = title
-			s.Bindings[a.Name()] = b
-		}
-		return nil
-	})
-	return err
-}
-
-// EnqueueDelete deletes ref through its owning adapter's outbox lane and
-// reports the outcome to done (nil also when the message was already gone).
-func (d *Dispatcher) EnqueueDelete(ref MessageRef, done func(error)) {
-	a, ok := d.router.Adapter(ref.Adapter)
-	del, can := a.(Deleter)
-	if !ok || !can {
-		done(fmt.Errorf("delete on %s: %w", ref.Adapter, ErrUnsupported))
-		return
-	}
-	d.outbox.Enqueue(Op{Kind: OpDelete, Adapter: ref.Adapter, Place: ref.Place,
-		Key: "del\x00" + string(ref.Adapter) + "\x00" + ref.Place.Chat + "\x00" + ref.Place.Thread + "\x00" + ref.ID,
-		Run: func(ctx context.Context, _ Place) error {
-			err := del.Delete(ctx, ref)
-			if errors.Is(err, ErrMessageGone) {
-				return nil
-			}
-			return err
-		},
-		Done: done})
 }
 
 // ButtonData encodes a question's option for a Button: short enough for

@@ -44,14 +44,29 @@ var (
 	// ErrEventsTruncated is returned by Store.EventsSince when events after
 	// the given seq were already dropped from the bounded event log.
 	ErrEventsTruncated = errors.New("events no longer in the event log")
+	// ErrSuperseded is given to an Op's Done when a newer op with the same
+	// Key replaced it before it ran: the newer one carries its content.
+	ErrSuperseded = errors.New("operation superseded by a newer one")
+	// ErrExpired is given to an Op's Done when it could not run before its
+	// Expires time (a typing indicator held back by pacing).
+	ErrExpired = errors.New("operation expired before it could run")
+	// ErrOutboxClosed is given to an Op's Done when the outbox stopped
+	// before the op succeeded. Journaled operations are replayed at the
+	// next start.
+	ErrOutboxClosed = errors.New("outbox is closed")
 )
 
 // RateLimitError is returned by adapters when the platform refused an
-// operation for exceeding a rate limit (HTTP 429). The outbox pauses the
-// affected conversation group for RetryAfter and then retries the newest
-// content. Test for it with errors.As.
+// operation for exceeding a rate limit (HTTP 429). The outbox pauses exactly
+// the scope the platform throttled (the operation's conversation, its
+// group, or the whole account) for RetryAfter: nothing goes to that scope
+// until then, and then the newest content is retried. Test for it with
+// errors.As.
 type RateLimitError struct {
 	RetryAfter time.Duration
+	// Scope is what the platform throttled; ScopeUnspecified means the
+	// operation's group.
+	Scope Scope
 	// Err is the platform's own error, if any.
 	Err error
 }

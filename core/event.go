@@ -71,3 +71,21 @@ type ToolActivity struct {
 func (e Event) Human() bool {
 	return e.Kind == EventHumanMessage || e.Kind == EventAnswer || e.Kind == EventCancel
 }
+
+// Journaled reports whether the store journals e for delivery in the same
+// transaction that logs it: what cannot be derived from state again once
+// lost (assistant messages and their files, notices, questions, the
+// turn-done message, and a final output's continuation messages or file).
+// A streaming output's latest text, titles and statuses, and due deletions
+// are derived from the session and the cleanup ledger at start-up instead.
+// People's input copied to other platforms is not journaled: the inbox
+// holds it, and the copy is a courtesy.
+func (e Event) Journaled() bool {
+	switch e.Kind {
+	case EventAssistant, EventNotice, EventCancel, EventQuestion, EventTurnComplete:
+		return true
+	case EventOutput:
+		return e.Final
+	}
+	return false
+}

@@ -3,28 +3,47 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // OpKind is the kind of a platform operation; its order is the priority.
 type OpKind int
 
 // Operation kinds, highest priority first: a new message matters more than
-// tidying up, and tidying up more than one more edit of a streaming message.
+// tidying up, tidying up more than one more edit of a streaming message,
+// and all of them more than a title or a typing indicator.
 const (
 	OpSend OpKind = iota
 	OpDelete
 	OpEdit
 	OpRename
+	OpTyping
 )
 
 func (k OpKind) String() string {
-	return [...]string{"send", "delete", "edit", "rename"}[k]
+	if k < OpSend || k > OpTyping {
+		return fmt.Sprintf("OpKind(%d)", int(k))
+	}
+	return [...]string{"send", "delete", "edit", "rename", "typing"}[k]
+}
+
+// DefaultTimeout is the deadline of one platform call of kind k when the
+// op sets none: long enough for a slow platform, short enough that a hung
+// call gives its conversation's lane back within a minute.
+func DefaultTimeout(k OpKind) time.Duration {
+	switch k {
+	case OpSend:
+		return 30 * time.Second
+	case OpTyping:
+		return 10 * time.Second
+	default:
+		return 20 * time.Second
+	}
 }
 
 // Op is one platform operation for the Outbox.
@@ -32,35 +51,48 @@ type Op struct {
 	Kind    OpKind
 	Adapter AdapterName
 	// Place is where the operation lands, for pacing. The zero Place
-	// (a session not yet bound) is paced by the adapter's global limit.
+	// (a session not yet bound) is paced by the adapter's account limits.
 	Place Place
 	// Key coalesces: while an op with the same Key is still pending, a new
-	// one replaces it in place (keeping its turn in the queue). Empty Key
-	// never coalesces.
+	// one replaces it in place (keeping its turn in the queue) and the old
+	// one's Done gets ErrSuperseded. Empty Key never coalesces.
 	Key string
-	// Final ops are never given up on: they are retried (with backoff)
-	// until they succeed, fail permanently or the outbox is closed.
-	Final bool
+	// Timeout is the deadline of one run (zero: DefaultTimeout(Kind)). A
+	// run that overruns it failed transiently and is retried.
+	Timeout time.Duration
+	// Expires, when set, drops the op with ErrExpired if it cannot start
+	// by then (a typing indicator held back by pacing is not worth sending
+	// late).
+	Expires time.Time
+	// BestEffort ops are not retried: a failure ends them (typing).
+	BestEffort bool
 	// Run performs the operation at place (the op's Place, as paced). It
 	// is called with no outbox lock held, at most once at a time per
-	// Place, and returns the platform's error.
+	// Place, with a context that ends at the op's deadline or when the
+	// outbox closes, and returns the platform's error.
 	Run func(ctx context.Context, place Place) error
-	// Done, if set, is called once with the final outcome (nil on success,
-	// or the error the op was given up with). It is not called for an op
-	// replaced by a newer one with the same Key.
+	// Done, if set, is called once with the final outcome: nil on
+	// success; the permanent error that ended it; ErrSuperseded,
+	// ErrExpired, or an error wrapping ErrOutboxClosed.
 	Done func(error)
 }
 
 // OutboxOptions tune an Outbox.
 type OutboxOptions struct {
 	// EditInterval is the least time between two runs of edits with the
-	// same Key: updates in between coalesce, and the newest is flushed when
-	// the interval is up, even if the agent has stopped streaming.
+	// same Key for adapters that declare no Capabilities.EditInterval:
+	// updates in between coalesce, and the newest is flushed when the
+	// interval is up, even if the agent has stopped streaming.
 	EditInterval time.Duration
 	// MaxInFlight bounds concurrent platform calls across all adapters.
 	MaxInFlight int
-	// MaxAttempts bounds retries of a failed non-final op.
-	MaxAttempts int
+	// MinBackoff and MaxBackoff bound the wait before retrying a failed
+	// op: it doubles from MinBackoff with every failure up to MaxBackoff,
+	// with jitter. Defaults: 1s and 1 minute.
+	MinBackoff, MaxBackoff time.Duration
+	// Jitter returns a number in [0, 1) that shortens each backoff by up
+	// to a fifth; nil means math/rand. Tests fix it to get exact times.
+	Jitter func() float64
 	// Logger receives failures.
 	Logger *slog.Logger
 }
@@ -71,34 +103,43 @@ type OutboxStats struct {
 	InFlight    int
 	Ops         map[AdapterName]map[OpKind]uint64
 	RateLimited map[AdapterName]map[OpKind]uint64
-	Failed      map[AdapterName]uint64
+	// Failed counts operations ended by a permanent refusal.
+	Failed map[AdapterName]uint64
+	// Retries counts transient failures that were retried.
+	Retries map[AdapterName]uint64
 }
 
 // Outbox runs every platform operation of every adapter: keyed and
-// coalescing, prioritized (send > delete > edit > rename), paced by each
-// adapter's declared Limits with token buckets per chat, per group and
-// global, pausing a chat group for the retry_after a platform asks for, and
-// retrying failures with backoff.
+// coalescing, prioritized (send > delete > edit > rename > typing), paced
+// by each adapter's declared Limits as sliding windows per scope, pausing
+// exactly the scope a 429 names for its retry_after, and retrying
+// transient failures (429, 5xx, resets, timeouts) with capped exponential
+// backoff and jitter for as long as the operation is wanted. Only a
+// permanent refusal, a newer op with the same Key, or closing the outbox
+// ends an operation unsuccessfully; every run has a deadline.
 //
 // Scheduling: whenever something could run, the outbox picks, among pending
-// ops whose buckets all have a token and whose Place has nothing in flight,
-// the one with the best priority and then the earliest first enqueue. Since a
-// coalesced op keeps its place and a session re-enters at the back after each
-// run, sessions sharing a group budget are served round robin. When nothing
-// can run, it sleeps until the earliest moment something can — which is
-// what flushes the latest output of a stalled agent.
+// ops whose limits all have room, whose scopes are not paused and whose
+// Place has nothing in flight, the one with the best priority and then the
+// earliest first enqueue. Since a coalesced op keeps its place and a
+// session re-enters at the back after each run, sessions sharing a group
+// budget are served round robin. When nothing can run, it sleeps until the
+// earliest moment something can — which is what flushes the latest output
+// of a stalled agent.
 type Outbox struct {
 	opts   OutboxOptions
 	log    *slog.Logger
-	limits map[AdapterName]Limits
+	caps   map[AdapterName]Capabilities
+	jitter func() float64
 
 	mu       sync.Mutex
 	pending  []*entry
 	byKey    map[string]*entry // pending (not running) entries by Key
 	running  map[string]bool   // places with an op in flight
 	lastRun  map[string]time.Time
-	buckets  map[string]*rate.Limiter
-	paused   map[string]time.Time // group or global key → resume time
+	windows  map[string]*window
+	paused   map[string]time.Time // scope key → resume time
+	pruneAt  time.Time
 	seq      uint64
 	inflight int
 	closed   bool
@@ -123,38 +164,51 @@ func NewOutbox(opts OutboxOptions, adapters ...Adapter) *Outbox {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 8
 	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 5
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = time.Second
 	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = time.Minute
+	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Jitter == nil {
+		opts.Jitter = rand.Float64
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	o := &Outbox{
 		opts:    opts,
 		log:     opts.Logger,
-		limits:  map[AdapterName]Limits{},
+		caps:    map[AdapterName]Capabilities{},
+		jitter:  opts.Jitter,
 		byKey:   map[string]*entry{},
 		running: map[string]bool{},
 		lastRun: map[string]time.Time{},
-		buckets: map[string]*rate.Limiter{},
+		windows: map[string]*window{},
 		paused:  map[string]time.Time{},
 		wake:    make(chan struct{}, 1),
 		runCtx:  ctx,
 		stop:    stop,
-		stats: OutboxStats{
-			Ops:         map[AdapterName]map[OpKind]uint64{},
-			RateLimited: map[AdapterName]map[OpKind]uint64{},
-			Failed:      map[AdapterName]uint64{},
-		},
+		stats:   newStats(),
 	}
 	o.idle = sync.NewCond(&o.mu)
 	for _, a := range adapters {
-		o.limits[a.Name()] = a.Capabilities().Limits
+		o.caps[a.Name()] = a.Capabilities()
 	}
 	o.wg.Add(1)
 	go o.loop()
 	return o
+}
+
+func newStats() OutboxStats {
+	return OutboxStats{
+		Ops:         map[AdapterName]map[OpKind]uint64{},
+		RateLimited: map[AdapterName]map[OpKind]uint64{},
+		Failed:      map[AdapterName]uint64{},
+		Retries:     map[AdapterName]uint64{},
+	}
 }
 
 // Enqueue adds op, replacing a pending op with the same Key. It never
@@ -163,31 +217,45 @@ func (o *Outbox) Enqueue(op Op) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		if op.Done != nil {
-			go op.Done(errors.New("outbox: closed"))
-		}
+		finish(op, ErrOutboxClosed)
 		return
 	}
 	if op.Key != "" {
 		if e, ok := o.byKey[op.Key]; ok {
+			finish(e.op, ErrSuperseded)
 			e.op = op
 			e.attempts = 0
+			e.notBefore = o.editAfter(op)
 			o.signal()
 			return
 		}
 	}
 	o.seq++
-	e := &entry{op: op, seq: o.seq}
-	if op.Kind == OpEdit && op.Key != "" && o.opts.EditInterval > 0 {
-		if last, ok := o.lastRun[op.Key]; ok {
-			e.notBefore = last.Add(o.opts.EditInterval)
-		}
-	}
+	e := &entry{op: op, seq: o.seq, notBefore: o.editAfter(op)}
 	o.pending = append(o.pending, e)
 	if op.Key != "" {
 		o.byKey[op.Key] = e
 	}
 	o.signal()
+}
+
+// editAfter is when an edit may run given the last run of its Key.
+func (o *Outbox) editAfter(op Op) time.Time {
+	if op.Kind != OpEdit || op.Key == "" {
+		return time.Time{}
+	}
+	last, ok := o.lastRun[op.Key]
+	if !ok {
+		return time.Time{}
+	}
+	return last.Add(o.editInterval(op.Adapter))
+}
+
+func (o *Outbox) editInterval(a AdapterName) time.Duration {
+	if d := o.caps[a].EditInterval; d > 0 {
+		return d
+	}
+	return o.opts.EditInterval
 }
 
 func (o *Outbox) signal() {
@@ -198,52 +266,70 @@ func (o *Outbox) signal() {
 }
 
 func placeKey(a AdapterName, p Place) string { return string(a) + "\x00" + p.Chat + "\x00" + p.Thread }
-func groupKey(a AdapterName, p Place) string { return string(a) + "\x00" + p.Chat }
 
-// bucketsFor returns the limiters that pace op (creating them lazily).
-func (o *Outbox) bucketsFor(op Op) []*rate.Limiter {
-	l := o.limits[op.Adapter]
-	var out []*rate.Limiter
-	add := func(key string, r Rate) {
-		if !r.Unlimited() {
-			out = append(out, o.bucket(key, r))
-		}
+// scopeKey names the scope s of an op of adapter a at p. A conversation or
+// group scope of the zero Place (a session not bound yet) is the account:
+// that is the only budget such an op is known to spend.
+func scopeKey(a AdapterName, s Scope, p Place) string {
+	switch {
+	case p.IsZero() || s == ScopeAccount:
+		return "a\x00" + string(a)
+	case s == ScopeConversation:
+		return "c\x00" + placeKey(a, p)
+	default:
+		return "g\x00" + string(a) + "\x00" + p.Chat
 	}
-	if !op.Place.IsZero() {
-		add("c\x00"+placeKey(op.Adapter, op.Place), l.PerChat)
-		add("g\x00"+groupKey(op.Adapter, op.Place), l.PerGroup)
-	}
-	add("a\x00"+string(op.Adapter), l.Global)
-	return out
 }
 
-func (o *Outbox) bucket(key string, r Rate) *rate.Limiter {
-	b, ok := o.buckets[key]
-	if !ok {
-		b = rate.NewLimiter(rate.Limit(float64(r.N)/r.Per.Seconds()), max(r.Burst, 1))
-		o.buckets[key] = b
+// scopesOf are the scope keys an op belongs to, for pauses.
+func scopesOf(op Op) [3]string {
+	return [3]string{
+		scopeKey(op.Adapter, ScopeConversation, op.Place),
+		scopeKey(op.Adapter, ScopeGroup, op.Place),
+		scopeKey(op.Adapter, ScopeAccount, op.Place),
 	}
-	return b
+}
+
+// windowsFor returns the sliding windows that count op (created lazily).
+func (o *Outbox) windowsFor(op Op) []*window {
+	var out []*window
+	for i, l := range o.caps[op.Adapter].Limits {
+		if l.Rate.Unlimited() || !l.Applies(op.Kind) {
+			continue
+		}
+		if op.Place.IsZero() && l.Scope != ScopeAccount {
+			continue // no conversation yet: its budgets are not spent
+		}
+		key := fmt.Sprintf("%s\x00%d", scopeKey(op.Adapter, l.Scope, op.Place), i)
+		w, ok := o.windows[key]
+		if !ok {
+			w = &window{rate: l.Rate}
+			o.windows[key] = w
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // readyAt is the earliest time e may run (now or earlier when it may run now).
 func (o *Outbox) readyAt(e *entry, now time.Time) time.Time {
 	t := e.notBefore
-	for _, k := range []string{groupKey(e.op.Adapter, e.op.Place), string(e.op.Adapter)} {
+	for _, k := range scopesOf(e.op) {
 		if p, ok := o.paused[k]; ok && p.After(t) {
 			t = p
 		}
 	}
-	for _, b := range o.bucketsFor(e.op) {
-		if tok := b.TokensAt(now); tok < 1 {
-			wait := time.Duration((1 - tok) / float64(b.Limit()) * float64(time.Second))
-			if w := now.Add(wait); w.After(t) {
-				t = w
-			}
+	for _, w := range o.windowsFor(e.op) {
+		if at := w.readyAt(now); at.After(t) {
+			t = at
 		}
 	}
 	return t
 }
+
+// pruneEvery is how often idle pacing state is dropped, so that memory does
+// not grow with the number of conversations ever served.
+const pruneEvery = time.Minute
 
 func (o *Outbox) loop() {
 	defer o.wg.Done()
@@ -280,19 +366,31 @@ func (o *Outbox) loop() {
 // dispatchLocked starts every op that may run now and returns when the next
 // blocked one may run (zero when none is waiting on time).
 func (o *Outbox) dispatchLocked() time.Time {
+	now := time.Now()
+	if now.After(o.pruneAt) {
+		o.pruneLocked(now)
+		o.pruneAt = now.Add(pruneEvery)
+	}
 	for {
-		now := time.Now()
 		var best *entry
 		bestIdx := -1
 		var next time.Time
 		if o.inflight >= o.opts.MaxInFlight {
 			return time.Time{}
 		}
-		for i, e := range o.pending {
+		for i := 0; i < len(o.pending); i++ {
+			e := o.pending[i]
 			if o.running[placeKey(e.op.Adapter, e.op.Place)] {
 				continue // woken when that place's op finishes
 			}
-			if at := o.readyAt(e, now); at.After(now) {
+			at := o.readyAt(e, now)
+			if !e.op.Expires.IsZero() && at.After(e.op.Expires) {
+				o.removeLocked(i)
+				i--
+				finish(e.op, ErrExpired)
+				continue
+			}
+			if at.After(now) {
 				if next.IsZero() || at.Before(next) {
 					next = at
 				}
@@ -303,15 +401,13 @@ func (o *Outbox) dispatchLocked() time.Time {
 			}
 		}
 		if best == nil {
+			o.idle.Broadcast()
 			return next
 		}
-		for _, b := range o.bucketsFor(best.op) {
-			b.AllowN(now, 1)
+		for _, w := range o.windowsFor(best.op) {
+			w.take(now)
 		}
-		o.pending = append(o.pending[:bestIdx], o.pending[bestIdx+1:]...)
-		if best.op.Key != "" && o.byKey[best.op.Key] == best {
-			delete(o.byKey, best.op.Key)
-		}
+		o.removeLocked(bestIdx)
 		if best.op.Key != "" {
 			o.lastRun[best.op.Key] = now
 		}
@@ -323,9 +419,51 @@ func (o *Outbox) dispatchLocked() time.Time {
 	}
 }
 
+// removeLocked takes pending[i] out of the queue.
+func (o *Outbox) removeLocked(i int) {
+	e := o.pending[i]
+	o.pending = append(o.pending[:i], o.pending[i+1:]...)
+	if e.op.Key != "" && o.byKey[e.op.Key] == e {
+		delete(o.byKey, e.op.Key)
+	}
+}
+
+// pruneLocked drops pacing state nothing needs any more: windows that count
+// nothing, pauses that ended, and edit times older than any edit interval.
+func (o *Outbox) pruneLocked(now time.Time) {
+	for k, w := range o.windows {
+		if w.idle(now) {
+			delete(o.windows, k)
+		}
+	}
+	for k, t := range o.paused {
+		if !t.After(now) {
+			delete(o.paused, k)
+		}
+	}
+	longest := o.opts.EditInterval
+	for _, c := range o.caps {
+		longest = max(longest, c.EditInterval)
+	}
+	for k, t := range o.lastRun {
+		if now.Sub(t) > longest {
+			delete(o.lastRun, k)
+		}
+	}
+}
+
 func (o *Outbox) run(e *entry, pk string) {
 	defer o.wg.Done()
-	err := e.op.Run(o.runCtx, e.op.Place)
+	timeout := e.op.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout(e.op.Kind)
+	}
+	ctx, cancel := context.WithTimeout(o.runCtx, timeout)
+	err := e.op.Run(ctx, e.op.Place)
+	if err != nil && ctx.Err() == context.DeadlineExceeded && o.runCtx.Err() == nil {
+		err = fmt.Errorf("no answer within %s: %w", timeout, err)
+	}
+	cancel()
 	if errors.Is(err, ErrNotModified) {
 		err = nil
 	}
@@ -335,57 +473,84 @@ func (o *Outbox) run(e *entry, pk string) {
 	o.inflight--
 	defer o.signal()
 	defer o.idle.Broadcast()
+	o.settleLocked(e, err)
+}
+
+// settleLocked decides what follows a run that returned err.
+func (o *Outbox) settleLocked(e *entry, err error) {
 	a := e.op.Adapter
 	var moved *MovedError
 	if !errors.As(err, &moved) {
-		if o.stats.Ops[a] == nil {
-			o.stats.Ops[a] = map[OpKind]uint64{}
-		}
-		o.stats.Ops[a][e.op.Kind]++
-	}
-	if err == nil {
-		o.finish(e, nil)
-		return
+		count(o.stats.Ops, a, e.op.Kind)
 	}
 	var rl *RateLimitError
 	switch {
+	case err == nil:
+		finish(e.op, nil)
 	case errors.As(err, &moved):
 		e.op.Place = moved.Place
 		o.requeueLocked(e, e.notBefore)
-		return
-	case errors.As(err, &rl):
-		if o.stats.RateLimited[a] == nil {
-			o.stats.RateLimited[a] = map[OpKind]uint64{}
-		}
-		o.stats.RateLimited[a][e.op.Kind]++
-		key := string(a)
-		if !e.op.Place.IsZero() {
-			key = groupKey(a, e.op.Place)
-		}
-		until := time.Now().Add(rl.RetryAfter)
-		if until.After(o.paused[key]) {
-			o.paused[key] = until
-		}
-		o.log.Warn("platform rate limit", "adapter", a, "op", e.op.Kind, "retry_after", rl.RetryAfter)
-		o.requeueLocked(e, time.Time{})
 	case o.closed || o.runCtx.Err() != nil:
-		o.finish(e, err)
+		finish(e.op, fmt.Errorf("%w: %w", ErrOutboxClosed, err))
 	case IsPermanent(err):
 		o.stats.Failed[a]++
-		o.log.Error("platform operation failed", "adapter", a, "op", e.op.Kind, "err", err)
-		o.finish(e, err)
+		o.log.Error("platform operation failed for good", "adapter", a, "op", e.op.Kind, "err", err)
+		finish(e.op, err)
+	case e.op.BestEffort:
+		o.log.Debug("best-effort operation failed", "adapter", a, "op", e.op.Kind, "err", err)
+		if errors.As(err, &rl) {
+			o.pauseLocked(e.op, rl)
+		}
+		finish(e.op, err)
+	case errors.As(err, &rl):
+		o.pauseLocked(e.op, rl)
+		o.requeueLocked(e, time.Time{})
 	default:
 		e.attempts++
-		if !e.op.Final && e.attempts >= o.opts.MaxAttempts {
-			o.stats.Failed[a]++
-			o.log.Error("platform operation failed, giving up", "adapter", a, "op", e.op.Kind, "attempts", e.attempts, "err", err)
-			o.finish(e, err)
-			return
+		o.stats.Retries[a]++
+		backoff := o.backoff(e.attempts)
+		lvl := slog.LevelDebug
+		if e.attempts == 1 || backoff == o.opts.MaxBackoff && o.backoff(e.attempts-1) < o.opts.MaxBackoff {
+			lvl = slog.LevelWarn
 		}
-		backoff := min(time.Second<<min(e.attempts-1, 5), 30*time.Second)
-		o.log.Warn("platform operation failed, retrying", "adapter", a, "op", e.op.Kind, "in", backoff, "err", err)
+		o.log.Log(context.Background(), lvl, "platform operation failed, retrying", "adapter", a, "op", e.op.Kind,
+			"attempt", e.attempts, "in", backoff.Round(time.Millisecond), "err", err)
 		o.requeueLocked(e, time.Now().Add(backoff))
 	}
+}
+
+// pauseLocked stops everything to the scope rl names until its retry_after
+// has elapsed.
+func (o *Outbox) pauseLocked(op Op, rl *RateLimitError) {
+	count(o.stats.RateLimited, op.Adapter, op.Kind)
+	scope := rl.Scope
+	if scope == ScopeUnspecified {
+		scope = ScopeGroup
+	}
+	key := scopeKey(op.Adapter, scope, op.Place)
+	until := time.Now().Add(rl.RetryAfter)
+	if until.After(o.paused[key]) {
+		o.paused[key] = until
+	}
+	o.log.Warn("platform rate limit", "adapter", op.Adapter, "op", op.Kind, "scope", scope, "retry_after", rl.RetryAfter)
+}
+
+// backoff is the wait before attempt n+1: MinBackoff·2^(n-1) capped at
+// MaxBackoff, less up to a fifth at random so that ops failed by one outage
+// do not all come back at the same instant.
+func (o *Outbox) backoff(n int) time.Duration {
+	d := o.opts.MaxBackoff
+	if n < 32 {
+		d = min(o.opts.MinBackoff<<(n-1), o.opts.MaxBackoff)
+	}
+	return d - time.Duration(o.jitter()*float64(d)/5)
+}
+
+func count(m map[AdapterName]map[OpKind]uint64, a AdapterName, k OpKind) {
+	if m[a] == nil {
+		m[a] = map[OpKind]uint64{}
+	}
+	m[a][k]++
 }
 
 // requeueLocked puts a failed op back in its old position, unless a newer
@@ -393,6 +558,7 @@ func (o *Outbox) run(e *entry, pk string) {
 func (o *Outbox) requeueLocked(e *entry, notBefore time.Time) {
 	if e.op.Key != "" {
 		if _, newer := o.byKey[e.op.Key]; newer {
+			finish(e.op, ErrSuperseded)
 			return
 		}
 		o.byKey[e.op.Key] = e
@@ -401,9 +567,9 @@ func (o *Outbox) requeueLocked(e *entry, notBefore time.Time) {
 	o.pending = append(o.pending, e)
 }
 
-func (o *Outbox) finish(e *entry, err error) {
-	if e.op.Done != nil {
-		go e.op.Done(err)
+func finish(op Op, err error) {
+	if op.Done != nil {
+		go op.Done(err)
 	}
 }
 
@@ -434,11 +600,17 @@ func (o *Outbox) Drain(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the outbox: pending ops are dropped and in-flight calls are
-// cancelled. Call Drain first for a graceful stop.
+// Close stops the outbox: pending ops are dropped (their Done gets
+// ErrOutboxClosed) and in-flight calls are cancelled. Call Drain first for
+// a graceful stop.
 func (o *Outbox) Close() {
 	o.mu.Lock()
 	o.closed = true
+	for _, e := range o.pending {
+		finish(e.op, ErrOutboxClosed)
+	}
+	o.pending = nil
+	clear(o.byKey)
 	o.mu.Unlock()
 	o.stop()
 	o.signal()
@@ -449,21 +621,15 @@ func (o *Outbox) Close() {
 func (o *Outbox) Stats() OutboxStats {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s := OutboxStats{
-		Pending:     len(o.pending),
-		InFlight:    o.inflight,
-		Ops:         map[AdapterName]map[OpKind]uint64{},
-		RateLimited: map[AdapterName]map[OpKind]uint64{},
-		Failed:      map[AdapterName]uint64{},
-	}
+	s := newStats()
+	s.Pending, s.InFlight = len(o.pending), o.inflight
 	for a, m := range o.stats.Ops {
 		s.Ops[a] = maps.Clone(m)
 	}
 	for a, m := range o.stats.RateLimited {
 		s.RateLimited[a] = maps.Clone(m)
 	}
-	for a, v := range o.stats.Failed {
-		s.Failed[a] = v
-	}
+	maps.Copy(s.Failed, o.stats.Failed)
+	maps.Copy(s.Retries, o.stats.Retries)
 	return s
 }

@@ -6,206 +6,437 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/fake"
 	"github.com/parley-chat/parley/core"
 )
 
-func newOutbox(t *testing.T, a core.Adapter, opts core.OutboxOptions) *core.Outbox {
-	t.Helper()
-	o := core.NewOutbox(opts, a)
-	t.Cleanup(o.Close)
-	return o
+// The outbox's tests run in synctest bubbles: time is fake and advances
+// only when every goroutine is blocked, so pacing, pauses and backoff are
+// checked to the exact instant, in milliseconds of real time.
+
+// newOutbox starts an outbox for a inside the current bubble; the caller
+// closes it before the bubble ends.
+func newOutbox(a core.Adapter, opts core.OutboxOptions) *core.Outbox {
+	if opts.Jitter == nil {
+		opts.Jitter = func() float64 { return 0 }
+	}
+	return core.NewOutbox(opts, a)
 }
 
-func drain(t *testing.T, o *core.Outbox, within time.Duration) {
+// newFake is a fake platform with no tolerance for early calls: on a fake
+// clock there is no scheduling jitter to absorb.
+func newFake(caps core.Capabilities) *fake.Adapter {
+	a := fake.New("fake", caps)
+	a.Slack = 0
+	return a
+}
+
+func drain(t *testing.T, o *core.Outbox) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	if err := o.Drain(ctx); err != nil {
-		t.Fatalf("outbox did not drain within %s: %v", within, err)
+		t.Fatalf("outbox did not drain: %v", err)
 	}
 }
 
-// sendOp sends text at place, recording the order ops ran in.
-func sendOp(a *fake.Adapter, kind core.OpKind, key string, place core.Place, text string, log *[]string, mu *sync.Mutex) core.Op {
-	return core.Op{Kind: kind, Adapter: a.Name(), Place: place, Key: key, Run: func(ctx context.Context, _ core.Place) error {
-		mu.Lock()
-		*log = append(*log, text)
-		mu.Unlock()
-		_, err := a.Send(ctx, place, core.OutMessage{Text: text})
-		return err
-	}}
+// recorder remembers the order ops ran in and their outcomes.
+type recorder struct {
+	mu   sync.Mutex
+	ran  []string
+	done map[string]error
 }
+
+func newRecorder() *recorder { return &recorder{done: map[string]error{}} }
+
+// op sends text at place through a, recording the run and the outcome.
+func (r *recorder) op(a *fake.Adapter, kind core.OpKind, key string, place core.Place, text string) core.Op {
+	return core.Op{Kind: kind, Adapter: a.Name(), Place: place, Key: key,
+		Run: func(ctx context.Context, _ core.Place) error {
+			r.mu.Lock()
+			r.ran = append(r.ran, text)
+			r.mu.Unlock()
+			_, err := a.Send(ctx, place, core.OutMessage{Text: text})
+			return err
+		},
+		Done: func(err error) {
+			r.mu.Lock()
+			r.done[text] = err
+			r.mu.Unlock()
+		}}
+}
+
+func (r *recorder) outcome(text string) (error, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err, ok := r.done[text]
+	return err, ok
+}
+
+func limits(l ...core.Limit) core.Capabilities { return core.Capabilities{Limits: l} }
 
 func TestOutboxPriorityAndCoalescing(t *testing.T) {
-	a := fake.New("fake", core.Capabilities{Limits: core.Limits{Global: core.Rate{N: 20, Per: time.Second}}})
-	o := newOutbox(t, a, core.OutboxOptions{})
-	place := core.Place{Chat: "c"}
-	var (
-		mu  sync.Mutex
-		ran []string
-	)
-	// The first op takes the only token; everything after it waits and
-	// is then ordered by priority, with same-key edits coalesced.
-	o.Enqueue(sendOp(a, core.OpSend, "", place, "first", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpEdit, "out", place, "edit 1", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpRename, "", place, "rename", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpDelete, "", place, "delete", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpEdit, "out", place, "edit 2", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpSend, "", place, "send", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpEdit, "out", place, "edit 3", &ran, &mu))
-	drain(t, o, 5*time.Second)
-	want := []string{"first", "send", "delete", "edit 3", "rename"}
-	if fmt.Sprint(ran) != fmt.Sprint(want) {
-		t.Errorf("ran %v, want %v", ran, want)
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(core.Limit{Scope: core.ScopeAccount, Rate: core.Rate{N: 1, Per: time.Second}}))
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		place := core.Place{Chat: "c"}
+		r := newRecorder()
+		// The first op takes the budget; everything after it waits and is
+		// then ordered by priority, with same-key edits coalesced.
+		o.Enqueue(r.op(a, core.OpSend, "", place, "first"))
+		o.Enqueue(r.op(a, core.OpTyping, "", place, "typing"))
+		o.Enqueue(r.op(a, core.OpEdit, "out", place, "edit 1"))
+		o.Enqueue(r.op(a, core.OpRename, "", place, "rename"))
+		o.Enqueue(r.op(a, core.OpDelete, "", place, "delete"))
+		o.Enqueue(r.op(a, core.OpEdit, "out", place, "edit 2"))
+		o.Enqueue(r.op(a, core.OpSend, "", place, "send"))
+		o.Enqueue(r.op(a, core.OpEdit, "out", place, "edit 3"))
+		drain(t, o)
+		synctest.Wait()
+		want := []string{"first", "send", "delete", "edit 3", "rename", "typing"}
+		if fmt.Sprint(r.ran) != fmt.Sprint(want) {
+			t.Errorf("ran %v, want %v", r.ran, want)
+		}
+		for _, old := range []string{"edit 1", "edit 2"} {
+			if err, _ := r.outcome(old); !errors.Is(err, core.ErrSuperseded) {
+				t.Errorf("%s ended with %v, want ErrSuperseded", old, err)
+			}
+		}
+	})
+}
+
+// TestOutboxPausesExactlyTheScope: a 429 names a scope, and only that scope
+// waits for its retry_after — to the millisecond.
+func TestOutboxPausesExactlyTheScope(t *testing.T) {
+	topic1 := core.Place{Chat: "group", Thread: "1"}
+	topic2 := core.Place{Chat: "group", Thread: "2"}
+	other := core.Place{Chat: "other"}
+	for _, tc := range []struct {
+		scope core.Scope
+		// paused says which places wait for the retry_after.
+		paused map[core.Place]bool
+	}{
+		{core.ScopeConversation, map[core.Place]bool{topic1: true}},
+		{core.ScopeUnspecified, map[core.Place]bool{topic1: true, topic2: true}},
+		{core.ScopeGroup, map[core.Place]bool{topic1: true, topic2: true}},
+		{core.ScopeAccount, map[core.Place]bool{topic1: true, topic2: true, other: true}},
+	} {
+		t.Run(tc.scope.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := newFake(core.Capabilities{})
+				o := newOutbox(a, core.OutboxOptions{})
+				defer o.Close()
+				const retryAfter = 2 * time.Second
+				a.FailNext("send", &core.RateLimitError{RetryAfter: retryAfter, Scope: tc.scope})
+				r := newRecorder()
+				start := time.Now()
+				o.Enqueue(r.op(a, core.OpSend, "out", topic1, "v1"))
+				synctest.Wait() // the refused attempt
+				o.Enqueue(r.op(a, core.OpSend, "out", topic1, "v2"))
+				o.Enqueue(r.op(a, core.OpSend, "", topic2, "same group"))
+				o.Enqueue(r.op(a, core.OpSend, "", other, "other group"))
+				drain(t, o)
+				for _, op := range a.Ops()[1:] {
+					if op.Err != nil {
+						t.Fatalf("%q refused: %v", op.Text, op.Err)
+					}
+					want := time.Duration(0)
+					if tc.paused[op.Place] {
+						want = retryAfter
+					}
+					if got := op.Time.Sub(start); got != want {
+						t.Errorf("%q sent at +%s, want +%s", op.Text, got, want)
+					}
+					if op.Text == "v1" {
+						t.Errorf("superseded content v1 was sent")
+					}
+				}
+			})
+		})
 	}
 }
 
-func TestOutboxHonorsRetryAfter(t *testing.T) {
-	a := fake.New("fake", core.Capabilities{})
-	o := newOutbox(t, a, core.OutboxOptions{})
-	place := core.Place{Chat: "group", Thread: "1"}
-	a.FailNext("send", &core.RateLimitError{RetryAfter: 2 * time.Second})
-	var (
-		mu  sync.Mutex
-		ran []string
-	)
-	o.Enqueue(sendOp(a, core.OpSend, "out", place, "v1", &ran, &mu))
-	// Wait for the refused attempt, then supersede its content.
-	waitFor(t, func() bool { return len(a.Ops()) == 1 })
-	o.Enqueue(sendOp(a, core.OpSend, "out", place, "v2", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpSend, "", core.Place{Chat: "group", Thread: "2"}, "same group", &ran, &mu))
-	o.Enqueue(sendOp(a, core.OpSend, "", core.Place{Chat: "other"}, "other group", &ran, &mu))
-	drain(t, o, 10*time.Second)
-
-	ops := a.Ops()
-	refused := ops[0]
-	if refused.Err == nil {
-		t.Fatalf("first op should have been refused: %+v", refused)
-	}
-	var sentV2 bool
-	for _, op := range ops[1:] {
-		if op.Place.Chat == "group" && op.Time.Sub(refused.Time) < 2*time.Second-50*time.Millisecond {
-			t.Errorf("op %q to the rate-limited group %s after the 429, want ≥ 2s", op.Text, op.Time.Sub(refused.Time))
+// TestOutboxNeverGivesUpOnTransientFailures: an op failing for a 30-second
+// outage is retried with doubling backoff (1, 2, 4, 8, 16 s, …, capped) and
+// lands at the first attempt after the outage.
+func TestOutboxNeverGivesUpOnTransientFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{})
+		o := newOutbox(a, core.OutboxOptions{MaxBackoff: 10 * time.Second})
+		defer o.Close()
+		for range 6 {
+			a.FailNext("send", errors.New("502 Bad Gateway"))
 		}
-		if op.Text == "v1" && op.Err == nil {
-			t.Errorf("stale content v1 was sent after being superseded")
+		r := newRecorder()
+		start := time.Now()
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "a"}, "answer"))
+		drain(t, o)
+		synctest.Wait()
+		var at []time.Duration
+		for _, op := range a.Ops() {
+			at = append(at, op.Time.Sub(start))
 		}
-		sentV2 = sentV2 || (op.Text == "v2" && op.Err == nil)
-	}
-	if !sentV2 {
-		t.Errorf("latest content v2 never sent: %+v", ops)
-	}
-	var other time.Time
-	for _, op := range ops {
-		if op.Place.Chat == "other" {
-			other = op.Time
+		// Waits 1, 2, 4, 8, then the 10 s cap twice.
+		want := []time.Duration{0, 1 * time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second, 25 * time.Second, 35 * time.Second}
+		if fmt.Sprint(at) != fmt.Sprint(want) {
+			t.Errorf("attempts at %v, want %v", at, want)
 		}
-	}
-	if other.Sub(refused.Time) > time.Second {
-		t.Errorf("another group waited %s: a 429 must only pause its own group", other.Sub(refused.Time))
-	}
+		if err, ok := r.outcome("answer"); !ok || err != nil {
+			t.Errorf("outcome %v (done %v), want success", err, ok)
+		}
+		if s := o.Stats(); s.Retries["fake"] != 6 || s.Failed["fake"] != 0 {
+			t.Errorf("stats: %d retries, %d failed; want 6 and 0", s.Retries["fake"], s.Failed["fake"])
+		}
+	})
 }
 
-func TestOutboxRetriesTransientFailures(t *testing.T) {
-	a := fake.New("fake", core.Capabilities{})
-	o := newOutbox(t, a, core.OutboxOptions{MaxAttempts: 2})
-	timeout := errors.New("timeout")
-	for range 3 {
-		a.FailNext("send", timeout)
-	}
-	var (
-		mu   sync.Mutex
-		ran  []string
-		errs = make(chan error, 2)
-	)
-	op := sendOp(a, core.OpSend, "", core.Place{Chat: "a"}, "given up", &ran, &mu)
-	op.Done = func(err error) { errs <- err }
-	o.Enqueue(op)
-	if err := <-errs; !errors.Is(err, timeout) {
-		t.Fatalf("non-final op: got %v, want it given up with the timeout after 2 attempts", err)
-	}
-	final := sendOp(a, core.OpSend, "", core.Place{Chat: "a"}, "final", &ran, &mu)
-	final.Final = true
-	final.Done = func(err error) { errs <- err }
-	o.Enqueue(final)
-	select {
-	case err := <-errs:
-		if err != nil {
-			t.Fatalf("final op: %v, want success after retries", err)
+func TestOutboxJitterShortensBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{})
+		o := newOutbox(a, core.OutboxOptions{Jitter: func() float64 { return 0.5 }})
+		defer o.Close()
+		a.FailNext("send", errors.New("connection reset"))
+		a.FailNext("send", errors.New("connection reset"))
+		r := newRecorder()
+		start := time.Now()
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "a"}, "x"))
+		drain(t, o)
+		ops := a.Ops()
+		// 1 s less a tenth, then 2 s less a tenth.
+		if got := []time.Duration{ops[1].Time.Sub(start), ops[2].Time.Sub(start)}; got[0] != 900*time.Millisecond || got[1] != 2700*time.Millisecond {
+			t.Errorf("retries at %v, want [900ms 2.7s]", got)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("final op not delivered")
-	}
-	if n := len(a.Messages(core.Place{Chat: "a"})); n != 1 {
-		t.Errorf("%d messages shown, want 1", n)
-	}
+	})
 }
 
-func TestOutboxPermanentFailureIsNotRetried(t *testing.T) {
-	a := fake.New("fake", core.Capabilities{})
-	o := newOutbox(t, a, core.OutboxOptions{})
-	a.FailNext("send", core.Permanent(errors.New("bad request")))
-	errs := make(chan error, 1)
-	var (
-		mu  sync.Mutex
-		ran []string
-	)
-	op := sendOp(a, core.OpSend, "", core.Place{Chat: "a"}, "x", &ran, &mu)
-	op.Final = true
-	op.Done = func(err error) { errs <- err }
-	o.Enqueue(op)
-	if err := <-errs; !core.IsPermanent(err) {
-		t.Fatalf("got %v, want the permanent error", err)
-	}
-	if n := len(a.Ops()); n != 1 {
-		t.Errorf("%d platform calls, want 1", n)
-	}
+func TestOutboxPermanentFailureEndsTheOp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{})
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		a.FailNext("send", core.Permanent(errors.New("chat not found")))
+		r := newRecorder()
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "a"}, "x"))
+		drain(t, o)
+		synctest.Wait()
+		if err, _ := r.outcome("x"); !core.IsPermanent(err) {
+			t.Fatalf("got %v, want the permanent error", err)
+		}
+		if n := len(a.Ops()); n != 1 {
+			t.Errorf("%d platform calls, want 1", n)
+		}
+		if s := o.Stats(); s.Failed["fake"] != 1 {
+			t.Errorf("failed = %d, want 1", s.Failed["fake"])
+		}
+	})
 }
 
-// TestOutboxSharesGroupBudgetFairly streams five conversations of one group
-// through a shared budget: nobody starves, nothing exceeds the limit.
+// TestOutboxDeadlineFreesTheLane: a call nobody answers is cancelled at its
+// deadline and retried; meanwhile other conversations are served.
+func TestOutboxDeadlineFreesTheLane(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{})
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		a.FailNext("send", fake.ErrHang)
+		r := newRecorder()
+		start := time.Now()
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "a"}, "hung"))
+		synctest.Wait()
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "b"}, "other"))
+		drain(t, o)
+		var at []string
+		for _, op := range a.Ops() {
+			at = append(at, fmt.Sprintf("%s@%s err=%v", op.Text, op.Time.Sub(start), op.Err != nil))
+		}
+		timeout := core.DefaultTimeout(core.OpSend)
+		want := []string{
+			"other@0s err=false",
+			fmt.Sprintf("@%s err=true", timeout), // the hung call, given up on at its deadline
+			fmt.Sprintf("hung@%s err=false", timeout+time.Second),
+		}
+		if fmt.Sprint(at) != fmt.Sprint(want) {
+			t.Errorf("calls %v, want %v", at, want)
+		}
+	})
+}
+
+// TestOutboxSpendsGroupBudgetInBursts: with Telegram's limits (1/s per
+// topic, 20 a minute per group) a lone topic sends at 1/s until the group's
+// 20 are spent, then waits for the oldest to leave the minute.
+func TestOutboxSpendsGroupBudgetInBursts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(
+			core.Limit{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: time.Second}},
+			core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 20, Per: time.Minute}},
+		))
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		r := newRecorder()
+		start := time.Now()
+		topic := core.Place{Chat: "group", Thread: "1"}
+		for i := range 22 {
+			o.Enqueue(r.op(a, core.OpSend, "", topic, fmt.Sprint(i)))
+		}
+		drain(t, o)
+		ops := a.Ops()
+		if len(ops) != 22 {
+			t.Fatalf("%d calls, want 22 (a 429 or a retry happened)", len(ops))
+		}
+		for i, op := range ops {
+			want := time.Duration(i) * time.Second
+			if i >= 20 {
+				want = time.Minute + time.Duration(i-20)*time.Second
+			}
+			if got := op.Time.Sub(start); got != want || op.Err != nil {
+				t.Errorf("call %d at +%s (err %v), want +%s", i, got, op.Err, want)
+			}
+		}
+	})
+}
+
+// TestOutboxSharesGroupBudgetFairly streams five topics of one group through
+// a shared budget: each gets its turn, nothing exceeds the limit.
 func TestOutboxSharesGroupBudgetFairly(t *testing.T) {
-	limit := core.Rate{N: 10, Per: time.Second}
-	a := fake.New("fake", core.Capabilities{Limits: core.Limits{PerGroup: limit}})
-	o := newOutbox(t, a, core.OutboxOptions{})
-	var (
-		mu  sync.Mutex
-		ran []string
-	)
-	deadline := time.Now().Add(2 * time.Second)
-	for i := 0; time.Now().Before(deadline); i++ {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(
+			core.Limit{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: time.Second}},
+			core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 20, Per: time.Minute}},
+		))
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		r := newRecorder()
+		for step := range 60 { // five agents stream for a minute, 10 updates a second each
+			for range 10 {
+				for s := range 5 {
+					place := core.Place{Chat: "group", Thread: fmt.Sprint(s)}
+					o.Enqueue(r.op(a, core.OpEdit, place.Thread, place, fmt.Sprintf("s%d v%d", s, step)))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		drain(t, o)
+		counts := map[string]int{}
+		ops := a.Ops()
+		for i, op := range ops {
+			if op.Err != nil {
+				t.Fatalf("platform refused an op: %v", op.Err)
+			}
+			if i >= 20 && op.Time.Sub(ops[i-20].Time) < time.Minute {
+				t.Errorf("ops %d and %d are %s apart: 21 in a minute", i-20, i, op.Time.Sub(ops[i-20].Time))
+			}
+			counts[op.Place.Thread]++
+		}
+		// 20 in the first minute, then each topic's last text: the budget
+		// shared equally, round robin.
 		for s := range 5 {
-			place := core.Place{Chat: "group", Thread: fmt.Sprint(s)}
-			o.Enqueue(sendOp(a, core.OpEdit, place.Thread, place, fmt.Sprintf("s%d v%d", s, i), &ran, &mu))
+			if n := counts[fmt.Sprint(s)]; n != 5 {
+				t.Errorf("topic %d got %d ops: not a fair share of %v", s, n, counts)
+			}
 		}
-		time.Sleep(5 * time.Millisecond) // the agents' pace, not synchronisation
-	}
-	drain(t, o, 10*time.Second)
-	counts := map[string]int{}
-	for _, op := range a.Ops() {
-		if op.Err != nil {
-			t.Fatalf("platform refused an op: %v", op.Err)
-		}
-		counts[op.Place.Thread]++
-	}
-	for s := range 5 {
-		if n := counts[fmt.Sprint(s)]; n < 3 {
-			t.Errorf("session %d got %d ops of ~%d: not a fair share", s, n, 20/5)
-		}
-	}
+	})
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatal("condition not met within 10s")
-		case <-time.After(5 * time.Millisecond):
+// TestOutboxTypingIsPacedAndSkipped: a typing indicator is never sent to a
+// scope paused by a 429; one that cannot go before it expires is dropped.
+func TestOutboxTypingIsPacedAndSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{})
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		place := core.Place{Chat: "group", Thread: "1"}
+		a.FailNext("send", &core.RateLimitError{RetryAfter: 10 * time.Second})
+		r := newRecorder()
+		o.Enqueue(r.op(a, core.OpSend, "", place, "msg"))
+		synctest.Wait()
+		typing := func(text string) core.Op {
+			op := r.op(a, core.OpTyping, "typing", place, text)
+			op.Expires, op.BestEffort = time.Now().Add(4500*time.Millisecond), true
+			return op
 		}
-	}
+		o.Enqueue(typing("typing 1"))
+		time.Sleep(5 * time.Second)
+		o.Enqueue(typing("typing 2")) // still paused until +10s: expires at +9.5s
+		time.Sleep(5 * time.Second)
+		o.Enqueue(typing("typing 3"))
+		drain(t, o)
+		synctest.Wait()
+		if fmt.Sprint(r.ran) != "[msg msg typing 3]" {
+			t.Errorf("ran %v, want [msg msg typing 3]", r.ran)
+		}
+		for _, s := range []string{"typing 1", "typing 2"} {
+			if err, _ := r.outcome(s); !errors.Is(err, core.ErrExpired) {
+				t.Errorf("%s: %v, want ErrExpired", s, err)
+			}
+		}
+	})
+}
+
+// TestOutboxFlushesStalledEdit: updates faster than the edit interval
+// coalesce, and the newest is shown when the interval is up although no
+// further update comes.
+func TestOutboxFlushesStalledEdit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{EditInterval: 3 * time.Second})
+		o := newOutbox(a, core.OutboxOptions{EditInterval: time.Second})
+		defer o.Close()
+		r := newRecorder()
+		place := core.Place{Chat: "c"}
+		start := time.Now()
+		for i := range 10 {
+			o.Enqueue(r.op(a, core.OpEdit, "out", place, fmt.Sprint("v", i)))
+			time.Sleep(100 * time.Millisecond)
+		}
+		drain(t, o)
+		var got []string
+		for _, op := range a.Ops() {
+			got = append(got, fmt.Sprintf("%s@%s", op.Text, op.Time.Sub(start)))
+		}
+		// The adapter's own interval (3 s) wins over the default (1 s).
+		if want := "[v0@0s v9@3s]"; fmt.Sprint(got) != want {
+			t.Errorf("edits %v, want %s", got, want)
+		}
+	})
+}
+
+func TestOutboxPrunesIdlePacingState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(core.Limit{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: time.Second}}))
+		o := newOutbox(a, core.OutboxOptions{EditInterval: time.Second})
+		defer o.Close()
+		r := newRecorder()
+		for i := range 100 {
+			o.Enqueue(r.op(a, core.OpEdit, fmt.Sprint(i), core.Place{Chat: fmt.Sprint(i)}, "x"))
+		}
+		drain(t, o)
+		if n := core.PacingEntries(o); n < 100 {
+			t.Fatalf("%d pacing entries after 100 conversations, want ≥ 100", n)
+		}
+		time.Sleep(2 * time.Minute)
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "new"}, "wake"))
+		drain(t, o)
+		if n := core.PacingEntries(o); n > 1 {
+			t.Errorf("%d pacing entries two idle minutes later, want at most the new one", n)
+		}
+	})
+}
+
+func TestOutboxCloseEndsPendingOps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{})
+		o := newOutbox(a, core.OutboxOptions{})
+		a.FailNext("send", errors.New("503"))
+		r := newRecorder()
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "a"}, "x"))
+		synctest.Wait()
+		o.Close()
+		synctest.Wait()
+		if err, _ := r.outcome("x"); !errors.Is(err, core.ErrOutboxClosed) {
+			t.Errorf("got %v, want ErrOutboxClosed (the journal replays it)", err)
+		}
+	})
 }

@@ -20,8 +20,8 @@ func (a stubAdapter) Send(context.Context, core.Place, core.OutMessage) (core.Me
 
 type binderAdapter struct{ stubAdapter }
 
-func (binderAdapter) Bind(context.Context, core.Session) (core.Place, error) {
-	return core.Place{Chat: "x"}, nil
+func (binderAdapter) Bind(context.Context, core.Session) (core.Binding, error) {
+	return core.Binding{}, nil
 }
 
 func TestRouterTargets(t *testing.T) {

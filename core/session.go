@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Status is where a session's conversation stands. Adapters show it as an
 // emoji in the topic, thread or room title.
@@ -73,9 +76,14 @@ type Binding struct {
 	Place   Place       `json:"place"`
 	// Output is the live output message the session edits in place.
 	Output OutputState `json:"output"`
-	// TitleShown is the title (with status emoji) the platform shows now,
-	// so a rename is only sent when it would change something.
-	TitleShown string `json:"title_shown,omitempty"`
+	// Shown is the title and status the platform shows now, so the
+	// status is only shown again when it would change something.
+	Shown StatusView `json:"shown"`
+	// Meta is the adapter's own state for this binding (the ts of a
+	// header message it owns, the event holding a question's reactions),
+	// opaque to core and persisted with the binding. The adapter sets it
+	// when it binds and may replace it through StatusShower.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // OutputState is what the binding's output message shows. It is persisted

@@ -66,6 +66,16 @@ type AppendResult struct {
 	Duplicate bool
 }
 
+// Delivery is a journaled event whose platform operations are not all
+// confirmed yet. The journal is written in the same transaction as the
+// event, so whatever an agent or a person was told was accepted reaches
+// the platforms even if parley dies before sending it.
+type Delivery struct {
+	Event Event
+	// Done holds the keys of the operations already confirmed.
+	Done []string
+}
+
 // Store is parley's durable state. Everything that must survive a restart
 // lives here. All methods are safe for concurrent use and return ErrNotFound
 // (wrapped) for missing records. A limit <= 0 means no limit. Callbacks
@@ -119,6 +129,16 @@ type Store interface {
 	Cleanup(ctx context.Context, session SessionID) ([]CleanupEntry, error)
 	// RemoveCleanup deletes the rows for refs; missing rows are no error.
 	RemoveCleanup(ctx context.Context, refs ...MessageRef) error
+
+	// Deliveries returns up to limit journaled events (see
+	// Event.Journaled) with Seq > after whose delivery is not finished,
+	// oldest first, each with the keys of its operations confirmed so far.
+	Deliveries(ctx context.Context, after uint64, limit int) ([]Delivery, error)
+	// ConfirmDelivery records that the operation key of the journaled
+	// event seq is done (the platform confirmed it, or refused it for
+	// good); with last, the event's delivery is finished and it leaves the
+	// journal. Confirming an event no longer journaled is no error.
+	ConfirmDelivery(ctx context.Context, seq uint64, key string, last bool) error
 
 	// Cursor returns an adapter's saved position (a Telegram update offset,
 	// a Matrix next_batch), or "" when none was saved.

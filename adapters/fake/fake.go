@@ -11,6 +11,7 @@ package fake
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -52,6 +53,10 @@ type Adapter struct {
 	caps core.Capabilities
 	// Latency is added to every platform call, to imitate a network.
 	Latency time.Duration
+	// Idempotent makes Send honour OutMessage.Key the way Matrix honours
+	// transaction ids: a second send with a key already used returns the
+	// first message instead of posting again.
+	Idempotent bool
 	// Slack is how much earlier than the declared rate an operation may
 	// arrive before it is refused; it absorbs scheduling jitter between
 	// the outbox's clock and this one (100ms by default: a loaded CI
@@ -69,8 +74,14 @@ type Adapter struct {
 	windows  map[string][]time.Time
 	inbox    chan inbound
 	renamed  map[core.Place]string
+	keys     map[string]core.MessageRef
+	down     error
 	received int
 }
+
+// ErrHang, given to FailNext, makes that call hang like an HTTP request
+// nobody answers: it returns only when its context ends.
+var ErrHang = errors.New("fake: hang")
 
 type inbound struct {
 	cmd  core.Command
@@ -81,7 +92,7 @@ var (
 	_ core.Adapter        = (*Adapter)(nil)
 	_ core.Editor         = (*Adapter)(nil)
 	_ core.Deleter        = (*Adapter)(nil)
-	_ core.ThreadRenamer  = (*Adapter)(nil)
+	_ core.StatusShower   = (*Adapter)(nil)
 	_ core.Binder         = (*Adapter)(nil)
 	_ core.FileSender     = (*Adapter)(nil)
 	_ core.TypingNotifier = (*Adapter)(nil)
@@ -99,6 +110,7 @@ func New(name core.AdapterName, caps core.Capabilities) *Adapter {
 		windows: map[string][]time.Time{},
 		inbox:   make(chan inbound, 1024),
 		renamed: map[core.Place]string{},
+		keys:    map[string]core.MessageRef{},
 	}
 }
 
@@ -114,6 +126,14 @@ func (a *Adapter) FailNext(method string, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.fail[method] = append(a.fail[method], err)
+}
+
+// SetDown makes every call fail with err until SetDown(nil): a platform
+// outage. Calls during it are recorded with their error and change nothing.
+func (a *Adapter) SetDown(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.down = err
 }
 
 // Ops returns a copy of every operation so far.
@@ -253,21 +273,23 @@ func retryable(err error) bool {
 	return true
 }
 
-// Bind implements core.Binder: it creates a new conversation.
-func (a *Adapter) Bind(ctx context.Context, s core.Session) (core.Place, error) {
+// Bind implements core.Binder: it creates a new conversation. The binding's
+// Meta records the thread's number, so tests can see adapter metadata kept.
+func (a *Adapter) Bind(ctx context.Context, s core.Session) (core.Binding, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// Creating a conversation is a call about the group, not inside the
-	// new thread: it counts against the global limit only.
+	// new thread: it counts against the account's limits only.
 	if err := a.beginLocked(ctx, "bind", core.Place{}); err != nil {
-		return core.Place{}, err
+		return core.Binding{}, err
 	}
 	a.nextID++
 	p := core.Place{Chat: "group", Thread: "t" + strconv.Itoa(a.nextID)}
 	a.threads[p] = true
 	a.renamed[p] = s.Title
 	a.recordLocked(Op{Method: "bind", Place: p})
-	return p, nil
+	meta, _ := json.Marshal(map[string]string{"thread": p.Thread})
+	return core.Binding{Place: p, Meta: meta}, nil
 }
 
 // Send implements core.Adapter.
@@ -287,12 +309,20 @@ func (a *Adapter) Send(ctx context.Context, place core.Place, m core.OutMessage)
 		a.recordLocked(Op{Method: "send", Place: place, Text: m.Text, Err: err})
 		return core.MessageRef{}, core.Permanent(err)
 	}
+	if ref, seen := a.keys[m.Key]; seen && a.Idempotent && m.Key != "" {
+		a.recordLocked(Op{Method: "send", Place: place, ID: ref.ID, Text: m.Text, Silent: m.Silent})
+		return ref, nil
+	}
 	a.nextID++
 	id := strconv.Itoa(a.nextID)
 	a.msgs[id] = &Message{ID: id, Place: place, Kind: m.Kind, Text: m.Text, Silent: m.Silent, Buttons: m.Buttons}
 	a.order = append(a.order, id)
 	a.recordLocked(Op{Method: "send", Place: place, ID: id, Text: m.Text, Silent: m.Silent})
-	return core.MessageRef{Adapter: a.name, Place: place, ID: id}, nil
+	ref := core.MessageRef{Adapter: a.name, Place: place, ID: id}
+	if m.Key != "" {
+		a.keys[m.Key] = ref
+	}
+	return ref, nil
 }
 
 // Edit implements core.Editor.
@@ -338,16 +368,18 @@ func (a *Adapter) Delete(ctx context.Context, ref core.MessageRef) error {
 	return nil
 }
 
-// RenameThread implements core.ThreadRenamer.
-func (a *Adapter) RenameThread(ctx context.Context, place core.Place, title string) error {
+// ShowStatus implements core.StatusShower: the conversation's title shows
+// the status emoji and the title, like a Telegram topic name.
+func (a *Adapter) ShowStatus(ctx context.Context, b core.Binding, v core.StatusView) (json.RawMessage, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.beginLocked(ctx, "rename", place); err != nil {
-		return err
+	if err := a.beginLocked(ctx, "rename", b.Place); err != nil {
+		return nil, err
 	}
-	a.renamed[place] = title
-	a.recordLocked(Op{Method: "rename", Place: place, Text: title})
-	return nil
+	title := v.Status.Emoji() + " " + v.Title
+	a.renamed[b.Place] = title
+	a.recordLocked(Op{Method: "rename", Place: b.Place, Text: title})
+	return nil, nil
 }
 
 // SendFile implements core.FileSender; the fake keeps the caption and the
@@ -379,52 +411,76 @@ func (a *Adapter) beginLocked(ctx context.Context, method string, place core.Pla
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if a.down != nil {
+		a.recordLocked(Op{Method: method, Place: place, Err: a.down})
+		return a.down
+	}
 	if q := a.fail[method]; len(q) > 0 {
 		err := q[0]
 		a.fail[method] = q[1:]
+		if errors.Is(err, ErrHang) {
+			a.mu.Unlock()
+			<-ctx.Done()
+			a.mu.Lock()
+			err = ctx.Err()
+		}
 		a.recordLocked(Op{Method: method, Place: place, Err: err})
 		return err
 	}
-	if err := a.limitLocked(place); err != nil {
+	if err := a.limitLocked(method, place); err != nil {
 		a.recordLocked(Op{Method: method, Place: place, Err: err})
 		return err
 	}
 	return nil
 }
 
-// limitLocked enforces each declared Rate as "at most N operations in any
-// window of length Per" (minus Slack), the way platforms count, and answers
-// like a 429 with the time until the window frees up.
-func (a *Adapter) limitLocked(place core.Place) error {
+// methodKinds maps the fake's methods to the outbox's operation kinds, for
+// the limits that count only some kinds.
+var methodKinds = map[string]core.OpKind{
+	"send": core.OpSend, "file": core.OpSend, "bind": core.OpSend,
+	"edit": core.OpEdit, "delete": core.OpDelete, "rename": core.OpRename, "typing": core.OpTyping,
+}
+
+// limitLocked enforces each declared Limit as "at most N operations in any
+// window of length Per" (minus Slack) within its scope, the way platforms
+// count, and answers like a 429 with the time until the window frees up
+// and the scope it concerns.
+func (a *Adapter) limitLocked(method string, place core.Place) error {
 	now := time.Now()
-	l := a.caps.Limits
-	checks := []struct {
-		key  string
-		rate core.Rate
-	}{
-		{"chat\x00" + place.Chat + "\x00" + place.Thread, l.PerChat},
-		{"group\x00" + place.Chat, l.PerGroup},
-		{"global", l.Global},
+	kind := methodKinds[method]
+	type check struct {
+		key   string
+		rate  core.Rate
+		scope core.Scope
 	}
-	for _, c := range checks {
-		if c.rate.Unlimited() || (place.IsZero() && c.key != "global") {
+	var checks []check
+	for i, l := range a.caps.Limits {
+		if l.Rate.Unlimited() || !l.Applies(kind) || (place.IsZero() && l.Scope != core.ScopeAccount) {
 			continue
 		}
+		key := fmt.Sprintf("%d\x00", i)
+		switch l.Scope {
+		case core.ScopeConversation:
+			key += place.Chat + "\x00" + place.Thread
+		case core.ScopeGroup:
+			key += place.Chat
+		}
+		checks = append(checks, check{key, l.Rate, l.Scope})
+	}
+	for _, c := range checks {
 		window := c.rate.Per - a.Slack
 		ts := a.windows[c.key]
 		for len(ts) > 0 && now.Sub(ts[0]) >= window {
 			ts = ts[1:]
 		}
 		a.windows[c.key] = ts
-		if len(ts) >= c.rate.N+max(c.rate.Burst, 1)-1 {
+		if len(ts) >= c.rate.N {
 			wait := window - now.Sub(ts[0])
-			return &core.RateLimitError{RetryAfter: wait, Err: errors.New("fake: Too Many Requests")}
+			return &core.RateLimitError{RetryAfter: wait, Scope: c.scope, Err: errors.New("fake: Too Many Requests")}
 		}
 	}
 	for _, c := range checks {
-		if !c.rate.Unlimited() && (!place.IsZero() || c.key == "global") {
-			a.windows[c.key] = append(a.windows[c.key], now)
-		}
+		a.windows[c.key] = append(a.windows[c.key], now)
 	}
 	return nil
 }
@@ -435,10 +491,13 @@ func (a *Adapter) recordLocked(op Op) {
 }
 
 // Typing implements core.TypingNotifier; it is recorded as a "typing" op
-// and, like a platform's chat action, not counted against message limits.
+// and counted by the limits that count core.OpTyping.
 func (a *Adapter) Typing(ctx context.Context, place core.Place) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.beginLocked(ctx, "typing", place); err != nil {
+		return err
+	}
 	a.recordLocked(Op{Method: "typing", Place: place})
 	return nil
 }

@@ -69,13 +69,19 @@ const (
 	richNo
 )
 
-// Limits Telegram enforces: about one message a second per chat, 20 a
-// minute in a group (all its topics together), 30 a second per bot.
-var limits = core.Limits{
-	PerChat:  core.Rate{N: 1, Per: time.Second},
-	PerGroup: core.Rate{N: 20, Per: time.Minute},
-	Global:   core.Rate{N: 30, Per: time.Second},
+// Limits Telegram enforces: about one message a second per chat (a topic
+// counts as one), 20 a minute in a group (all its topics together, in
+// bursts: the minute is a sliding window), 30 calls a second per bot.
+// Chat actions (typing) are not messages and count only against the bot's
+// budget; like everything else they wait out a 429's retry_after.
+var limits = []core.Limit{
+	{Scope: core.ScopeConversation, Kinds: messageOps, Rate: core.Rate{N: 1, Per: time.Second}},
+	{Scope: core.ScopeGroup, Kinds: messageOps, Rate: core.Rate{N: 20, Per: time.Minute}},
+	{Scope: core.ScopeAccount, Rate: core.Rate{N: 30, Per: time.Second}},
 }
+
+// messageOps are the operations Telegram counts as messages in a chat.
+var messageOps = []core.OpKind{core.OpSend, core.OpEdit, core.OpDelete, core.OpRename}
 
 // Length limits: 4096 UTF-16 units of visible text in HTML mode, minus a
 // margin for what rendering adds (list bullets, table padding); rich
@@ -106,7 +112,7 @@ var (
 	_ core.Adapter        = (*Adapter)(nil)
 	_ core.Editor         = (*Adapter)(nil)
 	_ core.Deleter        = (*Adapter)(nil)
-	_ core.ThreadRenamer  = (*Adapter)(nil)
+	_ core.StatusShower   = (*Adapter)(nil)
 	_ core.Binder         = (*Adapter)(nil)
 	_ core.FileSender     = (*Adapter)(nil)
 	_ core.TypingNotifier = (*Adapter)(nil)

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"os"
@@ -155,22 +156,27 @@ func shorten(s string, max int) string {
 	return s[:cut] + "…"
 }
 
-// RenameThread implements core.ThreadRenamer: it renames the forum topic.
-// Private chats have no title to set.
-func (a *Adapter) RenameThread(ctx context.Context, p core.Place, title string) error {
+// ShowStatus implements core.StatusShower: the forum topic's name is the
+// status emoji and the title. Private chats have no title to set.
+func (a *Adapter) ShowStatus(ctx context.Context, b core.Binding, v core.StatusView) (json.RawMessage, error) {
+	p := b.Place
 	if p.Thread == "" {
-		return nil
+		return nil, nil
 	}
 	chat, err := chatID(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = a.bot.EditForumTopic(ctx, &bot.EditForumTopicParams{ChatID: chat, MessageThreadID: threadID(p), Name: topicName(title)})
+	_, err = a.bot.EditForumTopic(ctx, &bot.EditForumTopicParams{ChatID: chat, MessageThreadID: threadID(p), Name: topicName(statusTitle(v))})
 	if err != nil && contains(err, descNotModified, "TOPIC_NOT_MODIFIED") {
-		return nil
+		return nil, nil
 	}
-	return classify("rename topic", err)
+	return nil, classify("rename topic", err)
 }
+
+// statusTitle is how a topic name shows a session: its status as an emoji,
+// then its title.
+func statusTitle(v core.StatusView) string { return v.Status.Emoji() + " " + v.Title }
 
 // BindPlace implements core.BindPlacer: topics are created in the group,
 // and that counts against its budget.
@@ -178,17 +184,19 @@ func (a *Adapter) BindPlace() core.Place { return place(a.opts.ChatID, 0) }
 
 // Bind implements core.Binder: a session that started elsewhere gets a
 // forum topic in the configured group. Topics are created one at a time.
-func (a *Adapter) Bind(ctx context.Context, s core.Session) (core.Place, error) {
+func (a *Adapter) Bind(ctx context.Context, s core.Session) (core.Binding, error) {
 	if a.opts.ChatID == 0 {
-		return core.Place{}, core.Permanent(fmt.Errorf("telegram: no group configured for sessions started elsewhere (set [telegram] chat_id): %w", core.ErrUnsupported))
+		return core.Binding{}, core.Permanent(fmt.Errorf("telegram: no group configured for sessions started elsewhere (set [telegram] chat_id): %w", core.ErrUnsupported))
 	}
 	a.topicMu.Lock()
 	defer a.topicMu.Unlock()
-	topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: a.opts.ChatID, Name: topicName(s.Status.Emoji() + " " + s.Title)})
+	v := core.StatusView{Title: s.Title, Status: s.Status}
+	topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: a.opts.ChatID, Name: topicName(statusTitle(v))})
 	if err != nil {
-		return core.Place{}, classify("create topic", err)
+		return core.Binding{}, classify("create topic", err)
 	}
-	return place(a.opts.ChatID, topic.MessageThreadID), nil
+	// The new topic's name already shows the status: no rename follows.
+	return core.Binding{Place: place(a.opts.ChatID, topic.MessageThreadID), Shown: v}, nil
 }
 
 // SendFile implements core.FileSender: the file goes as a document.

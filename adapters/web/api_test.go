@@ -203,8 +203,8 @@ type binder struct {
 func (b *binder) Name() core.AdapterName                        { return "other" }
 func (b *binder) Capabilities() core.Capabilities               { return core.Capabilities{Markup: core.MarkupPlain} }
 func (b *binder) Run(ctx context.Context, _ core.Handler) error { <-ctx.Done(); return nil }
-func (b *binder) Bind(context.Context, core.Session) (core.Place, error) {
-	return core.Place{Chat: "c"}, nil
+func (b *binder) Bind(context.Context, core.Session) (core.Binding, error) {
+	return core.Binding{Place: core.Place{Chat: "c"}}, nil
 }
 func (b *binder) Send(_ context.Context, p core.Place, m core.OutMessage) (core.MessageRef, error) {
 	b.mu.Lock()
@@ -252,10 +252,11 @@ func TestRepliesRouteBackToPage(t *testing.T) {
 func TestAdapterBasics(t *testing.T) {
 	w := web.New(web.Options{})
 	c := w.Capabilities()
-	if c.Markup != core.MarkupMarkdown || c.MaxLength != 0 || !c.Buttons || !c.DeleteOthers || !c.Limits.PerChat.Unlimited() {
+	if c.Markup != core.MarkupMarkdown || c.MaxLength != 0 || !c.Buttons || !c.DeleteOthers || len(c.Limits) != 0 {
 		t.Fatalf("capabilities %+v", c)
 	}
-	p, err := w.Bind(context.Background(), core.Session{ID: "S1"})
+	bound, err := w.Bind(context.Background(), core.Session{ID: "S1"})
+	p := bound.Place
 	if err != nil || p != (core.Place{Chat: "S1"}) {
 		t.Fatalf("bind = %v, %v", p, err)
 	}

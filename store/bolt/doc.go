@@ -20,6 +20,10 @@
 //	events            8-byte big-endian seq → flag, [message id], Event JSON
 //	ledger            lp(adapter) lp(chat) lp(thread) lp(message id) → CleanupEntry JSON
 //	cursors           name → value
+//	journal           8-byte seq → the event log's value, for events still to
+//	                  be delivered (core.Event.Journaled)
+//	journal_done      8-byte seq, operation key → empty: operations of a
+//	                  journaled event already confirmed
 //
 // lp(x) is x prefixed with its length as a uvarint, so composite keys cannot
 // be read two ways whatever bytes the platform ids contain, and a prefix of

@@ -93,6 +93,11 @@ func putEvents(w *wtx, evs []preparedEvent, msgID core.MessageID) ([]uint64, err
 		if err := b.Put(seqKey(seq), val); err != nil {
 			return nil, err
 		}
+		if e.ev.Journaled() {
+			if err := putJournal(w, seq, val); err != nil {
+				return nil, err
+			}
+		}
 		seqs[i] = seq
 	}
 	return seqs, nil

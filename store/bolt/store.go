@@ -27,19 +27,22 @@ const (
 var ErrClosed = errors.New("bolt: store is closed")
 
 var (
-	bucketMeta     = []byte("meta")
-	bucketSessions = []byte("sessions")
-	bucketPlaces   = []byte("places")
-	bucketInbox    = []byte("inbox")
-	bucketBySess   = []byte("inbox_by_session")
-	bucketRecent   = []byte("inbox_recent")
-	bucketDedup    = []byte("dedup")
-	bucketEvents   = []byte("events")
-	bucketLedger   = []byte("ledger")
-	bucketCursors  = []byte("cursors")
+	bucketMeta        = []byte("meta")
+	bucketSessions    = []byte("sessions")
+	bucketPlaces      = []byte("places")
+	bucketInbox       = []byte("inbox")
+	bucketBySess      = []byte("inbox_by_session")
+	bucketRecent      = []byte("inbox_recent")
+	bucketDedup       = []byte("dedup")
+	bucketEvents      = []byte("events")
+	bucketLedger      = []byte("ledger")
+	bucketCursors     = []byte("cursors")
+	bucketJournal     = []byte("journal")
+	bucketJournalDone = []byte("journal_done")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketPlaces, bucketInbox,
-		bucketBySess, bucketRecent, bucketDedup, bucketEvents, bucketLedger, bucketCursors}
+		bucketBySess, bucketRecent, bucketDedup, bucketEvents, bucketLedger, bucketCursors,
+		bucketJournal, bucketJournalDone}
 
 	keySchema = []byte("schema")
 	keyLastID = []byte("last_id")

@@ -5,9 +5,12 @@
 // adapter. It is the only place that knows every package.
 //
 // Lifecycle: Open opens the store, replays the cleanup deletions that were
-// due at the last stop and re-shows each session's live output (the persisted
-// digest turns that into no platform call when the platform already shows
-// it, and into an edit of the same message when the daemon died mid-stream).
+// due at the last stop, replays the delivery journal (every assistant
+// message, notice, question, turn-done message and final output not yet
+// confirmed by its platform goes out once, skipping the parts that were) and
+// re-shows each session's streaming output (the persisted digest turns that
+// into no platform call when the platform already shows it, and into an
+// edit of the same message when the daemon died mid-stream).
 // Run runs the adapters and the event consumers until its context ends, then
 // stops the adapters, drains the outbox for at most DrainTimeout and returns;
 // Close closes the store.
@@ -44,8 +47,15 @@ type Options struct {
 	Allow map[core.Origin][]string
 	// Reflect copies a person's input to the session's other platforms.
 	Reflect bool
-	// EditInterval is the least time between two edits of one message.
+	// EditInterval is the least time between two edits of one message,
+	// for adapters that declare no edit cadence of their own.
 	EditInterval time.Duration
+	// MaxBackoff caps the wait between retries of a failed platform call
+	// (zero: the outbox's default, one minute).
+	MaxBackoff time.Duration
+	// OnConfirmed receives, per confirmed journaled operation, the time
+	// between the platform's answer and the durable confirmation.
+	OnConfirmed func(core.AdapterName, time.Duration)
 	// DrainTimeout bounds the outbox drain on shutdown.
 	DrainTimeout time.Duration
 	// DisabledCleanup lifetimes are never deleted.
@@ -123,12 +133,14 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.Router = core.NewRouter(opts.Adapters...)
 	d.Router.Reflect = opts.Reflect
-	d.Outbox = core.NewOutbox(core.OutboxOptions{EditInterval: opts.EditInterval, Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
+	d.Outbox = core.NewOutbox(core.OutboxOptions{EditInterval: opts.EditInterval, MaxBackoff: opts.MaxBackoff,
+		Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
 	var ledger *cleanup.Ledger
 	d.Dispatcher = core.NewDispatcher(store, d.Router, d.Outbox, core.DispatcherOptions{
 		FileDir:       filepath.Join(opts.DataDir, "outputs"),
 		OnSent:        func(ctx context.Context, s core.Sent) { ledger.Sent(ctx, s) },
 		OnOutputShown: opts.OnOutputShown,
+		OnConfirmed:   opts.OnConfirmed,
 		Logger:        opts.Logger.With("component", "dispatch"),
 	})
 	ledger = cleanup.New(store, d.Dispatcher, cleanup.Options{
@@ -161,12 +173,21 @@ func (d *Daemon) recover(ctx context.Context) error {
 	if err := d.Ledger.Replay(ctx); err != nil {
 		return fmt.Errorf("daemon: cleanup replay: %w", err)
 	}
+	n, err := d.Dispatcher.Replay(ctx, d.startSeq)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if n > 0 {
+		d.log.Info("replaying undelivered messages", "events", n)
+	}
 	sessions, err := d.Store.Sessions(ctx)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	for _, s := range sessions {
-		if s.Output == "" || s.Status == core.StatusClosed {
+		// A final output is journaled until every platform has it; only
+		// a streaming one is derived from the session here.
+		if s.Output == "" || s.OutputFinal || s.Status == core.StatusClosed {
 			continue
 		}
 		e := core.Event{Kind: core.EventOutput, Session: s.ID, Text: s.Output, Turn: s.Turn, Final: s.OutputFinal}
@@ -205,7 +226,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	drainCtx, stop := context.WithTimeout(context.Background(), d.opts.DrainTimeout)
 	defer stop()
 	if err := d.Outbox.Drain(drainCtx); err != nil {
-		d.log.Warn("outbox not drained; pending operations dropped", "pending", d.Outbox.Stats().Pending)
+		d.log.Warn("outbox not drained; journaled operations go out at the next start", "pending", d.Outbox.Stats().Pending)
 	}
 	consumers.Wait()
 	d.Dispatcher.StopTyping()
@@ -233,7 +254,18 @@ func (d *Daemon) WaitIdle(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-	return d.Outbox.Drain(ctx)
+	if err := d.Outbox.Drain(ctx); err != nil {
+		return err
+	}
+	// Confirmations are written after the outbox reports an op done.
+	for d.Dispatcher.Delivering() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("daemon: deliveries not confirmed: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // Adapters returns the adapters the daemon runs.

@@ -37,7 +37,7 @@ func shown(fk *fake.Adapter, place core.Place, kind core.MessageKind) []fake.Mes
 func TestOutputStreamCoalescesWithinLimit(t *testing.T) {
 	t.Parallel()
 	caps := telegramLike()
-	caps.Limits.PerChat = core.Rate{N: 1, Per: time.Second}
+	caps.Limits = []core.Limit{{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: time.Second}}}
 	h := newHarness(t, caps)
 	id := h.newSession("stream")
 	var text string
@@ -74,7 +74,7 @@ func TestOutputStreamCoalescesWithinLimit(t *testing.T) {
 func TestStalledAgentLastOutputIsFlushed(t *testing.T) {
 	t.Parallel()
 	caps := telegramLike()
-	caps.Limits.PerChat = core.Rate{N: 1, Per: time.Second}
+	caps.Limits = []core.Limit{{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: time.Second}}}
 	h := newHarness(t, caps)
 	id := h.newSession("stall")
 	h.output(id, "one")
@@ -128,10 +128,10 @@ func TestSessionsShareGroupBudget(t *testing.T) {
 	}
 	t.Parallel()
 	caps := telegramLike()
-	caps.Limits = core.Limits{
-		PerChat:  core.Rate{N: 1, Per: time.Second},
-		PerGroup: core.Rate{N: 20, Per: time.Minute},
-		Global:   core.Rate{N: 30, Per: time.Second},
+	caps.Limits = []core.Limit{
+		{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: time.Second}},
+		{Scope: core.ScopeGroup, Rate: core.Rate{N: 20, Per: time.Minute}},
+		{Scope: core.ScopeAccount, Rate: core.Rate{N: 30, Per: time.Second}},
 	}
 	h := newHarness(t, caps)
 	var ids []core.SessionID

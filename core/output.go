@@ -1,0 +1,192 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The output-message lifecycle of every binding: the first update of a turn
+// sends, later ones edit the same message; an edit whose message is gone
+// sends a new one; identical payloads are never sent twice (the digest is
+// persisted with the binding, so a restarted daemon resumes editing); an
+// output too long for the platform shows its tail while it streams and is
+// delivered whole when final, as continuation messages or as a file. The
+// live text is derived state (the session holds it); the final output is
+// journaled, with its edit and each continuation confirmed one by one.
+
+// enqueueOutput queues the edit that brings the binding's output message up
+// to date with e; for a journaled final output already shown in an earlier
+// run, only the continuations still missing.
+func (d *Dispatcher) enqueueOutput(s Session, a Adapter, e Event, j *delivery) {
+	name := a.Name()
+	key := opKey(name, "out", 0)
+	if !d.add(j, key) {
+		if j != nil && j.done[key] {
+			if b, ok := s.Bindings[name]; ok {
+				_, rest, file := d.finalParts(a, e)
+				d.finishOutput(a, s.ID, b, e, j, rest, file)
+			}
+		}
+		return
+	}
+	var done func(error)
+	if j != nil {
+		done = func(err error) { d.confirm(j, name, key, err) }
+	}
+	coalesce := "out\x00" + string(s.ID) + "\x00" + string(name) + "\x00" + strconv.FormatUint(e.Turn, 10)
+	d.outbox.Enqueue(Op{Kind: OpEdit, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
+		Run:  func(ctx context.Context, at Place) error { return d.deliverOutput(ctx, a, s.ID, at, e, j) },
+		Done: done})
+}
+
+// finalParts is how a final output is shown on a: the output message's
+// text, the continuation messages after it, or (file) the whole text as a
+// document behind a tail.
+func (d *Dispatcher) finalParts(a Adapter, e Event) (live string, rest []string, file bool) {
+	c := a.Capabilities()
+	if c.MaxLength <= 0 || measure(a, e.Text) <= c.MaxLength {
+		return e.Text, nil, false
+	}
+	if c.FileThreshold > 0 && Measure(e.Text, c.LengthUnit) > c.FileThreshold && isFileSender(a) {
+		return tail(a, e.Text, "📄 The full output is attached as a file.\n\n"+d.opts.TailMarker), nil, true
+	}
+	parts := split(a, e.Text)
+	return parts[0], parts[1:], false
+}
+
+// deliverOutput brings the binding's output message up to date with e.
+func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID, queuedAt Place, e Event, j *delivery) error {
+	b, err := d.binding(ctx, a, id, queuedAt)
+	if err != nil {
+		return err
+	}
+	out := b.Output
+	switch {
+	case out.Turn > e.Turn:
+		return nil // a later turn has its own output message now
+	case out.Turn < e.Turn:
+		out = OutputState{Turn: e.Turn}
+	}
+	c := a.Capabilities()
+	live, rest, file := e.Text, []string(nil), false
+	switch {
+	case e.Final:
+		live, rest, file = d.finalParts(a, e)
+	case c.MaxLength > 0 && measure(a, e.Text) > c.MaxLength:
+		live = tail(a, e.Text, d.opts.TailMarker)
+	}
+	if strings.TrimSpace(live) == "" {
+		return nil // platforms refuse empty messages; nothing to show yet
+	}
+	m := OutMessage{Kind: KindOutput, Text: live, Silent: true}
+	dg := digest(m)
+	if out.Ref.IsZero() || out.Digest != dg {
+		ref, err := d.showOutput(ctx, a, id, &b, out.Ref, m)
+		if err != nil {
+			return err
+		}
+		out.Ref, out.Digest = ref, dg
+		if err := d.saveOutput(ctx, id, a.Name(), b.Place, out); err != nil {
+			return err
+		}
+		if d.opts.OnOutputShown != nil && !e.Time.IsZero() {
+			d.opts.OnOutputShown(a.Name(), time.Since(e.Time))
+		}
+	}
+	if j != nil {
+		// Registered before this op is confirmed, so the event stays in
+		// the journal until its continuations are confirmed too.
+		d.finishOutput(a, id, b, e, j, rest, file)
+	}
+	return nil
+}
+
+// showOutput edits the output message, or sends it when there is none or it
+// is gone.
+func (d *Dispatcher) showOutput(ctx context.Context, a Adapter, id SessionID, b *Binding, ref MessageRef, m OutMessage) (MessageRef, error) {
+	if ed, ok := a.(Editor); ok && !ref.IsZero() {
+		err := ed.Edit(ctx, ref, m)
+		switch {
+		case err == nil, errors.Is(err, ErrNotModified):
+			return ref, nil
+		case !errors.Is(err, ErrMessageGone):
+			return MessageRef{}, err
+		}
+		d.log.Info("output message gone, sending a new one", "adapter", a.Name(), "session", id)
+	}
+	ref, err := d.sendAt(ctx, a, id, b, m)
+	if err != nil {
+		return MessageRef{}, err
+	}
+	d.sent(ctx, Sent{Session: id, Ref: ref, Kind: KindOutput, Lifetime: LifetimeManual})
+	return ref, nil
+}
+
+func (d *Dispatcher) saveOutput(ctx context.Context, id SessionID, name AdapterName, place Place, out OutputState) error {
+	_, _, err := d.store.UpdateSession(ctx, id, func(s *Session) error {
+		b, ok := s.Bindings[name]
+		if !ok {
+			return nil // unbound meanwhile; nothing to remember
+		}
+		if b.Place != place {
+			out.Ref.Place = b.Place
+		}
+		b.Output = out
+		s.Bindings[name] = b
+		return nil
+	})
+	return err
+}
+
+// finishOutput delivers the rest of a final output that did not fit, each
+// part under its own journal key.
+func (d *Dispatcher) finishOutput(a Adapter, id SessionID, b Binding, e Event, j *delivery, rest []string, file bool) {
+	s := Session{ID: id, Bindings: map[AdapterName]Binding{a.Name(): b}}
+	if file {
+		path, err := d.writeFile(id, e)
+		if err == nil {
+			f := Attachment{Name: filepath.Base(path), Mime: "text/markdown", Path: path, Size: int64(len(e.Text))}
+			d.sendFile(s, a, a.(FileSender), e, j, opKey(a.Name(), "outfile", 0), f, "Full output")
+			return
+		}
+		d.log.Error("write output file", "session", id, "err", err)
+		rest = split(a, e.Text)[1:]
+	}
+	for i, part := range rest {
+		d.send(s, a, e, j, opKey(a.Name(), "cont", i), OutMessage{Kind: KindContinuation, Text: part}, LifetimeManual, false)
+	}
+}
+
+func (d *Dispatcher) writeFile(id SessionID, e Event) (string, error) {
+	if d.opts.FileDir == "" {
+		return "", errors.New("no file directory configured")
+	}
+	dir := filepath.Join(d.opts.FileDir, string(id))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("output-turn-%d.md", e.Turn+1))
+	return path, os.WriteFile(path, []byte(e.Text), 0o600)
+}
+
+func isFileSender(a Adapter) bool { _, ok := a.(FileSender); return ok }
+
+func digest(m OutMessage) string {
+	h := sha256.New()
+	h.Write([]byte(m.Kind))
+	h.Write([]byte{0})
+	h.Write([]byte(m.Text))
+	for _, b := range m.Buttons {
+		h.Write([]byte{0})
+		h.Write([]byte(b.Label + "\x01" + b.Data))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
