@@ -178,7 +178,16 @@ func (m *Main) Open(ctx context.Context) error {
 		core.LifetimeNextInput:    !c.Cleanup.NextInput,
 		core.LifetimeTurnComplete: !c.Cleanup.TurnComplete,
 	}
-	var met *metrics.Metrics
+	// The registry exists before the daemon, whose start-up replay may
+	// already report; its sources are read at scrape time, once the HTTP
+	// server (started last) serves.
+	met := metrics.New(metrics.Sources{
+		Outbox:         func() core.OutboxStats { return m.daemon.Outbox.Stats() },
+		Delivering:     func() int { return m.daemon.Dispatcher.Delivering() },
+		Cleanup:        func() (uint64, uint64) { return m.daemon.Ledger.Stats() },
+		SSEClients:     func() int { return m.web.SSEClients() },
+		MCPSubscribers: func() int { return m.mcp.Subscribers() },
+	})
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
 		Adapters: m.Adapters,
@@ -196,6 +205,7 @@ func (m *Main) Open(ctx context.Context) error {
 			return adapters, nil
 		},
 		OnOutputShown:   func(a core.AdapterName, lag time.Duration) { met.OutputShown(a, lag) },
+		OnConfirmed:     func(a core.AdapterName, window time.Duration) { met.Confirmed(a, window) },
 		EditInterval:    c.Outbox.FlushInterval.Duration,
 		DrainTimeout:    c.Outbox.DrainTimeout.Duration,
 		DisabledCleanup: disabled,
@@ -212,12 +222,6 @@ func (m *Main) Open(ctx context.Context) error {
 		d.Close()
 		return err
 	}
-	met = metrics.New(metrics.Sources{
-		Outbox:         d.Outbox.Stats,
-		Cleanup:        d.Ledger.Stats,
-		SSEClients:     m.web.SSEClients,
-		MCPSubscribers: m.mcp.Subscribers,
-	})
 	m.metrics = met
 	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, m.mcp.Handler(), met, m.routes...)
 	if err != nil {

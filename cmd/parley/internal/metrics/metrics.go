@@ -22,7 +22,10 @@ import (
 
 // Sources are the numbers read at scrape time. Nil functions are skipped.
 type Sources struct {
-	Outbox         func() core.OutboxStats
+	Outbox func() core.OutboxStats
+	// Delivering is the number of journaled events not yet confirmed by
+	// every platform they go to.
+	Delivering     func() int
 	Cleanup        func() (deleted, failed uint64)
 	SSEClients     func() int
 	MCPSubscribers func() int
@@ -33,6 +36,7 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	messages *prometheus.CounterVec
 	editLag  *prometheus.HistogramVec
+	confirm  *prometheus.HistogramVec
 }
 
 // New returns the registry with the Go runtime and process collectors.
@@ -48,9 +52,14 @@ func New(src Sources) *Metrics {
 			Help:    "Time from an agent's output update to a platform showing it.",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2, 3, 5, 10, 30, 60},
 		}, []string{"adapter"}),
+		confirm: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "parley_delivery_confirm_seconds",
+			Help:    "Time from a platform accepting a journaled send to its durable confirmation: the window in which a crash would repeat it.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+		}, []string{"adapter"}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.messages, m.editLag, &sourceCollector{src: src})
+		m.messages, m.editLag, m.confirm, &sourceCollector{src: src})
 	return m
 }
 
@@ -62,6 +71,12 @@ func (m *Metrics) Handler() http.Handler {
 // OutputShown records an edit lag; it fits core.DispatcherOptions.OnOutputShown.
 func (m *Metrics) OutputShown(adapter core.AdapterName, lag time.Duration) {
 	m.editLag.WithLabelValues(string(adapter)).Observe(lag.Seconds())
+}
+
+// Confirmed records a confirmation window; it fits
+// core.DispatcherOptions.OnConfirmed.
+func (m *Metrics) Confirmed(adapter core.AdapterName, window time.Duration) {
+	m.confirm.WithLabelValues(string(adapter)).Observe(window.Seconds())
 }
 
 // Run counts inbox messages from a bus subscription until ctx ends.
@@ -85,7 +100,9 @@ var (
 	descInFlight  = prometheus.NewDesc("parley_outbox_in_flight", "Platform operations being performed.", nil, nil)
 	descOps       = prometheus.NewDesc("parley_platform_operations_total", "Platform operations performed, by adapter and method.", []string{"adapter", "method"}, nil)
 	descLimited   = prometheus.NewDesc("parley_platform_rate_limited_total", "Platform answers of 429 (rate limited), by adapter and method.", []string{"adapter", "method"}, nil)
-	descFailed    = prometheus.NewDesc("parley_platform_failures_total", "Platform operations given up on, by adapter.", []string{"adapter"}, nil)
+	descFailed    = prometheus.NewDesc("parley_platform_failures_total", "Platform operations refused for good (never retried), by adapter.", []string{"adapter"}, nil)
+	descRetries   = prometheus.NewDesc("parley_platform_retries_total", "Transient platform failures (5xx, resets, timeouts) retried, by adapter.", []string{"adapter"}, nil)
+	descJournal   = prometheus.NewDesc("parley_delivery_pending", "Journaled messages not yet confirmed by every platform they go to.", nil, nil)
 	descDeleted   = prometheus.NewDesc("parley_cleanup_deletions_total", "Messages deleted by the cleanup ledger.", nil, nil)
 	descDelFailed = prometheus.NewDesc("parley_cleanup_failures_total", "Cleanup deletions that failed (kept for replay).", nil, nil)
 	descSSE       = prometheus.NewDesc("parley_sse_clients", "Connected /api/events clients.", nil, nil)
@@ -96,7 +113,8 @@ var (
 type sourceCollector struct{ src Sources }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueue, descInFlight, descOps, descLimited, descFailed, descDeleted, descDelFailed, descSSE, descMCP} {
+	for _, d := range []*prometheus.Desc{descQueue, descInFlight, descOps, descLimited, descFailed, descRetries, descJournal,
+		descDeleted, descDelFailed, descSSE, descMCP} {
 		ch <- d
 	}
 }
@@ -119,6 +137,12 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		for a, n := range st.Failed {
 			ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(n), string(a))
 		}
+		for a, n := range st.Retries {
+			ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(n), string(a))
+		}
+	}
+	if c.src.Delivering != nil {
+		ch <- prometheus.MustNewConstMetric(descJournal, prometheus.GaugeValue, float64(c.src.Delivering()))
 	}
 	if c.src.Cleanup != nil {
 		del, failed := c.src.Cleanup()

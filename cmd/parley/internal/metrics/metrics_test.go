@@ -19,13 +19,16 @@ func TestScrape(t *testing.T) {
 				Ops:         map[core.AdapterName]map[core.OpKind]uint64{"telegram": {core.OpEdit: 7}},
 				RateLimited: map[core.AdapterName]map[core.OpKind]uint64{"telegram": {core.OpSend: 2}},
 				Failed:      map[core.AdapterName]uint64{"telegram": 1},
+				Retries:     map[core.AdapterName]uint64{"telegram": 6},
 			}
 		},
+		Delivering:     func() int { return 9 },
 		Cleanup:        func() (uint64, uint64) { return 5, 1 },
 		SSEClients:     func() int { return 2 },
 		MCPSubscribers: func() int { return 4 },
 	})
 	m.OutputShown("telegram", 300*time.Millisecond)
+	m.Confirmed("telegram", 200*time.Microsecond)
 	bus := core.NewMemBus(0)
 	sub, cancel := bus.Subscribe(16, false)
 	ctx, stop := context.WithCancel(context.Background())
@@ -46,6 +49,9 @@ func TestScrape(t *testing.T) {
 		`parley_platform_operations_total{adapter="telegram",method="edit"} 7`,
 		`parley_platform_rate_limited_total{adapter="telegram",method="send"} 2`,
 		`parley_platform_failures_total{adapter="telegram"} 1`,
+		`parley_platform_retries_total{adapter="telegram"} 6`,
+		`parley_delivery_pending 9`,
+		`parley_delivery_confirm_seconds_count{adapter="telegram"} 1`,
 		`parley_cleanup_deletions_total 5`,
 		`parley_cleanup_failures_total 1`,
 		`parley_sse_clients 2`,
