@@ -7,8 +7,9 @@
 // offset is persisted only after the update's command is durable (the
 // library's poller confirms a batch to Telegram before the last update is
 // handled). Webhook mode answers 200 only after the same. Text, replies
-// (quoted), slash commands (/new creates the topic and the session together;
-// /cancel /close /title /status /help), voice notes (transcribed through
+// (quoted), slash commands (adapters/chatcmd with the prefix "/"; /new
+// creates the topic and the session together; /cancel /close /title
+// /status /help), voice notes (transcribed through
 // [transcription], the recording attached either way), documents and photos
 // (downloaded up to 20 MB under sanitised names) and button clicks (answered
 // exactly once) become commands. Edited messages are not sent again: the

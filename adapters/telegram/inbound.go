@@ -11,7 +11,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/parley-chat/parley/commands"
+	"github.com/parley-chat/parley/adapters/chatcmd"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -120,9 +120,10 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	if text == "" {
 		text = m.Caption
 	}
-	if parsed, ok, perr := commands.Parse(text, a.username()); ok {
+	if parsed, ok, perr := a.parser().Parse(text); ok {
 		if perr != nil {
-			a.reply(ctx, p, "⚠️ "+perr.Error())
+			msg, _ := core.UserMessage(perr)
+			a.reply(ctx, p, "⚠️ "+msg)
 			return nil
 		}
 		return a.onCommand(ctx, h, m, base, parsed)
@@ -164,17 +165,21 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	return err
 }
 
-func (a *Adapter) username() string {
+// parser recognises Telegram's commands: "/", optionally addressed to the
+// bot ("/cancel@parley_bot", as Telegram's menu writes them in groups).
+// Before Check has learnt the bot's name, an addressed command is text.
+func (a *Adapter) parser() chatcmd.Parser {
+	p := chatcmd.Parser{Prefix: "/"}
 	if me := a.me.Load(); me != nil {
-		return me.Username
+		p.Bot = me.Username
 	}
-	return ""
+	return p
 }
 
-func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Message, base core.Command, p commands.Parsed) error {
-	switch p.Slash.Name {
+func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Message, base core.Command, p chatcmd.Parsed) error {
+	switch p.Command.Name {
 	case "help":
-		a.reply(ctx, base.Place, "parley commands:\n"+commands.Help())
+		a.reply(ctx, base.Place, "parley commands:\n"+a.parser().Help())
 		return nil
 	case "new":
 		_, err := a.newSession(ctx, h, m, base, p.Arg)
@@ -186,7 +191,7 @@ func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Messa
 		_, err = a.settled(ctx, base.Place, err)
 		return err
 	}
-	cmd, ok := p.Command(base)
+	cmd, ok := p.Build(base)
 	if !ok {
 		return nil
 	}
