@@ -11,7 +11,7 @@ import "errors"
 // what the error means, for errors.Is, and the detail for logs.
 //
 // Msg is written like an error string without a package prefix: plain
-// words, lower case, no final period ("title is longer than 256 bytes"),
+// words, lower case, no final period ("the title is longer than 256 bytes"),
 // so that an adapter can frame it ("⚠️ …") or add its own hint.
 type UserError struct {
 	Msg string

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -63,33 +65,42 @@ func actor(u *models.User) core.Actor {
 }
 
 // settled reports whether a handler error means the update is dealt with,
-// and says so to the person where that helps.
+// and says so to the person where that helps, in the handler's words
+// (core.UserMessage) with the command that helps on Telegram.
 func (a *Adapter) settled(ctx context.Context, p core.Place, err error) (bool, error) {
+	msg, ok := core.UserMessage(err)
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, core.ErrUnauthorized):
 		return true, nil // ignored silently
 	case errors.Is(err, core.ErrSessionClosed):
-		a.reply(ctx, p, "✅ This session is closed. /new starts another one.")
+		if !ok {
+			msg = "this session is closed"
+		}
+		a.reply(ctx, p, "✅ "+capitalize(msg)+". /new starts another one.")
 		return true, nil
 	case errors.Is(err, core.ErrNotFound):
-		a.reply(ctx, p, "There is no session here. /new starts one.")
+		if !ok {
+			msg = "there is no session here"
+		}
+		a.reply(ctx, p, capitalize(msg)+". /new starts one.")
 		return true, nil
 	case errors.Is(err, core.ErrInvalid):
-		a.reply(ctx, p, "⚠️ "+userMessage(err))
+		a.reply(ctx, p, "⚠️ "+msg)
 		return true, nil
 	}
 	return false, err
 }
 
-// userMessage strips the package prefixes from a handler error.
-func userMessage(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, "commands: "); i >= 0 {
-		msg = msg[i+len("commands: "):]
+// capitalize makes a message in error-string style (core.UserError's Msg)
+// start a sentence.
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError {
+		return s
 	}
-	return strings.TrimSuffix(msg, ": "+core.ErrInvalid.Error())
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // reply sends a short notice straight to the chat, for answers that belong
