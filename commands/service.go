@@ -44,7 +44,10 @@ type Service struct {
 	placeLocks [64]sync.Mutex
 }
 
-var _ core.Handler = (*Service)(nil)
+var (
+	_ core.Handler    = (*Service)(nil)
+	_ core.Authorizer = (*Service)(nil)
+)
 
 // New returns a Service over store and bus.
 func New(store core.Store, bus core.Bus, opts Options) *Service {
@@ -94,7 +97,8 @@ func (s *Service) lock(id core.SessionID) func() {
 	return m.Unlock
 }
 
-// Authorized reports whether actor may give commands from origin.
+// Authorized implements core.Authorizer: it reports whether actor may give
+// commands from origin.
 func (s *Service) Authorized(origin core.Origin, actor core.Actor) bool {
 	set, listed := s.allow[origin]
 	return !listed || set[actor.ID]

@@ -67,7 +67,7 @@ func actor(u *models.User) core.Actor {
 // settled reports whether a handler error means the update is dealt with,
 // and says so to the person where that helps, in the handler's words
 // (core.UserMessage) with the command that helps on Telegram.
-func (a *Adapter) settled(ctx context.Context, p core.Place, err error) (bool, error) {
+func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
 	msg, ok := core.UserMessage(err)
 	switch {
 	case err == nil:
@@ -78,16 +78,16 @@ func (a *Adapter) settled(ctx context.Context, p core.Place, err error) (bool, e
 		if !ok {
 			msg = "this session is closed"
 		}
-		a.reply(ctx, p, "✅ "+capitalize(msg)+". /new starts another one.")
+		a.notice(ctx, h, base, "✅ "+capitalize(msg)+". /new starts another one.")
 		return true, nil
 	case errors.Is(err, core.ErrNotFound):
 		if !ok {
 			msg = "there is no session here"
 		}
-		a.reply(ctx, p, capitalize(msg)+". /new starts one.")
+		a.notice(ctx, h, base, capitalize(msg)+". /new starts one.")
 		return true, nil
 	case errors.Is(err, core.ErrInvalid):
-		a.reply(ctx, p, "⚠️ "+msg)
+		a.notice(ctx, h, base, "⚠️ "+msg)
 		return true, nil
 	}
 	return false, err
@@ -103,8 +103,34 @@ func capitalize(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// reply sends a short notice straight to the chat, for answers that belong
-// to no session (help, refusals). It is best effort.
+// notice tells the person something (feedback, an answer to /help, a
+// refusal) as a notice of the session at their place: through the
+// handler, so it is stored, paced by the outbox with everything else and
+// deleted by the cleanup ledger at the next notice. That includes a closed
+// session's topic. Where no session lives (the General topic, a private
+// chat before its first message) core has no way to a place yet — its
+// events belong to sessions — so the notice is sent straight to the chat.
+// It says nothing to people the allow-list refuses.
+func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command, text string) {
+	a.noticeFor(ctx, h, base, text, core.LifetimeNextNotice)
+}
+
+func (a *Adapter) noticeFor(ctx context.Context, h core.Handler, base core.Command, text string, lt core.Lifetime) {
+	cmd := base
+	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, text, core.MessageRef{}, "", lt
+	_, err := h.Handle(ctx, cmd)
+	switch {
+	case err == nil, errors.Is(err, core.ErrUnauthorized):
+		return
+	case !errors.Is(err, core.ErrNotFound):
+		// Better said out of band than not at all.
+		a.log.Warn("notice not stored; sending it straight to the chat", "err", err)
+	}
+	a.reply(ctx, base.Place, text)
+}
+
+// reply sends a short notice straight to the chat, bypassing the outbox,
+// for places no session lives in (see notice). It is best effort.
 func (a *Adapter) reply(ctx context.Context, p core.Place, text string) {
 	if _, err := a.Send(ctx, p, core.OutMessage{Kind: core.KindNotice, Text: text, Silent: true}); err != nil {
 		a.log.Warn("reply", "err", err)
@@ -117,6 +143,13 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	}
 	if a.opts.ChatID != 0 && m.Chat.ID != a.opts.ChatID && m.Chat.Type != models.ChatTypePrivate {
 		a.log.Debug("ignoring a message from another group", "chat", m.Chat.ID)
+		return nil
+	}
+	// The allow-list first: before a topic is created or a file fetched
+	// for someone the handler would refuse, and before anything is said
+	// to them.
+	if az, ok := h.(core.Authorizer); ok && !az.Authorized(core.Origin(Name), actor(m.From)) {
+		a.log.Debug("ignoring a message from someone not allowed", "user", m.From.ID, "chat", m.Chat.ID)
 		return nil
 	}
 	thread := 0
@@ -134,14 +167,14 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	if parsed, ok, perr := a.parser().Parse(text); ok {
 		if perr != nil {
 			msg, _ := core.UserMessage(perr)
-			a.reply(ctx, p, "⚠️ "+msg)
+			a.notice(ctx, h, base, "⚠️ "+msg)
 			return nil
 		}
 		return a.onCommand(ctx, h, m, base, parsed)
 	}
 	isForumGeneral := m.Chat.IsForum && thread == 0
 	if isForumGeneral && !a.opts.NewFromGeneral {
-		a.reply(ctx, p, "Each session has its own topic. Send /new [title] to start one.")
+		a.notice(ctx, h, base, "Each session has its own topic. Send /new [title] to start one.")
 		return nil
 	}
 	if isForumGeneral {
@@ -172,7 +205,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	cmd := base
 	cmd.Kind, cmd.Text = core.SendMessage, withQuote(m, thread, text)
 	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, p, err)
+	_, err = a.settled(ctx, h, base, err)
 	return err
 }
 
@@ -190,7 +223,7 @@ func (a *Adapter) parser() chatcmd.Parser {
 func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Message, base core.Command, p chatcmd.Parsed) error {
 	switch p.Command.Name {
 	case "help":
-		a.reply(ctx, base.Place, "parley commands:\n"+a.parser().Help())
+		a.notice(ctx, h, base, "parley commands:\n"+a.parser().Help())
 		return nil
 	case "new":
 		_, err := a.newSession(ctx, h, m, base, p.Arg)
@@ -199,7 +232,7 @@ func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Messa
 		cmd := base
 		cmd.Kind = core.StatusQuery
 		_, err := h.Handle(ctx, cmd)
-		_, err = a.settled(ctx, base.Place, err)
+		_, err = a.settled(ctx, h, base, err)
 		return err
 	}
 	cmd, ok := p.Build(base)
@@ -207,7 +240,7 @@ func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Messa
 		return nil
 	}
 	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, base.Place, err)
+	_, err = a.settled(ctx, h, base, err)
 	return err
 }
 
@@ -221,7 +254,7 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 	cmd.Kind, cmd.Title, cmd.Ref = core.CreateSession, title, core.MessageRef{}
 	if m.Chat.Type != models.ChatTypePrivate {
 		if !m.Chat.IsForum {
-			a.reply(ctx, base.Place, "This group has no topics; enable Topics in its settings so each session gets one.")
+			a.notice(ctx, h, base, "This group has no topics; enable Topics in its settings so each session gets one.")
 			return "", nil
 		}
 		if title == "" {
@@ -233,7 +266,7 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 		a.topicMu.Unlock()
 		if err != nil {
 			if core.IsPermanent(classify("create topic", err)) {
-				a.reply(ctx, base.Place, "⚠️ Could not create a topic: "+err.Error())
+				a.notice(ctx, h, base, "⚠️ Could not create a topic: "+err.Error())
 				return "", nil
 			}
 			return "", err
@@ -241,7 +274,7 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 		cmd.Place = place(m.Chat.ID, topic.MessageThreadID)
 	}
 	res, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, base.Place, err)
+	_, err = a.settled(ctx, h, base, err)
 	return res.Session, err
 }
 
