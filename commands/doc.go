@@ -21,4 +21,13 @@
 // starts a new session there (a private chat, a new room). A reply that is
 // just the number of an open question's option answers it, for platforms
 // without buttons. Closed sessions refuse input with ErrSessionClosed.
+//
+// Every refusal the person or agent should hear about — a closed session,
+// no session at the place or with the id given, content that is empty,
+// too long or not UTF-8, a question no longer open — is a *core.UserError:
+// its Msg is plain words without package prefixes or internal ids beyond
+// those the caller gave, and it wraps the sentinel (ErrSessionClosed,
+// ErrNotFound, ErrInvalid) that says what the refusal means. Adapters and
+// the MCP server show core.UserMessage(err) and decide by the sentinel;
+// errors without words (the store failing) are for logs and retries.
 package commands

@@ -44,7 +44,10 @@ type Service struct {
 	placeLocks [64]sync.Mutex
 }
 
-var _ core.Handler = (*Service)(nil)
+var (
+	_ core.Handler    = (*Service)(nil)
+	_ core.Authorizer = (*Service)(nil)
+)
 
 // New returns a Service over store and bus.
 func New(store core.Store, bus core.Bus, opts Options) *Service {
@@ -81,7 +84,7 @@ func (s *Service) lockOpen(ctx context.Context, sess *core.Session) (unlock func
 	*sess = cur
 	if sess.Status == core.StatusClosed {
 		unlock()
-		return nil, fmt.Errorf("commands: session %s: %w", sess.ID, core.ErrSessionClosed)
+		return nil, refusal(core.ErrSessionClosed, "this session is closed", "session "+string(sess.ID))
 	}
 	return unlock, nil
 }
@@ -94,7 +97,8 @@ func (s *Service) lock(id core.SessionID) func() {
 	return m.Unlock
 }
 
-// Authorized reports whether actor may give commands from origin.
+// Authorized implements core.Authorizer: it reports whether actor may give
+// commands from origin.
 func (s *Service) Authorized(origin core.Origin, actor core.Actor) bool {
 	set, listed := s.allow[origin]
 	return !listed || set[actor.ID]
@@ -140,7 +144,7 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 	case core.StatusQuery:
 		res, err = s.status(ctx, cmd)
 	default:
-		err = fmt.Errorf("commands: unknown command kind %q: %w", cmd.Kind, core.ErrInvalid)
+		err = invalid("unknown command kind %q", cmd.Kind)
 	}
 	return res, err
 }
@@ -151,8 +155,20 @@ func (s *Service) publish(events []core.Event) {
 	}
 }
 
+// refusal is an error whose msg is told to the person (or agent) whose
+// command was refused, as a core.UserError; detail, when given, replaces
+// msg in the error's text for logs, which wraps sentinel for errors.Is.
+func refusal(sentinel error, msg, detail string) error {
+	if detail == "" {
+		detail = msg
+	}
+	return &core.UserError{Msg: msg, Err: fmt.Errorf("commands: %s: %w", detail, sentinel)}
+}
+
+// invalid refuses a malformed command (core.ErrInvalid), with the same
+// words for people and for logs.
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("commands: %s: %w", fmt.Sprintf(format, args...), core.ErrInvalid)
+	return refusal(core.ErrInvalid, fmt.Sprintf(format, args...), "")
 }
 
 func dedupKey(cmd core.Command) string {
@@ -182,15 +198,22 @@ func (s *Service) redelivered(ctx context.Context, cmd core.Command) (core.Resul
 func (s *Service) resolve(ctx context.Context, cmd core.Command) (core.Session, error) {
 	if cmd.Session != "" {
 		sess, err := s.store.Session(ctx, cmd.Session)
-		if err != nil {
+		switch {
+		case errors.Is(err, core.ErrNotFound):
+			return core.Session{}, &core.UserError{Msg: "unknown session " + string(cmd.Session),
+				Err: fmt.Errorf("commands: session %s: %w", cmd.Session, err)}
+		case err != nil:
 			return core.Session{}, fmt.Errorf("commands: session %s: %w", cmd.Session, err)
 		}
 		return sess, nil
 	}
 	if cmd.Origin.IsUI() && !cmd.Place.IsZero() {
 		sess, err := s.store.SessionAt(ctx, cmd.Origin.Adapter(), cmd.Place)
-		if err != nil {
-			return core.Session{}, fmt.Errorf("commands: no session at this place: %w", err)
+		switch {
+		case errors.Is(err, core.ErrNotFound):
+			return core.Session{}, &core.UserError{Msg: "there is no session here", Err: fmt.Errorf("commands: no session at this place: %w", err)}
+		case err != nil:
+			return core.Session{}, fmt.Errorf("commands: the session at this place: %w", err)
 		}
 		return sess, nil
 	}
@@ -199,13 +222,13 @@ func (s *Service) resolve(ctx context.Context, cmd core.Command) (core.Session, 
 
 func (s *Service) checkContent(text string, atts []core.Attachment) error {
 	if strings.TrimSpace(text) == "" && len(atts) == 0 {
-		return invalid("content is empty")
+		return invalid("the message is empty")
 	}
 	if len(text) > s.opts.MaxContent {
-		return invalid("content is %d bytes, more than the limit of %d", len(text), s.opts.MaxContent)
+		return invalid("the message is %d bytes, more than the limit of %d", len(text), s.opts.MaxContent)
 	}
 	if !utf8.ValidString(text) {
-		return invalid("content is not valid UTF-8")
+		return invalid("the message is not valid UTF-8")
 	}
 	return nil
 }
@@ -249,7 +272,7 @@ func (s *Service) create(ctx context.Context, id core.SessionID, cmd core.Comman
 		title = "Session " + now.UTC().Format("Jan 2 15:04")
 	}
 	if len(title) > 256 {
-		return core.Session{}, nil, invalid("title is longer than 256 bytes")
+		return core.Session{}, nil, invalid("the title is longer than 256 bytes")
 	}
 	sess := core.Session{ID: id, Title: title, Status: core.StatusIdle, Created: now, Updated: now}
 	if cmd.Origin.IsUI() && !cmd.Place.IsZero() {
@@ -413,13 +436,15 @@ func (s *Service) answerLocked(ctx context.Context, sess core.Session, cmd core.
 	if qi < 0 {
 		// A second click on an answered question, or a redelivered click:
 		// nothing is appended twice, and the adapter can say so.
-		return core.Result{Session: sess.ID}, invalid("question %q is not open (already answered?)", cmd.QuestionID)
+		return core.Result{Session: sess.ID}, refusal(core.ErrInvalid, "this question is no longer open",
+			fmt.Sprintf("question %q is not open (already answered?)", cmd.QuestionID))
 	}
 	q := sess.Questions[qi]
 	text := strings.TrimSpace(cmd.Text)
 	if cmd.Option > 0 {
 		if cmd.Option > len(q.Options) {
-			return core.Result{Session: sess.ID}, invalid("question %q has no option %d", q.ID, cmd.Option)
+			return core.Result{Session: sess.ID}, refusal(core.ErrInvalid, fmt.Sprintf("the question has no option %d", cmd.Option),
+				fmt.Sprintf("question %q has no option %d", q.ID, cmd.Option))
 		}
 		text = q.Options[cmd.Option-1]
 	}
@@ -523,10 +548,10 @@ func (s *Service) control(ctx context.Context, cmd core.Command) (core.Result, e
 func (s *Service) rename(ctx context.Context, cmd core.Command) (core.Result, error) {
 	title := strings.TrimSpace(cmd.Title)
 	if title == "" {
-		return core.Result{}, invalid("title is empty")
+		return core.Result{}, invalid("the title is empty")
 	}
 	if len(title) > 256 {
-		return core.Result{}, invalid("title is longer than 256 bytes")
+		return core.Result{}, invalid("the title is longer than 256 bytes")
 	}
 	return s.update(ctx, cmd, func(ss *core.Session) []core.Event {
 		ss.Title = title
@@ -599,10 +624,10 @@ func (s *Service) assistantPost(ctx context.Context, cmd core.Command) (core.Res
 // outputUpdate replaces the live output of the current turn.
 func (s *Service) outputUpdate(ctx context.Context, cmd core.Command) (core.Result, error) {
 	if len(cmd.Text) > s.opts.MaxContent*4 {
-		return core.Result{}, invalid("output is %d bytes, more than the limit of %d", len(cmd.Text), s.opts.MaxContent*4)
+		return core.Result{}, invalid("the output is %d bytes, more than the limit of %d", len(cmd.Text), s.opts.MaxContent*4)
 	}
 	if !utf8.ValidString(cmd.Text) {
-		return core.Result{}, invalid("output is not valid UTF-8")
+		return core.Result{}, invalid("the output is not valid UTF-8")
 	}
 	return s.update(ctx, cmd, func(ss *core.Session) []core.Event {
 		events := []core.Event{{Kind: core.EventOutput, Session: ss.ID, Origin: cmd.Origin, Text: cmd.Text, Turn: ss.Turn, Final: cmd.Final}}
@@ -663,7 +688,7 @@ func (s *Service) ask(ctx context.Context, cmd core.Command) (core.Result, error
 		qid = hex.EncodeToString(b[:])
 	}
 	if len(qid) > 32 {
-		return core.Result{}, invalid("question id longer than 32 bytes")
+		return core.Result{}, invalid("the question id is longer than 32 bytes")
 	}
 	q := core.Question{ID: qid, Text: cmd.Text, Options: append([]string(nil), cmd.Options...), Asked: s.opts.Now()}
 	msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: cmd.Text}

@@ -381,56 +381,62 @@ func TestValidation(t *testing.T) {
 		name string
 		cmd  func(open, closed core.SessionID) core.Command
 		want error
+		// say is what the person (or agent) is told: the start of the
+		// core.UserError's message.
+		say string
 	}{
-		{"empty content", func(open, _ core.SessionID) core.Command { return msg(open, "telegram", "  \n\t") }, core.ErrInvalid},
+		{"empty content", func(open, _ core.SessionID) core.Command { return msg(open, "telegram", "  \n\t") }, core.ErrInvalid, "the message is empty"},
 		{"oversized content", func(open, _ core.SessionID) core.Command {
 			return msg(open, "telegram", strings.Repeat("x", max+1))
-		}, core.ErrInvalid},
-		{"invalid UTF-8", func(open, _ core.SessionID) core.Command { return msg(open, "telegram", "ok \xff\xfe") }, core.ErrInvalid},
+		}, core.ErrInvalid, "the message is 65 bytes, more than the limit of 64"},
+		{"invalid UTF-8", func(open, _ core.SessionID) core.Command { return msg(open, "telegram", "ok \xff\xfe") }, core.ErrInvalid, "the message is not valid UTF-8"},
 		{"unknown kind", func(open, _ core.SessionID) core.Command {
 			c := msg(open, "telegram", "hi")
 			c.Kind = "frobnicate"
 			return c
-		}, core.ErrInvalid},
-		{"API message without session", func(_, _ core.SessionID) core.Command { return msg("", core.OriginAPI, "hi") }, core.ErrInvalid},
+		}, core.ErrInvalid, `unknown command kind "frobnicate"`},
+		{"API message without session", func(_, _ core.SessionID) core.Command { return msg("", core.OriginAPI, "hi") }, core.ErrInvalid, "send_message needs a session id"},
 		{"empty assistant post", func(open, _ core.SessionID) core.Command {
 			return core.Command{Kind: core.AssistantPost, Origin: core.OriginMCP, Session: open}
-		}, core.ErrInvalid},
+		}, core.ErrInvalid, "the message is empty"},
 		{"oversized assistant post", func(open, _ core.SessionID) core.Command {
 			return core.Command{Kind: core.AssistantPost, Origin: core.OriginMCP, Session: open, Text: strings.Repeat("x", max+1)}
-		}, core.ErrInvalid},
+		}, core.ErrInvalid, "the message is 65 bytes, more than the limit of 64"},
 		{"invalid UTF-8 output", func(open, _ core.SessionID) core.Command {
 			return core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: open, Text: "\xc3("}
-		}, core.ErrInvalid},
+		}, core.ErrInvalid, "the output is not valid UTF-8"},
 		{"question without options", func(open, _ core.SessionID) core.Command {
 			return core.Command{Kind: core.Ask, Origin: core.OriginMCP, Session: open, Text: "well?"}
-		}, core.ErrInvalid},
+		}, core.ErrInvalid, "a question needs 1 to 20 options, got 0"},
 		{"empty title", func(open, _ core.SessionID) core.Command {
 			return core.Command{Kind: core.Rename, Origin: core.OriginAPI, Session: open, Title: " "}
-		}, core.ErrInvalid},
+		}, core.ErrInvalid, "the title is empty"},
 		{"answer to no question", func(open, _ core.SessionID) core.Command {
 			return core.Command{Kind: core.Answer, Origin: "telegram", Session: open, QuestionID: "nope", Option: 1}
-		}, core.ErrInvalid},
+		}, core.ErrInvalid, "this question is no longer open"},
 		{"unknown session", func(_, _ core.SessionID) core.Command {
 			return msg(core.NewSessionID(time.Now()), "telegram", "hi")
-		}, core.ErrNotFound},
+		}, core.ErrNotFound, "unknown session "},
 		{"output to unknown session", func(_, _ core.SessionID) core.Command {
 			return core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: "01NOSUCHSESSION00000000000", Text: "x"}
-		}, core.ErrNotFound},
-		{"message to closed session", func(_, closed core.SessionID) core.Command { return msg(closed, "telegram", "hi") }, core.ErrSessionClosed},
-		{"API message to closed session", func(_, closed core.SessionID) core.Command { return msg(closed, core.OriginAPI, "hi") }, core.ErrSessionClosed},
+		}, core.ErrNotFound, "unknown session 01NOSUCHSESSION00000000000"},
+		{"cancel where no session is", func(_, _ core.SessionID) core.Command {
+			return core.Command{Kind: core.Cancel, Origin: "telegram", Place: core.Place{Chat: "-100", Thread: "77"}}
+		}, core.ErrNotFound, "there is no session here"},
+		{"message to closed session", func(_, closed core.SessionID) core.Command { return msg(closed, "telegram", "hi") }, core.ErrSessionClosed, "this session is closed"},
+		{"API message to closed session", func(_, closed core.SessionID) core.Command { return msg(closed, core.OriginAPI, "hi") }, core.ErrSessionClosed, "this session is closed"},
 		{"cancel in closed session", func(_, closed core.SessionID) core.Command {
 			return core.Command{Kind: core.Cancel, Origin: "telegram", Session: closed}
-		}, core.ErrSessionClosed},
+		}, core.ErrSessionClosed, "this session is closed"},
 		{"close closed session", func(_, closed core.SessionID) core.Command {
 			return core.Command{Kind: core.Close, Origin: "telegram", Session: closed}
-		}, core.ErrSessionClosed},
+		}, core.ErrSessionClosed, "this session is closed"},
 		{"output to closed session", func(_, closed core.SessionID) core.Command {
 			return core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: closed, Text: "x"}
-		}, core.ErrSessionClosed},
+		}, core.ErrSessionClosed, "this session is closed"},
 		{"question in closed session", func(_, closed core.SessionID) core.Command {
 			return core.Command{Kind: core.Ask, Origin: core.OriginMCP, Session: closed, Text: "well?", Options: []string{"a"}}
-		}, core.ErrSessionClosed},
+		}, core.ErrSessionClosed, "this session is closed"},
 	}
 	e := newEnv(t, commands.Options{MaxContent: max})
 	open, closed := e.newSession(), e.newSession()
@@ -442,6 +448,9 @@ func TestValidation(t *testing.T) {
 			_, err := e.svc.Handle(context.Background(), tt.cmd(open, closed))
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if said, ok := core.UserMessage(err); !ok || !strings.HasPrefix(said, tt.say) {
+				t.Errorf("people are told %q (a user error: %v), want %q", said, ok, tt.say)
 			}
 			if n := len(e.inbox("")); n != msgs {
 				t.Errorf("refused command stored %d messages", n-msgs)

@@ -72,25 +72,29 @@ func bind(raw json.RawMessage, v any) error {
 	return nil
 }
 
-// describe turns an error into the message an agent reads.
+// describe turns an error into the message an agent reads: the tool's own
+// words (toolError), the Handler's words for a refusal (core.UserMessage),
+// or, for anything else, what kind of failure it was.
 func (s *Server) describe(tool string, err error) string {
-	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "commands: "), ": "+core.ErrInvalid.Error())
-	switch {
-	case errors.Is(err, errUnknownSession), errors.Is(err, core.ErrInvalid):
-		return msg
-	case errors.Is(err, core.ErrNotFound):
-		return "not found: " + msg
-	case errors.Is(err, core.ErrUnauthorized):
-		return "not allowed"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "cancelled: " + msg
-	}
 	var te toolError
 	if errors.As(err, &te) {
 		return te.Error()
 	}
+	if msg, ok := core.UserMessage(err); ok {
+		return msg
+	}
+	switch {
+	case errors.Is(err, errUnknownSession), errors.Is(err, core.ErrInvalid):
+		return err.Error()
+	case errors.Is(err, core.ErrNotFound):
+		return "not found: " + err.Error()
+	case errors.Is(err, core.ErrUnauthorized):
+		return "not allowed"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled: " + err.Error()
+	}
 	s.log.Warn("MCP tool failed", "tool", tool, "err", err)
-	return "internal error: " + msg
+	return "internal error: " + err.Error()
 }
 
 // handle runs cmd, turning the errors about its session into messages

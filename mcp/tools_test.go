@@ -235,7 +235,7 @@ func TestBadCalls(t *testing.T) {
 		{"chat.assistant.post", in("content", "hi", "session_id", nil), "chat.assistant.post needs session_id"},
 		{"chat.human.post", in("content", "  "), "content is empty"},
 		{"chat_human_post", in(), "content is empty"},
-		{"chat.assistant.post", in("content", strings.Repeat("x", 70<<10)), "more than the limit"},
+		{"chat.assistant.post", in("content", strings.Repeat("x", 70<<10)), "chat.assistant.post: the message is 71680 bytes, more than the limit of 65536"},
 		{"chat.assistant.post", in("content", "see", "files", []string{"relative.txt"}), "give an absolute path"},
 		{"chat.assistant.post", in("content", "see", "files", []string{"/"}), "is not a regular file"},
 		{"chat.assistant.post", in("content", "see", "files", []string{"/nonexistent/x"}), "no such file"},
@@ -253,8 +253,8 @@ func TestBadCalls(t *testing.T) {
 		{"ui.ask", in("question", "?", "options", []string{}), "options is empty"},
 		{"ui.ask", in("question", "", "options", []string{"a"}), "question is empty"},
 		{"ui.ask", in("question", "?", "options", []string{"a"}, "timeout_s", 7200), "timeout_s 7200 is out of range"},
-		{"ui.ask", in("question", "?", "options", []string{"a", ""}), "option 2 must be 1 to 200 bytes"},
-		{"session.create", map[string]any{"title": strings.Repeat("t", 300)}, "title is longer than 256 bytes"},
+		{"ui.ask", in("question", "?", "options", []string{"a", ""}), "ui.ask: option 2 must be 1 to 200 bytes"},
+		{"session.create", map[string]any{"title": strings.Repeat("t", 300)}, "session.create: the title is longer than 256 bytes"},
 	} {
 		c.fails(t, tc.tool, tc.args, tc.want)
 	}

@@ -7,14 +7,23 @@
 // offset is persisted only after the update's command is durable (the
 // library's poller confirms a batch to Telegram before the last update is
 // handled). Webhook mode answers 200 only after the same. Text, replies
-// (quoted), slash commands (/new creates the topic and the session together;
-// /cancel /close /title /status /help), voice notes (transcribed through
+// (quoted), slash commands (adapters/chatcmd with the prefix "/"; /new
+// creates the topic and the session together; /cancel /close /title
+// /status /help), voice notes (transcribed through
 // [transcription], the recording attached either way), documents and photos
 // (downloaded up to 20 MB under sanitised names) and button clicks (answered
 // exactly once) become commands. Edited messages are not sent again: the
 // agent may already be acting on the original. The General topic only
-// explains /new. Unauthorized people are ignored silently by the command
-// service's allow-list.
+// explains /new. Unauthorized people are ignored silently: the handler's
+// allow-list (core.Authorizer) is asked before anything else, so no topic
+// is created, no file fetched and nothing said for them.
+//
+// What the adapter says to people (refusals in the handler's words, /help,
+// "📎 Received …") is a notice of the session at their place, through the
+// handler and the outbox like every other message, and deleted with the
+// next notice. Only where no session lives (the General topic, a private
+// chat before its first message) is it sent straight to the chat, since
+// core's events belong to sessions.
 //
 // Output: rich messages (Telegram renders the markdown, about 32k
 // characters) where the server supports them; otherwise HTML rendered from

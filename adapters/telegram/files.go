@@ -36,7 +36,7 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, caption, []core.Attachment{att}
 	_, err = h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, base.Place, err)
+	_, err = a.settled(ctx, h, base, err)
 	return err
 }
 
@@ -80,22 +80,8 @@ func (a *Adapter) onVoice(ctx context.Context, h core.Handler, base core.Command
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, text, []core.Attachment{att}
 	_, err = h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, base.Place, err)
+	_, err = a.settled(ctx, h, base, err)
 	return err
-}
-
-// notice sends feedback through the session (so the cleanup ledger removes
-// it), or straight to the chat when no session lives there yet.
-func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command, text string) {
-	a.noticeFor(ctx, h, base, text, core.LifetimeNextNotice)
-}
-
-func (a *Adapter) noticeFor(ctx context.Context, h core.Handler, base core.Command, text string, lt core.Lifetime) {
-	cmd := base
-	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, text, core.MessageRef{}, "", lt
-	if _, err := h.Handle(ctx, cmd); err != nil {
-		a.reply(ctx, base.Place, text)
-	}
 }
 
 // download fetches a file into FileDir/telegram/<chat>/<thread>/ under a

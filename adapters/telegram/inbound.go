@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/parley-chat/parley/commands"
+	"github.com/parley-chat/parley/adapters/chatcmd"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -63,37 +65,72 @@ func actor(u *models.User) core.Actor {
 }
 
 // settled reports whether a handler error means the update is dealt with,
-// and says so to the person where that helps.
-func (a *Adapter) settled(ctx context.Context, p core.Place, err error) (bool, error) {
+// and says so to the person where that helps, in the handler's words
+// (core.UserMessage) with the command that helps on Telegram.
+func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
+	msg, ok := core.UserMessage(err)
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, core.ErrUnauthorized):
 		return true, nil // ignored silently
 	case errors.Is(err, core.ErrSessionClosed):
-		a.reply(ctx, p, "✅ This session is closed. /new starts another one.")
+		if !ok {
+			msg = "this session is closed"
+		}
+		a.notice(ctx, h, base, "✅ "+capitalize(msg)+". /new starts another one.")
 		return true, nil
 	case errors.Is(err, core.ErrNotFound):
-		a.reply(ctx, p, "There is no session here. /new starts one.")
+		if !ok {
+			msg = "there is no session here"
+		}
+		a.notice(ctx, h, base, capitalize(msg)+". /new starts one.")
 		return true, nil
 	case errors.Is(err, core.ErrInvalid):
-		a.reply(ctx, p, "⚠️ "+userMessage(err))
+		a.notice(ctx, h, base, "⚠️ "+msg)
 		return true, nil
 	}
 	return false, err
 }
 
-// userMessage strips the package prefixes from a handler error.
-func userMessage(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, "commands: "); i >= 0 {
-		msg = msg[i+len("commands: "):]
+// capitalize makes a message in error-string style (core.UserError's Msg)
+// start a sentence.
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError {
+		return s
 	}
-	return strings.TrimSuffix(msg, ": "+core.ErrInvalid.Error())
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// reply sends a short notice straight to the chat, for answers that belong
-// to no session (help, refusals). It is best effort.
+// notice tells the person something (feedback, an answer to /help, a
+// refusal) as a notice of the session at their place: through the
+// handler, so it is stored, paced by the outbox with everything else and
+// deleted by the cleanup ledger at the next notice. That includes a closed
+// session's topic. Where no session lives (the General topic, a private
+// chat before its first message) core has no way to a place yet — its
+// events belong to sessions — so the notice is sent straight to the chat.
+// It says nothing to people the allow-list refuses.
+func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command, text string) {
+	a.noticeFor(ctx, h, base, text, core.LifetimeNextNotice)
+}
+
+func (a *Adapter) noticeFor(ctx context.Context, h core.Handler, base core.Command, text string, lt core.Lifetime) {
+	cmd := base
+	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, text, core.MessageRef{}, "", lt
+	_, err := h.Handle(ctx, cmd)
+	switch {
+	case err == nil, errors.Is(err, core.ErrUnauthorized):
+		return
+	case !errors.Is(err, core.ErrNotFound):
+		// Better said out of band than not at all.
+		a.log.Warn("notice not stored; sending it straight to the chat", "err", err)
+	}
+	a.reply(ctx, base.Place, text)
+}
+
+// reply sends a short notice straight to the chat, bypassing the outbox,
+// for places no session lives in (see notice). It is best effort.
 func (a *Adapter) reply(ctx context.Context, p core.Place, text string) {
 	if _, err := a.Send(ctx, p, core.OutMessage{Kind: core.KindNotice, Text: text, Silent: true}); err != nil {
 		a.log.Warn("reply", "err", err)
@@ -108,6 +145,13 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 		a.log.Debug("ignoring a message from another group", "chat", m.Chat.ID)
 		return nil
 	}
+	// The allow-list first: before a topic is created or a file fetched
+	// for someone the handler would refuse, and before anything is said
+	// to them.
+	if az, ok := h.(core.Authorizer); ok && !az.Authorized(core.Origin(Name), actor(m.From)) {
+		a.log.Debug("ignoring a message from someone not allowed", "user", m.From.ID, "chat", m.Chat.ID)
+		return nil
+	}
 	thread := 0
 	if m.IsTopicMessage {
 		thread = m.MessageThreadID
@@ -120,16 +164,17 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	if text == "" {
 		text = m.Caption
 	}
-	if parsed, ok, perr := commands.Parse(text, a.username()); ok {
+	if parsed, ok, perr := a.parser().Parse(text); ok {
 		if perr != nil {
-			a.reply(ctx, p, "⚠️ "+perr.Error())
+			msg, _ := core.UserMessage(perr)
+			a.notice(ctx, h, base, "⚠️ "+msg)
 			return nil
 		}
 		return a.onCommand(ctx, h, m, base, parsed)
 	}
 	isForumGeneral := m.Chat.IsForum && thread == 0
 	if isForumGeneral && !a.opts.NewFromGeneral {
-		a.reply(ctx, p, "Each session has its own topic. Send /new [title] to start one.")
+		a.notice(ctx, h, base, "Each session has its own topic. Send /new [title] to start one.")
 		return nil
 	}
 	if isForumGeneral {
@@ -160,21 +205,25 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	cmd := base
 	cmd.Kind, cmd.Text = core.SendMessage, withQuote(m, thread, text)
 	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, p, err)
+	_, err = a.settled(ctx, h, base, err)
 	return err
 }
 
-func (a *Adapter) username() string {
+// parser recognises Telegram's commands: "/", optionally addressed to the
+// bot ("/cancel@parley_bot", as Telegram's menu writes them in groups).
+// Before Check has learnt the bot's name, an addressed command is text.
+func (a *Adapter) parser() chatcmd.Parser {
+	p := chatcmd.Parser{Prefix: "/"}
 	if me := a.me.Load(); me != nil {
-		return me.Username
+		p.Bot = me.Username
 	}
-	return ""
+	return p
 }
 
-func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Message, base core.Command, p commands.Parsed) error {
-	switch p.Slash.Name {
+func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Message, base core.Command, p chatcmd.Parsed) error {
+	switch p.Command.Name {
 	case "help":
-		a.reply(ctx, base.Place, "parley commands:\n"+commands.Help())
+		a.notice(ctx, h, base, "parley commands:\n"+a.parser().Help())
 		return nil
 	case "new":
 		_, err := a.newSession(ctx, h, m, base, p.Arg)
@@ -183,15 +232,15 @@ func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Messa
 		cmd := base
 		cmd.Kind = core.StatusQuery
 		_, err := h.Handle(ctx, cmd)
-		_, err = a.settled(ctx, base.Place, err)
+		_, err = a.settled(ctx, h, base, err)
 		return err
 	}
-	cmd, ok := p.Command(base)
+	cmd, ok := p.Build(base)
 	if !ok {
 		return nil
 	}
 	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, base.Place, err)
+	_, err = a.settled(ctx, h, base, err)
 	return err
 }
 
@@ -205,7 +254,7 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 	cmd.Kind, cmd.Title, cmd.Ref = core.CreateSession, title, core.MessageRef{}
 	if m.Chat.Type != models.ChatTypePrivate {
 		if !m.Chat.IsForum {
-			a.reply(ctx, base.Place, "This group has no topics; enable Topics in its settings so each session gets one.")
+			a.notice(ctx, h, base, "This group has no topics; enable Topics in its settings so each session gets one.")
 			return "", nil
 		}
 		if title == "" {
@@ -217,7 +266,7 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 		a.topicMu.Unlock()
 		if err != nil {
 			if core.IsPermanent(classify("create topic", err)) {
-				a.reply(ctx, base.Place, "⚠️ Could not create a topic: "+err.Error())
+				a.notice(ctx, h, base, "⚠️ Could not create a topic: "+err.Error())
 				return "", nil
 			}
 			return "", err
@@ -225,7 +274,7 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 		cmd.Place = place(m.Chat.ID, topic.MessageThreadID)
 	}
 	res, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, base.Place, err)
+	_, err = a.settled(ctx, h, base, err)
 	return res.Session, err
 }
 

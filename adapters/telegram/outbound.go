@@ -12,7 +12,6 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -232,7 +231,7 @@ func (a *Adapter) Typing(ctx context.Context, p core.Place) error {
 // private chats with the bot).
 func (a *Adapter) registerCommands(ctx context.Context) error {
 	var cmds []models.BotCommand
-	for _, s := range commands.Slashes {
+	for _, s := range a.parser().Table() {
 		desc := s.Help
 		if s.Args != "" {
 			desc += " (" + s.Args + ")"

@@ -103,3 +103,49 @@ func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "on it"}, nil)
 	st.showing(topics[0].ID, "on it")
 }
+
+// TestTelegramRepliesAreSessionNotices: what the adapter says in a topic
+// (/help, a refusal) is the session's notice, sent through the outbox and
+// deleted by the cleanup ledger when the next notice comes; a closed
+// session's topic is told the same way. Someone not on the allow-list gets
+// no answer and cannot make the bot create a topic.
+func TestTelegramRepliesAreSessionNotices(t *testing.T) {
+	st := fast(t, false)
+	topic := st.newTopic("work")
+	before := len(st.srv.Topics(st.forum))
+	st.srv.SendText(st.forum, 0, stranger, "/new sneaky")
+	st.srv.SendText(st.forum, 0, stranger, "/help")
+	st.srv.SendText(st.forum, 0, stranger, "hello?")
+	st.srv.SendText(st.forum, topic, stranger, "/help")
+
+	st.srv.SendText(st.forum, topic, ann, "/help")
+	help := st.showing(topic, "/title NEW TITLE — rename this session")
+	st.srv.SendText(st.forum, topic, ann, "/frobnicate")
+	st.showing(topic, "⚠️ unknown command /frobnicate; send /help for the list")
+	st.await("the help deleted by the next notice", func() bool {
+		m, _ := st.srv.Message(st.forum, help.ID)
+		return m.Deleted
+	})
+
+	st.srv.SendText(st.forum, topic, ann, "/close")
+	st.srv.SendText(st.forum, topic, ann, "one more thing")
+	closed := st.showing(topic, "✅ This session is closed. /new starts another one.")
+	st.srv.SendText(st.forum, topic, ann, "/status")
+	st.showing(topic, "closed")
+	st.await("the refusal deleted by the next notice", func() bool {
+		m, _ := st.srv.Message(st.forum, closed.ID)
+		return m.Deleted
+	})
+
+	if n := len(st.srv.Topics(st.forum)); n != before {
+		t.Errorf("%d topics, want %d: the stranger's /new made one", n, before)
+	}
+	if said := botMessages(st.srv.Messages(st.forum, 0)); len(said) > 0 {
+		t.Errorf("the stranger was answered in the General topic: %q", said[0].Text)
+	}
+	for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
+		if strings.Contains(m.Text, "parley commands") {
+			t.Errorf("a help message is still shown: %q (the stranger's /help answered?)", m.Text)
+		}
+	}
+}
