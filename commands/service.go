@@ -718,17 +718,25 @@ func (s *Service) notice(ctx context.Context, cmd core.Command) (core.Result, er
 	if err := s.checkContent(cmd.Text, nil); err != nil {
 		return core.Result{}, err
 	}
-	sess, err := s.resolve(ctx, cmd)
-	if err != nil {
-		return core.Result{}, err
-	}
 	lt := cmd.Lifetime
 	if lt == "" {
 		lt = core.LifetimeNextNotice
 	}
-	msg := core.Message{Session: sess.ID, Role: core.RoleSystem, Origin: cmd.Origin, Mime: core.MimeMarkdown, Content: cmd.Text, Time: s.opts.Now()}
-	events, err := s.store.AppendEvents(ctx, core.Event{Kind: core.EventNotice, Session: sess.ID, Origin: cmd.Origin,
-		Message: &msg, Lifetime: lt, SourceOnly: true})
+	e := core.Event{Kind: core.EventNotice, Origin: cmd.Origin, Lifetime: lt, SourceOnly: true}
+	sess, err := s.resolve(ctx, cmd)
+	switch {
+	case errors.Is(err, core.ErrNotFound) && cmd.Session == "" && cmd.Origin.IsUI() && !cmd.Place.IsZero():
+		// No session lives there (a forum's General topic, a private chat
+		// before its first message): the notice is addressed to the
+		// place, and delivered durably through the outbox all the same.
+		place := cmd.Place
+		e.Place = &place
+	case err != nil:
+		return core.Result{}, err
+	}
+	e.Session = sess.ID
+	e.Message = &core.Message{Session: sess.ID, Role: core.RoleSystem, Origin: cmd.Origin, Mime: core.MimeMarkdown, Content: cmd.Text, Time: s.opts.Now()}
+	events, err := s.store.AppendEvents(ctx, e)
 	if err != nil {
 		return core.Result{}, fmt.Errorf("commands: notice: %w", err)
 	}

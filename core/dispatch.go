@@ -179,6 +179,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, e Event) error {
 
 func (d *Dispatcher) dispatch(ctx context.Context, e Event, done []string) error {
 	if e.Session == "" {
+		if e.Place != nil && e.Kind == EventNotice && e.Message != nil {
+			d.dispatchToPlace(ctx, e, done)
+		}
 		return nil
 	}
 	s, err := d.store.Session(ctx, e.Session)
@@ -199,6 +202,30 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Event, done []string) error
 	}
 	d.seal(ctx, j)
 	return nil
+}
+
+// dispatchToPlace sends a notice addressed to a place with no session on
+// its origin adapter, journaled like any other notice. It is not recorded
+// in the cleanup ledger, whose rules belong to sessions.
+func (d *Dispatcher) dispatchToPlace(ctx context.Context, e Event, done []string) {
+	j := d.track(e, done)
+	defer d.seal(ctx, j)
+	a, ok := d.router.Adapter(e.Origin.Adapter())
+	if !ok || (e.Seq > 0 && j == nil) {
+		return
+	}
+	key := opKey(a.Name(), "notice", 0)
+	if !d.add(j, key) {
+		return
+	}
+	m := OutMessage{Kind: KindNotice, Text: e.Message.Content, Silent: true, Key: sendKey(e.Seq, key)}
+	place := *e.Place
+	d.outbox.Enqueue(Op{Kind: OpSend, Adapter: a.Name(), Place: place,
+		Run: func(ctx context.Context, _ Place) error {
+			_, err := a.Send(ctx, place, m)
+			return err
+		},
+		Done: func(err error) { d.confirm(j, a.Name(), key, err) }})
 }
 
 // track starts tracking a journaled event's operations. It returns nil for

@@ -56,6 +56,10 @@ type Event struct {
 	// SourceOnly events (notices, transcriptions) go to their origin
 	// adapter only and are dropped when the origin is not a UI adapter.
 	SourceOnly bool `json:"source_only,omitempty"`
+	// Place addresses a notice to a place of the origin adapter where no
+	// session lives (Session is then empty): an answer to /help in a
+	// forum's General topic.
+	Place *Place `json:"place,omitempty"`
 }
 
 // ToolActivity is one agent tool call, shown grouped in the UI.

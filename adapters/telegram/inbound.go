@@ -104,13 +104,11 @@ func capitalize(s string) string {
 }
 
 // notice tells the person something (feedback, an answer to /help, a
-// refusal) as a notice of the session at their place: through the
-// handler, so it is stored, paced by the outbox with everything else and
-// deleted by the cleanup ledger at the next notice. That includes a closed
-// session's topic. Where no session lives (the General topic, a private
-// chat before its first message) core has no way to a place yet — its
-// events belong to sessions — so the notice is sent straight to the chat.
-// It says nothing to people the allow-list refuses.
+// refusal) through the handler, so it is stored, journaled, paced by the
+// outbox with everything else and, in a session, deleted by the cleanup
+// ledger at the next notice. Where no session lives (the General topic, a
+// private chat before its first message) the notice is addressed to the
+// place. It says nothing to people the allow-list refuses.
 func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command, text string) {
 	a.noticeFor(ctx, h, base, text, core.LifetimeNextNotice)
 }
@@ -118,22 +116,8 @@ func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command,
 func (a *Adapter) noticeFor(ctx context.Context, h core.Handler, base core.Command, text string, lt core.Lifetime) {
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, text, core.MessageRef{}, "", lt
-	_, err := h.Handle(ctx, cmd)
-	switch {
-	case err == nil, errors.Is(err, core.ErrUnauthorized):
-		return
-	case !errors.Is(err, core.ErrNotFound):
-		// Better said out of band than not at all.
-		a.log.Warn("notice not stored; sending it straight to the chat", "err", err)
-	}
-	a.reply(ctx, base.Place, text)
-}
-
-// reply sends a short notice straight to the chat, bypassing the outbox,
-// for places no session lives in (see notice). It is best effort.
-func (a *Adapter) reply(ctx context.Context, p core.Place, text string) {
-	if _, err := a.Send(ctx, p, core.OutMessage{Kind: core.KindNotice, Text: text, Silent: true}); err != nil {
-		a.log.Warn("reply", "err", err)
+	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
+		a.log.Warn("notice not stored", "chat", base.Place.Chat, "err", err)
 	}
 }
 

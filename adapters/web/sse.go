@@ -169,8 +169,8 @@ func (s *stream) catchUp(ctx context.Context) error {
 // send writes one event (unless filtered out) and marks it handled.
 func (s *stream) send(ctx context.Context, e core.Event) error {
 	s.last = e.Seq
-	if s.filter != "" && e.Session != s.filter {
-		return nil
+	if e.Session == "" || s.filter != "" && e.Session != s.filter {
+		return nil // filtered out, or a notice to a place no session lives in
 	}
 	m := sseMessage{Seq: e.Seq, Kind: e.Kind, Session: e.Session, Time: e.Time, Event: publicEvent(e)}
 	s.back.states.waitApplied(ctx, e.Seq, uiWait)
