@@ -54,7 +54,11 @@ func newEnv(a *fake.Adapter) adaptertest.Env {
 		Shown: func(p core.Place) []adaptertest.ShownMessage {
 			var out []adaptertest.ShownMessage
 			for _, m := range a.Messages(p) {
-				out = append(out, adaptertest.ShownMessage{ID: m.ID, Text: m.Text})
+				sm := adaptertest.ShownMessage{ID: m.ID, Text: m.Text}
+				for _, b := range m.Buttons {
+					sm.Buttons = append(sm.Buttons, b.Label)
+				}
+				out = append(out, sm)
 			}
 			return out
 		},

@@ -13,7 +13,8 @@
 // Capabilities, and checks each claim against core's contract: sends return
 // usable references and the platform shows the text (compared loosely, by
 // the words of the markdown, since each platform renders it its own way);
-// edits change it and an identical edit is success; gone messages and gone
+// edits change it and an identical edit is success; declared buttons are
+// shown, with data as long as core makes it; gone messages and gone
 // threads are core.ErrMessageGone and core.ErrThreadGone, and binding again
 // makes a working place; a 429 is a *core.RateLimitError with at least the
 // platform's retry_after and the scope the adapter documents; deletes

@@ -83,6 +83,8 @@ type ShownMessage struct {
 	// Text is the text people see: after rendering and parsing (Telegram's
 	// visible text, not its HTML), so the suite compares it loosely.
 	Text string
+	// Buttons are the labels of the buttons shown with it, in order.
+	Buttons []string
 }
 
 // Call is one platform call as the platform recorded it.
@@ -92,7 +94,9 @@ type Call struct {
 	Time time.Time
 	// Kind is the outbox operation kind the call belongs to (a topic
 	// creation is a send, a chat action is typing).
-	Kind  core.OpKind
+	Kind core.OpKind
+	// Place is where it landed; zero when the platform did not record it
+	// (telegramtest's injected failures).
 	Place core.Place
 	// Err is the platform's error ("" on success).
 	Err string
@@ -131,6 +135,7 @@ var checks = []check{
 	{name: "send", run: checkSend},
 	{name: "edit", run: checkEdit},
 	{name: "edit gone", run: checkEditGone},
+	{name: "buttons", run: checkButtons},
 	{name: "delete", run: checkDelete},
 	{name: "delete others", run: checkDeleteOthers},
 	{name: "length", run: checkLength},

@@ -94,6 +94,48 @@ func checkEditGone(t *testing.T, e *env) {
 	}
 }
 
+// checkButtons: with Capabilities.Buttons, a question's options are shown
+// as buttons, with Data as long as core makes it (48 bytes), and an edit
+// that keeps them keeps them shown.
+func checkButtons(t *testing.T, e *env) {
+	if !e.Adapter.Capabilities().Buttons {
+		t.Skip("Capabilities.Buttons is false: core shows options as a numbered list")
+	}
+	qid := strings.Repeat("Q", 46)
+	buttons := []core.Button{{Label: "Yes, go ahead", Data: core.ButtonData(qid, 1)}, {Label: "No", Data: core.ButtonData(qid, 2)}}
+	if len(buttons[0].Data) != 48 {
+		t.Fatalf("adaptertest: button data of %d bytes, want 48", len(buttons[0].Data))
+	}
+	place := e.place(t)
+	m := core.OutMessage{Kind: core.KindQuestion, Text: "Shall the suite go on?", Buttons: buttons}
+	ref, err := e.Adapter.Send(ctx(t), place, m)
+	if err != nil {
+		t.Fatalf("Send with buttons: %v", err)
+	}
+	ok, reason := e.need(t, HookShown)
+	shows := func(what string) {
+		t.Helper()
+		if !ok {
+			return
+		}
+		got, shown := e.shown(place, ref.ID)
+		if !shown || strings.Join(got.Buttons, "|") != "Yes, go ahead|No" {
+			t.Errorf("%s: the platform shows %+v, want the buttons %q and %q", what, got, buttons[0].Label, buttons[1].Label)
+		}
+	}
+	shows("after Send")
+	if ed, isEditor := e.Adapter.(core.Editor); isEditor {
+		m.Text = "Shall the suite go on? (asked again)"
+		if err := ed.Edit(ctx(t), ref, m); err != nil {
+			t.Fatalf("Edit keeping the buttons: %v", err)
+		}
+		shows("after an Edit keeping them")
+	}
+	if !ok {
+		t.Skipf("the buttons are accepted; whether they are shown cannot be checked: %s", reason)
+	}
+}
+
 // checkDelete: a delete removes the message; deleting it again, or deleting
 // one that vanished, is core.ErrMessageGone (which clears its row in the
 // cleanup ledger).
@@ -165,7 +207,7 @@ func checkLength(t *testing.T, e *env) {
 	// limit) from its first answer.
 	e.send(t, place, "A short message first")
 	c := e.Adapter.Capabilities()
-	exact, n := textOfLength(e.Adapter, c.MaxLength)
+	exact, n := textOfLength(e.Adapter, c.MaxLength, "w")
 	if n != c.MaxLength {
 		t.Logf("no text renders to exactly MaxLength %d; using %d", c.MaxLength, n)
 	}
@@ -183,7 +225,18 @@ func checkLength(t *testing.T, e *env) {
 			t.Errorf("a message of MaxLength %d is not shown whole (missing %q)", c.MaxLength, missing(m.Text, exact))
 		}
 	}
-	over, _ := textOfLength(e.Adapter, 2*c.MaxLength+16)
+	if ed, ok := e.Adapter.(core.Editor); ok {
+		// The live output message is edited up to MaxLength too.
+		other, _ := textOfLength(e.Adapter, n, "v")
+		if err := ed.Edit(ctx(t), ref, core.OutMessage{Kind: core.KindOutput, Text: other}); err != nil {
+			t.Errorf("Edit to a text of MaxLength %d: %v", c.MaxLength, err)
+		} else if haveShown {
+			if m, ok := e.shown(place, ref.ID); !ok || len(missing(m.Text, other)) > 0 {
+				t.Errorf("a message edited to MaxLength %d is not shown whole", c.MaxLength)
+			}
+		}
+	}
+	over, _ := textOfLength(e.Adapter, 2*c.MaxLength+16, "o")
 	_, err := e.Adapter.Send(ctx(t), place, core.OutMessage{Kind: core.KindAssistant, Text: over})
 	switch {
 	case err != nil && !core.IsPermanent(err):
@@ -200,10 +253,11 @@ func checkLength(t *testing.T, e *env) {
 	}
 }
 
-// textOfLength returns plain text (numbered words with accented letters and
-// emoji, so that the unit of length matters) of length n as a measures it
-// once rendered, or the nearest length below it it could make.
-func textOfLength(a core.Adapter, n int) (string, int) {
+// textOfLength returns plain text (words numbered after prefix, with
+// accented letters and emoji so that the unit of length matters) of length
+// n as a measures it once rendered, or the nearest length below it it could
+// make.
+func textOfLength(a core.Adapter, n int, prefix string) (string, int) {
 	measure := func(s string) int {
 		if m, ok := a.(core.Measurer); ok {
 			return m.RenderedLength(s)
@@ -215,7 +269,7 @@ func textOfLength(a core.Adapter, n int) (string, int) {
 		var b strings.Builder
 		size := 0
 		for i := 1; ; i++ {
-			tok := fmt.Sprintf(" w%dé😀", i)
+			tok := fmt.Sprintf(" %s%dé😀", prefix, i)
 			if i == 1 {
 				tok = tok[1:]
 			}
