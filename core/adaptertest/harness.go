@@ -219,7 +219,7 @@ func (e *env) need(t *testing.T, h Hook) (bool, string) {
 	}
 	var claim string
 	switch {
-	case messageHook && h == HookShown:
+	case h == HookShown:
 		claim = "it sends messages"
 	case h == HookVanish && (isEditor(e.Adapter) || isDeleter(e.Adapter)):
 		claim = "it is a core.Editor or core.Deleter (gone messages are core.ErrMessageGone)"

@@ -95,7 +95,10 @@ func checkRateLimit(t *testing.T, e *env) {
 	}{
 		{core.OpSend, true, func(t *testing.T, e *env) func() error {
 			place := e.place(t)
-			return func() error { _, err := e.Adapter.Send(ctx(t), place, core.OutMessage{Text: sample}); return err }
+			return func() error {
+				_, err := e.Adapter.Send(ctx(t), place, core.OutMessage{Kind: core.KindAssistant, Text: sample})
+				return err
+			}
 		}},
 		{core.OpEdit, isEditor(e.Adapter), func(t *testing.T, e *env) func() error {
 			ref := e.send(t, e.place(t), sample)
