@@ -184,12 +184,19 @@ func (a *Adapter) Vanish(id string) {
 	}
 }
 
-// DeleteThread removes a conversation behind the daemon's back; sends to it
-// fail with core.ErrThreadGone until the session is bound anew.
+// DeleteThread removes a conversation with its messages behind the daemon's
+// back, as deleting a Telegram topic does; sends to it fail with
+// core.ErrThreadGone until the session is bound anew, edits and deletes of
+// its messages with core.ErrMessageGone.
 func (a *Adapter) DeleteThread(place core.Place) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.threads[place] = false
+	for _, m := range a.msgs {
+		if m.Place == place {
+			m.Deleted = true
+		}
+	}
 }
 
 // Receive injects what a person did. It returns at once; Run delivers it.
@@ -350,7 +357,8 @@ func (a *Adapter) Edit(ctx context.Context, ref core.MessageRef, m core.OutMessa
 	return nil
 }
 
-// Delete implements core.Deleter.
+// Delete implements core.Deleter. People's messages (from Receive) can be
+// deleted only when the capabilities declare DeleteOthers.
 func (a *Adapter) Delete(ctx context.Context, ref core.MessageRef) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -360,6 +368,12 @@ func (a *Adapter) Delete(ctx context.Context, ref core.MessageRef) error {
 	msg, ok := a.msgs[ref.ID]
 	if !ok || msg.Deleted {
 		err := fmt.Errorf("fake: delete %s: %w", ref.ID, core.ErrMessageGone)
+		a.recordLocked(Op{Method: "delete", Place: ref.Place, ID: ref.ID, Err: err})
+		return err
+	}
+	if msg.ByPerson && !a.caps.DeleteOthers {
+		// Like Slack's cant_delete_message: retrying cannot help.
+		err := core.Permanent(fmt.Errorf("fake: delete %s: a person's message, and DeleteOthers is not declared", ref.ID))
 		a.recordLocked(Op{Method: "delete", Place: ref.Place, ID: ref.ID, Err: err})
 		return err
 	}
