@@ -109,8 +109,11 @@ type OutMessage struct {
 type Adapter interface {
 	// Name is the adapter's name, also the Origin of its input.
 	Name() AdapterName
-	// Capabilities describes the platform. It must not change while the
-	// adapter runs.
+	// Capabilities describes the platform. Limits and EditInterval must
+	// not change while the adapter runs (the outbox reads them once); the
+	// rest may change as the adapter learns what the platform supports
+	// (Telegram's rich messages raise MaxLength), and is read again for
+	// every message.
 	Capabilities() Capabilities
 	// Run receives from the platform and hands each update to h, in order
 	// per conversation, acknowledging it only after h returned (see

@@ -9,8 +9,14 @@
 // output-message lifecycle (one message per session and binding, edited in
 // place), markdown splitting for length limits, and the UiState reducer.
 //
-// core imports only the standard library (plus golang.org/x/time/rate for the
-// token buckets) and nothing of the project. Platform ids stay opaque here:
-// a Telegram topic id or a Slack thread timestamp is just a string the owning
-// adapter understands.
+// core imports only the standard library and nothing of the project.
+// Platform ids stay opaque here: a Telegram topic id or a Slack thread
+// timestamp is just a string the owning adapter understands.
+//
+// Delivery is as durable as input: what an agent sends and cannot be
+// derived again is journaled by the store with its event and confirmed
+// operation by operation (see Dispatcher); the Outbox retries transient
+// failures for as long as an operation is wanted, gives every platform call
+// a deadline, and paces every call a platform throttles by the limits the
+// adapter declares per scope (see Limit and Scope).
 package core
