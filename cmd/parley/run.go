@@ -7,17 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/parley-chat/parley/adapters/fake"
-	"github.com/parley-chat/parley/adapters/telegram"
-	"github.com/parley-chat/parley/adapters/transcribe"
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
@@ -116,7 +110,7 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 	if *listen != "" {
 		env = append(env, "PARLEY_HTTP_LISTEN="+*listen)
 	}
-	cfg, err := config.Load(*configPath, env)
+	cfg, err := loadConfig(*configPath, env)
 	if err != nil {
 		fmt.Fprintf(stderr, "parley: invalid configuration:\n%s\n", indent(err.Error()))
 		return exitUsage
@@ -155,6 +149,8 @@ type Main struct {
 	// from Config (tests inject fakes this way). The web adapter is always
 	// added.
 	Adapters []core.Adapter
+	// table replaces the table of platforms (tests add their own rows).
+	table []platform
 
 	daemon  *daemon.Daemon
 	routes  []route
@@ -170,9 +166,6 @@ func (m *Main) Open(ctx context.Context) error {
 		m.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := m.Config
-	if err := refuseMissing(c); err != nil {
-		return err
-	}
 	disabled := map[core.Lifetime]bool{
 		core.LifetimeNextNotice:   !c.Cleanup.NextNotice,
 		core.LifetimeNextInput:    !c.Cleanup.NextInput,
@@ -191,7 +184,7 @@ func (m *Main) Open(ctx context.Context) error {
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
 		Adapters: m.Adapters,
-		Allow:    allowLists(c),
+		Allow:    m.allowLists(),
 		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
 			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Bus, Logger: m.Logger.With("adapter", "web")})
 			adapters := []core.Adapter{m.web}
@@ -268,80 +261,6 @@ func (m *Main) Close() error {
 		return nil
 	}
 	return m.daemon.Close()
-}
-
-// buildAdapters is the registry of platforms: one constructor per
-// configured adapter, each checked against its platform before the daemon
-// starts so that a wrong token or missing rights stop it with a clear
-// error.
-func (m *Main) buildAdapters(ctx context.Context, deps daemon.Deps) ([]core.Adapter, error) {
-	c := m.Config
-	var adapters []core.Adapter
-	if c.Telegram.Enabled() {
-		a, err := m.telegram(ctx, deps)
-		if err != nil {
-			return nil, err
-		}
-		adapters = append(adapters, a)
-	}
-	if c.Fake.Enabled {
-		adapters = append(adapters, fake.New("fake", core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true}))
-	}
-	return adapters, nil
-}
-
-func (m *Main) telegram(ctx context.Context, deps daemon.Deps) (core.Adapter, error) {
-	c := m.Config
-	opts := telegram.Options{
-		Token: c.Telegram.Token, APIURL: c.Telegram.APIURL, ChatID: c.Telegram.ChatID,
-		Webhook: c.Telegram.Mode == "webhook", WebhookURL: c.Telegram.WebhookURL, WebhookSecret: c.Telegram.WebhookSecret,
-		NewFromGeneral: c.Telegram.NewFromGeneral,
-		FileDir:        filepath.Join(c.DataDir, "files"), Cursors: deps.Store,
-		Logger: m.Logger.With("adapter", "telegram"),
-	}
-	if c.Transcription.Enabled() {
-		opts.Transcriber = transcribe.New(c.Transcription.APIURL, c.Transcription.APIKey, c.Transcription.Model)
-	}
-	a, err := telegram.New(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Check(ctx); err != nil {
-		return nil, err
-	}
-	if opts.Webhook {
-		u, err := url.Parse(opts.WebhookURL)
-		if err != nil || u.Path == "" || u.Path == "/" {
-			return nil, fmt.Errorf("config: telegram.webhook_url %q needs a path (e.g. https://host/telegram) that parley serves", opts.WebhookURL)
-		}
-		m.routes = append(m.routes, route{path: u.Path, handler: a.WebhookHandler()})
-	}
-	return a, nil
-}
-
-// allowLists maps each platform's allowed users to its origin.
-func allowLists(c config.Config) map[core.Origin][]string {
-	allow := map[core.Origin][]string{}
-	if c.Telegram.Enabled() {
-		ids := []string{}
-		for _, id := range c.Telegram.AllowedUsers {
-			ids = append(ids, strconv.FormatInt(id, 10))
-		}
-		allow[core.Origin(telegram.Name)] = ids
-	}
-	return allow
-}
-
-// refuseMissing stops platforms whose adapter is not in this build, by
-// name, rather than ignoring their configuration.
-func refuseMissing(c config.Config) error {
-	var errs []error
-	for section, on := range map[string]bool{"slack": c.Slack.Enabled(), "matrix": c.Matrix.Enabled()} {
-		if on {
-			errs = append(errs, fmt.Errorf("config: [%s] is set, but this build of parley has no %s adapter yet; remove the section (or its PARLEY_%s_* variables)", section, section, strings.ToUpper(section)))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func lookup(env []string, key string) string {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/mcp"
 )
 
@@ -28,7 +27,7 @@ func stdioProxy(ctx context.Context, args, env []string, stdin io.Reader, stdout
 	if *configPath == "" {
 		*configPath = lookup(env, "PARLEY_CONFIG")
 	}
-	cfg, err := config.Load(*configPath, env)
+	cfg, err := loadConfig(*configPath, env)
 	if err != nil {
 		fmt.Fprintf(stderr, "parley: invalid configuration:\n%s\n", indent(err.Error()))
 		return exitUsage

@@ -16,6 +16,14 @@
 // key and how to fix it. Unknown keys in the file are errors, since a
 // misspelt key would otherwise silently leave its default in place.
 //
+// A platform's section is defined by the platform's adapter package
+// (telegram.Config) and only listed here as a field of Config: its keys,
+// variables, redaction and URL checks follow from its tags like any other
+// section's, and its own rules from its Validate method (Section). A
+// platform parley knows of but this build lacks (Platforms.Absent, from
+// cmd/parley's table) is refused by name, section or variables alike,
+// rather than reported as unknown keys or silently ignored.
+//
 // Secrets (tokens, API keys, webhook secrets) never appear in errors, and
 // String, Redacted and LogValue replace them with "***" for logging.
 package config
@@ -38,6 +46,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/parley-chat/parley/adapters/telegram"
 )
 
 // Config is parley's whole configuration. The zero Config is not valid: start
@@ -57,12 +67,9 @@ type Config struct {
 	Cleanup Cleanup `toml:"cleanup"`
 	// Routing decides where events go besides the default rules.
 	Routing Routing `toml:"routing"`
-	// Telegram is the Telegram adapter; enabled when Token is set.
-	Telegram Telegram `toml:"telegram"`
-	// Slack is the Slack adapter; enabled when BotToken is set.
-	Slack Slack `toml:"slack"`
-	// Matrix is the Matrix adapter; enabled when Homeserver is set.
-	Matrix Matrix `toml:"matrix"`
+	// Telegram is the Telegram adapter's section, defined and validated by
+	// the adapter; enabled when its token is set.
+	Telegram telegram.Config `toml:"telegram"`
 	// Transcription turns voice messages into text; enabled when APIURL is set.
 	Transcription Transcription `toml:"transcription"`
 	// Fake is the in-memory test adapter.
@@ -122,73 +129,6 @@ type Routing struct {
 	ReflectInput bool `toml:"reflect_input"`
 }
 
-// Telegram configures the Telegram adapter.
-type Telegram struct {
-	// Token is the bot token from @BotFather. Setting it enables the adapter.
-	Token string `toml:"token" secret:"true"`
-	// APIURL is the Bot API server, for self-hosted ones. Default
-	// https://api.telegram.org.
-	APIURL string `toml:"api_url" url:"true"`
-	// ChatID is the forum supergroup whose topics hold the sessions.
-	// Required with Token.
-	ChatID int64 `toml:"chat_id"`
-	// AllowedUsers are the Telegram user ids whose messages are accepted;
-	// everyone else is ignored. Required with Token.
-	AllowedUsers []int64 `toml:"allowed_users"`
-	// Mode is how updates arrive: polling (default) or webhook.
-	Mode string `toml:"mode"`
-	// WebhookURL is the public URL Telegram posts updates to, routed to
-	// parley's HTTP listener. Required in webhook mode.
-	WebhookURL string `toml:"webhook_url" url:"true"`
-	// WebhookSecret is sent by Telegram with every webhook request and
-	// checked by parley: 1-256 characters of A-Z, a-z, 0-9, _ and -.
-	WebhookSecret string `toml:"webhook_secret" secret:"true"`
-	// NewFromGeneral makes a message in the group's General topic start a
-	// session (in a new topic) as /new would. Default false: the General
-	// topic only explains /new.
-	NewFromGeneral bool `toml:"new_from_general"`
-}
-
-// Enabled reports whether the Telegram adapter is configured.
-func (t Telegram) Enabled() bool { return t.Token != "" }
-
-// Slack configures the Slack adapter, which connects in Socket Mode.
-type Slack struct {
-	// BotToken is the bot's xoxb- token. Setting it enables the adapter.
-	BotToken string `toml:"bot_token" secret:"true"`
-	// AppToken is the app-level xapp- token Socket Mode connects with.
-	// Required with BotToken.
-	AppToken string `toml:"app_token" secret:"true"`
-	// APIURL is the Web API base URL, for tests; empty means Slack's.
-	APIURL string `toml:"api_url" url:"true"`
-	// Channel is the channel id whose threads hold the sessions.
-	// Required with BotToken.
-	Channel string `toml:"channel"`
-	// AllowedUsers are the Slack user ids (U…) whose messages are
-	// accepted; everyone else is ignored. Required with BotToken.
-	AllowedUsers []string `toml:"allowed_users"`
-}
-
-// Enabled reports whether the Slack adapter is configured.
-func (s Slack) Enabled() bool { return s.BotToken != "" }
-
-// Matrix configures the Matrix adapter.
-type Matrix struct {
-	// Homeserver is the homeserver's base URL. Setting it enables the
-	// adapter.
-	Homeserver string `toml:"homeserver" url:"true"`
-	// UserID is the bot's Matrix id, @name:server. Required with Homeserver.
-	UserID string `toml:"user_id"`
-	// AccessToken is the bot's access token. Required with Homeserver.
-	AccessToken string `toml:"access_token" secret:"true"`
-	// AllowedUsers are the Matrix ids whose messages are accepted;
-	// everyone else is ignored. Required with Homeserver.
-	AllowedUsers []string `toml:"allowed_users"`
-}
-
-// Enabled reports whether the Matrix adapter is configured.
-func (m Matrix) Enabled() bool { return m.Homeserver != "" }
-
 // Transcription configures speech-to-text for voice messages, through an
 // OpenAI-compatible /audio/transcriptions endpoint.
 type Transcription struct {
@@ -204,10 +144,53 @@ type Transcription struct {
 // Enabled reports whether transcription is configured.
 func (t Transcription) Enabled() bool { return t.APIURL != "" }
 
-// Fake configures the in-memory test adapter.
+// Validate implements Section.
+func (t Transcription) Validate(report func(key, problem string)) {
+	if !t.Enabled() && (t.APIKey != "" || t.Model != "") {
+		report("api_url", "empty, but other [transcription] keys are set; set it to enable transcription, or remove them")
+	}
+}
+
+// Fake configures the in-memory test adapter. It is a platform section like
+// telegram.Config, with nothing to check and no allow-list.
 type Fake struct {
-	// Enabled adds the fake adapter, for tests and demos. Default false.
-	Enabled bool `toml:"enabled"`
+	// Enable adds the fake adapter, for tests and demos. Default false.
+	Enable bool `toml:"enabled"`
+}
+
+// Enabled reports whether the fake adapter is on.
+func (f Fake) Enabled() bool { return f.Enable }
+
+// Allowed is nil: the fake's origin admits everyone.
+func (f Fake) Allowed() []string { return nil }
+
+// Validate implements Section: a boolean has nothing left to check.
+func (f Fake) Validate(func(key, problem string)) {}
+
+// Section is a section of the configuration that checks its own keys,
+// beyond what Load checks of every key (that its value has the key's type,
+// and that a key tagged url is an http or https URL). Every platform's
+// section implements it, in the platform's own package (telegram.Config),
+// so that the rules of a platform's keys live with the platform; Load calls
+// Validate on each section of Config that implements it.
+type Section interface {
+	// Validate reports each problem through report: the key inside the
+	// section ("chat_id") and what is wrong and how to fix it ("required
+	// with telegram.token: the id of …"). Load prefixes the section and
+	// appends where the key is set. A problem never quotes a secret.
+	Validate(report func(key, problem string))
+}
+
+// Platforms tells Load which platforms parley knows of. A section (or
+// variable) of a platform this build lacks is then refused by the
+// platform's name before any of its keys, instead of as an unknown key.
+// cmd/parley derives it from its table of platforms.
+type Platforms struct {
+	// Present are the platforms this build has, named in that error.
+	Present []string
+	// Absent are the platforms parley knows of that this build lacks:
+	// [slack], PARLEY_SLACK_* are refused with their name.
+	Absent []string
 }
 
 // Duration is a time.Duration written as a string like "2s" or "1m30s", in
@@ -242,7 +225,7 @@ func defaults(env []string) Config {
 			DrainTimeout:  Duration{5 * time.Second},
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
-		Telegram: Telegram{APIURL: "https://api.telegram.org", Mode: "polling"},
+		Telegram: telegram.DefaultConfig(),
 	}
 }
 
@@ -262,11 +245,12 @@ func DefaultDataDir(env []string) string {
 
 // Load reads the TOML file at path ("" for none), applies the PARLEY_*
 // variables of env (as os.Environ returns it), and validates the result.
+// Sections and variables of platforms.Absent are refused by name first.
 // On error the returned Config is as far as it got, and the error lists
 // every problem found.
-func Load(path string, env []string) (Config, error) {
+func Load(path string, env []string, platforms Platforms) (Config, error) {
 	c := defaults(env)
-	var errs []error
+	errs := absentEnv(env, platforms)
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -276,14 +260,15 @@ func Load(path string, env []string) (Config, error) {
 		// only where the parser was, from errors in a key's value.
 		var raw map[string]any
 		if _, err := toml.Decode(string(data), &raw); err != nil {
-			return c, errors.Join(append([]error{fileError(path, err, false)}, applyEnv(&c, env)...)...)
+			return c, errors.Join(append(append(errs, fileError(path, err, false)), applyEnv(&c, env)...)...)
 		}
+		errs = append(absentSections(path, string(data), raw, platforms), errs...)
 		md, err := toml.Decode(string(data), &c)
 		if err != nil {
 			// The file is half-read: validating it would mislead.
-			return c, errors.Join(append([]error{fileError(path, err, true)}, applyEnv(&c, env)...)...)
+			return c, errors.Join(append(append(errs, fileError(path, err, true)), applyEnv(&c, env)...)...)
 		}
-		errs = append(errs, unknownKeys(path, string(data), md)...)
+		errs = append(errs, unknownKeys(path, string(data), md, platforms.Absent)...)
 	}
 	errs = append(errs, applyEnv(&c, env)...)
 	if rest, ok := strings.CutPrefix(c.DataDir, "~/"); ok {
@@ -313,135 +298,6 @@ func fileError(path string, err error, inValue bool) error {
 		return fmt.Errorf("config: %s:%s: %s: %s", path, m[1], m[2], m[3])
 	}
 	return fmt.Errorf("config: %s: %w", path, err)
-}
-
-// unknownKeys reports the file's keys that Config does not have, each once
-// (not every key under an unknown table), with a suggestion.
-func unknownKeys(path, data string, md toml.MetaData) []error {
-	known := map[string]bool{}
-	for _, f := range fields(&Config{}) {
-		known[f.key] = true
-		if section, _, ok := strings.Cut(f.key, "."); ok {
-			known[section] = true
-		}
-	}
-	seen := map[string]bool{}
-	var errs []error
-	for _, k := range md.Undecoded() {
-		key := k.String()
-		if len(k) > 1 && seen[toml.Key(k[:len(k)-1]).String()] {
-			seen[key] = true
-			continue
-		}
-		seen[key] = true
-		where := path
-		if line := keyLine(data, k); line > 0 {
-			where = fmt.Sprintf("%s:%d", path, line)
-		}
-		what := "key " + key
-		if md.Type(k...) == "Hash" {
-			what = "table [" + key + "]"
-		}
-		errs = append(errs, fmt.Errorf("config: %s: unknown %s%s", where, what, suggest(key, known)))
-	}
-	return errs
-}
-
-// suggest offers the known key closest to an unknown one, or lists the keys
-// of its section.
-func suggest(key string, known map[string]bool) string {
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range known {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	best, bestDist := "", 3
-	for _, k := range keys {
-		if d := editDistance(key, k); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	if best != "" {
-		return fmt.Sprintf(" (did you mean %s?)", best)
-	}
-	section, _, ok := strings.Cut(key, ".")
-	if !ok || !known[section] {
-		return ""
-	}
-	var names []string
-	for _, k := range keys {
-		if name, ok := strings.CutPrefix(k, section+"."); ok {
-			names = append(names, name)
-		}
-	}
-	return fmt.Sprintf(" (known keys in [%s]: %s)", section, strings.Join(names, ", "))
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-// keyLine finds the line where key is set in a TOML text, for the simple
-// shapes config files take (tables, key = value, dotted keys); 0 if not
-// found.
-func keyLine(data string, key toml.Key) int {
-	want := strings.Join(key, ".")
-	table := ""
-	for i, line := range strings.Split(data, "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(line, "["):
-			name := strings.Trim(strings.SplitN(line, "]", 2)[0], "[ \t")
-			table = unquoteKey(name)
-			if table == want {
-				return i + 1
-			}
-		case strings.Contains(line, "="):
-			k := unquoteKey(strings.TrimSpace(strings.SplitN(line, "=", 2)[0]))
-			if table != "" {
-				k = table + "." + k
-			}
-			if k == want || strings.HasPrefix(want, k+".") {
-				return i + 1
-			}
-		}
-	}
-	return 0
-}
-
-// unquoteKey turns a TOML dotted key as written into its parts joined by
-// dots.
-func unquoteKey(s string) string {
-	parts := strings.Split(s, ".")
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if u, err := strconv.Unquote(p); err == nil {
-			p = u
-		} else {
-			p = strings.Trim(p, "'")
-		}
-		parts[i] = p
-	}
-	return strings.Join(parts, ".")
 }
 
 // validate checks every rule and returns every violation.
@@ -488,88 +344,19 @@ func (c *Config) validate() []error {
 		bad("outbox.drain_timeout", "%s is negative; use a duration like 5s, or 0s not to wait", c.Outbox.DrainTimeout)
 	}
 
-	t := c.Telegram
-	isURL("telegram.api_url", t.APIURL)
-	if t.APIURL == "" {
-		bad("telegram.api_url", "empty; the default is https://api.telegram.org")
-	}
-	oneOf("telegram.mode", t.Mode, "polling", "webhook")
-	isURL("telegram.webhook_url", t.WebhookURL)
-	if t.WebhookSecret != "" && !webhookSecret.MatchString(t.WebhookSecret) {
-		bad("telegram.webhook_secret", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
-	}
-	if t.Enabled() {
-		if t.ChatID == 0 {
-			bad("telegram.chat_id", "required with telegram.token: the id of the forum supergroup whose topics hold the sessions")
-		}
-		if len(t.AllowedUsers) == 0 {
-			bad("telegram.allowed_users", "empty, so the bot would ignore everyone; list the Telegram user ids allowed to use it")
-		}
-		for _, id := range t.AllowedUsers {
-			if id <= 0 {
-				bad("telegram.allowed_users", "%d is not a user id (user ids are positive)", id)
+	// Every section's URL keys, then its own rules, section by section so
+	// that a section's problems read together.
+	for _, sec := range sections(c) {
+		for _, f := range fields(c) {
+			if f.url && strings.HasPrefix(f.key, sec.name+".") {
+				isURL(f.key, f.v.String())
 			}
 		}
-		if t.Mode == "webhook" && t.WebhookURL == "" {
-			bad("telegram.webhook_url", "required when telegram.mode is webhook")
+		if v, ok := sec.v.Interface().(Section); ok {
+			v.Validate(func(key, problem string) { bad(sec.name+"."+key, "%s", problem) })
 		}
-	} else if t.ChatID != 0 || len(t.AllowedUsers) > 0 || t.WebhookURL != "" || t.WebhookSecret != "" || t.Mode != "polling" {
-		bad("telegram.token", "empty, but other [telegram] keys are set; set the token to enable Telegram, or remove them")
-	}
-
-	s := c.Slack
-	isURL("slack.api_url", s.APIURL)
-	if s.Enabled() {
-		if s.AppToken == "" {
-			bad("slack.app_token", "required with slack.bot_token: the app-level xapp- token Socket Mode connects with")
-		}
-		if s.Channel == "" {
-			bad("slack.channel", "required with slack.bot_token: the id of the channel whose threads hold the sessions")
-		}
-		if len(s.AllowedUsers) == 0 {
-			bad("slack.allowed_users", "empty, so the bot would ignore everyone; list the Slack user ids (U…) allowed to use it")
-		}
-	} else if s.AppToken != "" || s.APIURL != "" || s.Channel != "" || len(s.AllowedUsers) > 0 {
-		bad("slack.bot_token", "empty, but other [slack] keys are set; set the token to enable Slack, or remove them")
-	}
-
-	m := c.Matrix
-	isURL("matrix.homeserver", m.Homeserver)
-	if m.Enabled() {
-		if m.UserID == "" {
-			bad("matrix.user_id", "required with matrix.homeserver: the bot's id, like @parley:example.org")
-		} else if !matrixID(m.UserID) {
-			bad("matrix.user_id", "%q is not a Matrix id like @parley:example.org", m.UserID)
-		}
-		if m.AccessToken == "" {
-			bad("matrix.access_token", "required with matrix.homeserver")
-		}
-		if len(m.AllowedUsers) == 0 {
-			bad("matrix.allowed_users", "empty, so the bot would ignore everyone; list the Matrix ids allowed to use it")
-		}
-		for _, id := range m.AllowedUsers {
-			if !matrixID(id) {
-				bad("matrix.allowed_users", "%q is not a Matrix id like @alice:example.org", id)
-			}
-		}
-	} else if m.UserID != "" || m.AccessToken != "" || len(m.AllowedUsers) > 0 {
-		bad("matrix.homeserver", "empty, but other [matrix] keys are set; set it to enable Matrix, or remove them")
-	}
-
-	tr := c.Transcription
-	isURL("transcription.api_url", tr.APIURL)
-	if !tr.Enabled() && (tr.APIKey != "" || tr.Model != "") {
-		bad("transcription.api_url", "empty, but other [transcription] keys are set; set it to enable transcription, or remove them")
 	}
 	return errs
-}
-
-var webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
-
-// matrixID reports whether id looks like @localpart:server.
-func matrixID(id string) bool {
-	local, server, ok := strings.Cut(strings.TrimPrefix(id, "@"), ":")
-	return strings.HasPrefix(id, "@") && ok && local != "" && server != ""
 }
 
 // loopback reports whether a listen host accepts connections from this
@@ -596,11 +383,11 @@ func fix(key string) string {
 // "***" and passwords in URLs masked (as url.URL.Redacted does), fit for
 // logging.
 func (c Config) Redacted() Config {
-	// Copy the slices too, so the copy shares nothing mutable with c.
-	c.Telegram.AllowedUsers = slices.Clone(c.Telegram.AllowedUsers)
-	c.Slack.AllowedUsers = slices.Clone(c.Slack.AllowedUsers)
-	c.Matrix.AllowedUsers = slices.Clone(c.Matrix.AllowedUsers)
 	for _, f := range fields(&c) {
+		if f.v.Kind() == reflect.Slice && !f.v.IsNil() {
+			// Copy the lists, so the copy shares nothing mutable with c.
+			f.v.Set(reflect.AppendSlice(reflect.MakeSlice(f.v.Type(), 0, f.v.Len()), f.v))
+		}
 		if f.v.Kind() != reflect.String {
 			continue
 		}

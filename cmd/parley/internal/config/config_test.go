@@ -12,10 +12,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-chat/parley/adapters/telegram"
 )
 
 // home is the environment most tests run in: nothing but HOME.
 var home = []string{"HOME=/home/ada"}
+
+// known is what cmd/parley's table tells Load in a build with Telegram
+// only.
+var known = Platforms{Present: []string{"telegram"}, Absent: []string{"slack", "matrix"}}
 
 // writeFile writes a config file into a fresh temporary directory.
 func writeFile(tb testing.TB, text string) string {
@@ -34,7 +40,7 @@ func load(tb testing.TB, text string, env []string) Config {
 	if text != "" {
 		path = writeFile(tb, text)
 	}
-	c, err := Load(path, env)
+	c, err := Load(path, env, known)
 	if err != nil {
 		tb.Fatalf("Load: %v", err)
 	}
@@ -48,7 +54,7 @@ func loadErr(tb testing.TB, text string, env []string) (path, msg string) {
 	if text != "" {
 		path = writeFile(tb, text)
 	}
-	_, err := Load(path, env)
+	_, err := Load(path, env, known)
 	if err == nil {
 		tb.Fatalf("Load(%q, %q) succeeded, want an error", text, env)
 	}
@@ -65,7 +71,7 @@ func TestDefaults(t *testing.T) {
 			DrainTimeout:  Duration{5 * time.Second},
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
-		Telegram: Telegram{APIURL: "https://api.telegram.org", Mode: "polling"},
+		Telegram: telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"},
 	}
 	if got := load(t, "", home); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load with no file:\n got %#v\nwant %#v", got.Redacted(), want)
@@ -80,7 +86,7 @@ func TestDefaults(t *testing.T) {
 	if Default().HTTP.Listen != "127.0.0.1:8765" {
 		t.Errorf("Default().HTTP.Listen = %q", Default().HTTP.Listen)
 	}
-	for _, enabled := range []bool{want.Telegram.Enabled(), want.Slack.Enabled(), want.Matrix.Enabled(), want.Transcription.Enabled(), want.Fake.Enabled} {
+	for _, enabled := range []bool{want.Telegram.Enabled(), want.Transcription.Enabled(), want.Fake.Enabled()} {
 		if enabled {
 			t.Error("an adapter is enabled by default")
 		}
@@ -107,7 +113,7 @@ func TestDefaultDataDir(t *testing.T) {
 }
 
 func TestLoadFile(t *testing.T) {
-	c, err := Load("testdata/full.toml", home)
+	c, err := Load("testdata/full.toml", home, known)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +127,7 @@ func TestLoadFile(t *testing.T) {
 		},
 		Cleanup: Cleanup{NextNotice: false, NextInput: true, TurnComplete: false},
 		Routing: Routing{ReflectInput: true},
-		Telegram: Telegram{
+		Telegram: telegram.Config{
 			Token:          "123456:telegram-secret-token",
 			APIURL:         "http://127.0.0.1:8081",
 			ChatID:         -1001234567890,
@@ -131,31 +137,18 @@ func TestLoadFile(t *testing.T) {
 			WebhookSecret:  "webhook-secret_1",
 			NewFromGeneral: true,
 		},
-		Slack: Slack{
-			BotToken:     "xoxb-slack-secret-bot",
-			AppToken:     "xapp-slack-secret-app",
-			APIURL:       "http://127.0.0.1:8082/api/",
-			Channel:      "C0123456789",
-			AllowedUsers: []string{"U01AAAA", "U02BBBB"},
-		},
-		Matrix: Matrix{
-			Homeserver:   "https://matrix.example.org",
-			UserID:       "@parley:example.org",
-			AccessToken:  "syt_matrix-secret-token",
-			AllowedUsers: []string{"@alice:example.org"},
-		},
 		Transcription: Transcription{
 			APIURL: "https://stt.example.org/v1",
 			APIKey: "sk-transcription-secret",
 			Model:  "whisper-1",
 		},
-		Fake: Fake{Enabled: true},
+		Fake: Fake{Enable: true},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load(full.toml):\n got %+v\nwant %+v", c.Redacted(), want.Redacted())
 	}
-	for name, enabled := range map[string]bool{"telegram": c.Telegram.Enabled(), "slack": c.Slack.Enabled(),
-		"matrix": c.Matrix.Enabled(), "transcription": c.Transcription.Enabled()} {
+	for name, enabled := range map[string]bool{"telegram": c.Telegram.Enabled(),
+		"transcription": c.Transcription.Enabled(), "fake": c.Fake.Enabled()} {
 		if !enabled {
 			t.Errorf("%s not enabled", name)
 		}
@@ -177,11 +170,10 @@ next_input = true
 token = "file-token"
 chat_id = -100
 allowed_users = [1, 2]
-[slack]
-bot_token = "file-bot"
-app_token = "file-app"
-channel = "CFILE"
-allowed_users = ["UFILE"]
+api_url = "https://tg.example.org"
+[transcription]
+api_url = "https://stt.example.org/v1"
+model = "file-model"
 `
 	env := withHome(
 		"PARLEY_DATA_DIR=/from/env",
@@ -192,8 +184,11 @@ allowed_users = ["UFILE"]
 		"PARLEY_CLEANUP_NEXT_INPUT=false",
 		"PARLEY_TELEGRAM_CHAT_ID=-1009",
 		"PARLEY_TELEGRAM_ALLOWED_USERS= 7, 8 ,9",
-		"PARLEY_SLACK_ALLOWED_USERS=U1,U2",
-		"PARLEY_SLACK_CHANNEL=", // empty counts as unset
+		"PARLEY_TELEGRAM_MODE=webhook",
+		"PARLEY_TELEGRAM_WEBHOOK_URL=https://parley.example.org/tg",
+		"PARLEY_TELEGRAM_NEW_FROM_GENERAL=true",
+		"PARLEY_TELEGRAM_API_URL=", // empty counts as unset
+		"PARLEY_TRANSCRIPTION_MODEL=whisper-2",
 		"PARLEY_FAKE_ENABLED=true",
 		"PARLEY_LOG_FORMAT=text",
 		"PARLEY_LOG_FORMAT=json", // the last one wins
@@ -214,9 +209,13 @@ allowed_users = ["UFILE"]
 		{"telegram.token (file kept)", c.Telegram.Token, "file-token"},
 		{"telegram.chat_id", c.Telegram.ChatID, int64(-1009)},
 		{"telegram.allowed_users", c.Telegram.AllowedUsers, []int64{7, 8, 9}},
-		{"slack.allowed_users", c.Slack.AllowedUsers, []string{"U1", "U2"}},
-		{"slack.channel (empty variable ignored)", c.Slack.Channel, "CFILE"},
-		{"fake.enabled", c.Fake.Enabled, true},
+		{"telegram.mode", c.Telegram.Mode, "webhook"},
+		{"telegram.webhook_url", c.Telegram.WebhookURL, "https://parley.example.org/tg"},
+		{"telegram.new_from_general", c.Telegram.NewFromGeneral, true},
+		{"telegram.webhook_secret (default kept)", c.Telegram.WebhookSecret, ""},
+		{"telegram.api_url (empty variable ignored)", c.Telegram.APIURL, "https://tg.example.org"},
+		{"transcription.model", c.Transcription.Model, "whisper-2"},
+		{"fake.enabled", c.Fake.Enable, true},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -275,7 +274,7 @@ func TestEveryKeyHasAVariable(t *testing.T) {
 		if err := setText(want, value); err != nil {
 			t.Fatalf("%s: %v", f.key, err)
 		}
-		c, _ := Load("", withHome(f.env+"="+value)) // validation may object
+		c, _ := Load("", withHome(f.env+"="+value), known) // validation may object
 		got := lookup(c, f.key)
 		if !reflect.DeepEqual(got.Interface(), want.Interface()) || reflect.DeepEqual(got.Interface(), def.Interface()) {
 			t.Errorf("%s=%s: %s = %#v, want %#v (default %#v)", f.env, value, f.key, got, want, def)
@@ -341,16 +340,12 @@ func TestValidation(t *testing.T) {
 			want: []string{"telegram.token: empty, but other [telegram] keys are set", "PARLEY_TELEGRAM_TOKEN"}},
 		{name: "telegram api url emptied", file: telegramOK + "api_url = \"\"\n",
 			want: []string{"telegram.api_url: empty", "PARLEY_TELEGRAM_API_URL"}},
-		{name: "slack incomplete", env: []string{"PARLEY_SLACK_BOT_TOKEN=xoxb-1"},
-			want: []string{"slack.app_token: required", "PARLEY_SLACK_APP_TOKEN", "slack.channel: required", "slack.allowed_users: empty"}},
-		{name: "slack keys without token", env: []string{"PARLEY_SLACK_CHANNEL=C1"},
-			want: []string{"slack.bot_token: empty, but other [slack] keys are set", "PARLEY_SLACK_BOT_TOKEN"}},
-		{name: "matrix incomplete", env: []string{"PARLEY_MATRIX_HOMESERVER=https://m.example.org"},
-			want: []string{"matrix.user_id: required", "matrix.access_token: required", "PARLEY_MATRIX_ACCESS_TOKEN", "matrix.allowed_users: empty"}},
-		{name: "matrix ids malformed", file: "[matrix]\nhomeserver = \"https://m.example.org\"\nuser_id = \"parley\"\naccess_token = \"x\"\nallowed_users = [\"alice\"]\n",
-			want: []string{`matrix.user_id: "parley" is not a Matrix id`, `matrix.allowed_users: "alice" is not a Matrix id`}},
-		{name: "matrix homeserver not a url", file: "[matrix]\nhomeserver = \"matrix.example.org\"\nuser_id = \"@p:e\"\naccess_token = \"x\"\nallowed_users = [\"@a:e\"]\n",
-			want: []string{`matrix.homeserver: "matrix.example.org" is not an http or https URL`, "PARLEY_MATRIX_HOMESERVER"}},
+		{name: "telegram webhook secret malformed", file: telegramOK + "webhook_secret = \"not allowed!\"\n",
+			want: []string{"telegram.webhook_secret: must be 1-256 characters", "(set [telegram] webhook_secret or PARLEY_TELEGRAM_WEBHOOK_SECRET)"}},
+		{name: "telegram api url not a url", env: []string{"PARLEY_TELEGRAM_API_URL=ftp://user:pw@tg.example.org"},
+			want: []string{`telegram.api_url: "ftp://user:xxxxx@tg.example.org" is not an http or https URL`, "(set [telegram] api_url or PARLEY_TELEGRAM_API_URL)"}},
+		{name: "transcription api url not a url", env: []string{"PARLEY_TRANSCRIPTION_API_URL=stt.example.org"},
+			want: []string{`transcription.api_url: "stt.example.org" is not an http or https URL`, "PARLEY_TRANSCRIPTION_API_URL"}},
 		{name: "transcription without url", env: []string{"PARLEY_TRANSCRIPTION_MODEL=whisper-1"},
 			want: []string{"transcription.api_url: empty, but other [transcription] keys are set", "PARLEY_TRANSCRIPTION_API_URL"}},
 		{name: "no data dir", noHome: true,
@@ -469,7 +464,7 @@ func TestFileErrors(t *testing.T) {
 		})
 	}
 
-	_, err := Load(filepath.Join(t.TempDir(), "missing.toml"), home)
+	_, err := Load(filepath.Join(t.TempDir(), "missing.toml"), home, known)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v, want os.ErrNotExist", err)
 	}
@@ -477,13 +472,12 @@ func TestFileErrors(t *testing.T) {
 
 func TestRedaction(t *testing.T) {
 	c, err := Load("testdata/full.toml", withHome(
-		"PARLEY_TRANSCRIPTION_API_URL=https://user:url-secret-password@stt.example.org/v1"))
+		"PARLEY_TRANSCRIPTION_API_URL=https://user:url-secret-password@stt.example.org/v1"), known)
 	if err != nil {
 		t.Fatal(err)
 	}
 	secrets := []string{
-		c.HTTP.Token, c.Telegram.Token, c.Telegram.WebhookSecret, c.Slack.BotToken,
-		c.Slack.AppToken, c.Matrix.AccessToken, c.Transcription.APIKey, "url-secret-password",
+		c.HTTP.Token, c.Telegram.Token, c.Telegram.WebhookSecret, c.Transcription.APIKey, "url-secret-password",
 	}
 	var text, js bytes.Buffer
 	slog.New(slog.NewTextHandler(&text, nil)).Info("config", "config", c)
@@ -497,7 +491,7 @@ func TestRedaction(t *testing.T) {
 		"Redacted %+v":   fmt.Sprintf("%+v", c.Redacted().Telegram),
 		"slog text":      text.String(),
 		"slog json":      js.String(),
-		"redacted field": c.Redacted().Slack.AppToken,
+		"redacted field": c.Redacted().Transcription.APIKey,
 	}
 	for name, out := range outputs {
 		for _, s := range secrets {

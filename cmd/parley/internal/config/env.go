@@ -56,6 +56,28 @@ func fields(c *Config) []field {
 	return out
 }
 
+// section is one top-level table of Config.
+type section struct {
+	name string        // its toml name: "telegram"
+	v    reflect.Value // the field in the Config walked
+}
+
+// sections lists the tables of c in declaration order, found like fields.
+func sections(c *Config) []section {
+	var out []section
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
+		if name == "" || name == "-" || !sf.IsExported() ||
+			sf.Type.Kind() != reflect.Struct || reflect.PointerTo(sf.Type).Implements(textUnmarshaler) {
+			continue
+		}
+		out = append(out, section{name: name, v: v.Field(i)})
+	}
+	return out
+}
+
 // envName is the variable for a key path: PARLEY_ and the parts in upper
 // case joined by underscores.
 func envName(path []string) string {

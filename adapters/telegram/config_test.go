@@ -1,0 +1,86 @@
+package telegram
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	// on is an enabled, valid section, then edited; off a disabled one.
+	on := func(edit func(*Config)) Config {
+		c := DefaultConfig()
+		c.Token, c.ChatID, c.AllowedUsers = "t", -100, []int64{1}
+		edit(&c)
+		return c
+	}
+	off := func(edit func(*Config)) Config {
+		c := DefaultConfig()
+		edit(&c)
+		return c
+	}
+	tests := []struct {
+		name string
+		c    Config
+		want map[string]string // key → substring of its problem
+	}{
+		{"default", DefaultConfig(), nil},
+		{"enabled", on(func(*Config) {}), nil},
+		{"webhook", on(func(c *Config) {
+			c.Mode, c.WebhookURL, c.WebhookSecret = "webhook", "https://x.example.org/tg", "abc_DEF-1"
+		}), nil},
+		{"api url emptied", on(func(c *Config) { c.APIURL = "" }),
+			map[string]string{"api_url": "empty; the default is https://api.telegram.org"}},
+		{"mode", on(func(c *Config) { c.Mode = "push" }),
+			map[string]string{"mode": `"push" is not one of polling, webhook`}},
+		{"webhook secret", on(func(c *Config) { c.WebhookSecret = "no spaces" }),
+			map[string]string{"webhook_secret": "must be 1-256 characters of A-Z, a-z, 0-9, _ and -"}},
+		{"webhook secret too long", on(func(c *Config) { c.WebhookSecret = strings.Repeat("a", 257) }),
+			map[string]string{"webhook_secret": "must be 1-256 characters"}},
+		{"webhook without url", on(func(c *Config) { c.Mode = "webhook" }),
+			map[string]string{"webhook_url": "required when telegram.mode is webhook"}},
+		{"no chat, no users", on(func(c *Config) { c.ChatID, c.AllowedUsers = 0, nil }),
+			map[string]string{"chat_id": "required with telegram.token", "allowed_users": "empty, so the bot would ignore everyone"}},
+		{"user id not positive", on(func(c *Config) { c.AllowedUsers = []int64{5, -5} }),
+			map[string]string{"allowed_users": "-5 is not a user id (user ids are positive)"}},
+		{"keys without token", off(func(c *Config) { c.ChatID = -100 }),
+			map[string]string{"token": "empty, but other [telegram] keys are set; set the token to enable Telegram, or remove them"}},
+		{"mode without token", off(func(c *Config) { c.Mode = "webhook" }),
+			map[string]string{"token": "empty, but other [telegram] keys are set"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[string]string{}
+			tt.c.Validate(func(key, problem string) { got[key] += problem + "\n" })
+			for key, want := range tt.want {
+				if !strings.Contains(got[key], want) {
+					t.Errorf("%s: got %q, want a problem containing %q", key, got[key], want)
+				}
+			}
+			for key, problem := range got {
+				if _, ok := tt.want[key]; !ok {
+					t.Errorf("unexpected problem with %s: %s", key, problem)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigAllowedAndOptions(t *testing.T) {
+	c := Config{Token: "t", APIURL: "http://127.0.0.1:1", ChatID: -100, AllowedUsers: []int64{11, 22},
+		Mode: "webhook", WebhookURL: "https://x/tg", WebhookSecret: "s", NewFromGeneral: true}
+	if got, want := c.Allowed(), []string{"11", "22"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Allowed = %q, want %q", got, want)
+	}
+	if got := (Config{}).Allowed(); got == nil || len(got) != 0 {
+		t.Errorf("Allowed of no users = %#v, want an empty list (admits nobody), not nil (admits everyone)", got)
+	}
+	want := Options{Token: "t", APIURL: "http://127.0.0.1:1", ChatID: -100, Webhook: true,
+		WebhookURL: "https://x/tg", WebhookSecret: "s", NewFromGeneral: true}
+	if got := c.Options(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Options = %+v, want %+v", got, want)
+	}
+	if (Config{Mode: "polling"}).Options().Webhook {
+		t.Error("polling mode gives webhook options")
+	}
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/core"
+)
+
+// TestPlatformTable checks the table against config.Config: a platform of
+// this build has its section there under its name, with the row's section
+// type; a platform this build lacks has none.
+func TestPlatformTable(t *testing.T) {
+	fieldByTag := map[string]reflect.Type{}
+	ct := reflect.TypeFor[config.Config]()
+	for i := range ct.NumField() {
+		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("toml"), ",")
+		fieldByTag[name] = ct.Field(i).Type
+	}
+	seen := map[string]bool{}
+	for _, p := range platforms() {
+		if seen[p.name] {
+			t.Errorf("%s: two rows", p.name)
+		}
+		seen[p.name] = true
+		ft, inConfig := fieldByTag[p.name]
+		if p.section == nil {
+			if inConfig {
+				t.Errorf("%s: absent from this build, but config.Config has a [%s] section", p.name, p.name)
+			}
+			continue
+		}
+		if st := reflect.TypeOf(p.section(config.Default())); !inConfig || st != ft {
+			t.Errorf("%s: section %v, config.Config's [%s] is %v", p.name, st, p.name, ft)
+		}
+		if p.build == nil {
+			t.Errorf("%s: no constructor", p.name)
+		}
+	}
+	got := knownPlatforms(platforms())
+	want := config.Platforms{Present: []string{"telegram"}, Absent: []string{"slack", "matrix", "discord"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("knownPlatforms = %+v, want %+v", got, want)
+	}
+}
+
+// probeSection is a test platform's configuration section.
+type probeSection struct {
+	on    bool
+	users []string
+}
+
+func (s probeSection) Enabled() bool                  { return s.on }
+func (s probeSection) Allowed() []string              { return s.users }
+func (s probeSection) Validate(func(key, msg string)) {}
+
+// probeAdapter is the fake adapter with a Check, counting its calls.
+type probeAdapter struct {
+	*fake.Adapter
+	checks   *int
+	checkErr error
+}
+
+func (a probeAdapter) Check(context.Context) error { *a.checks++; return a.checkErr }
+
+// TestTableDrivesConstruction registers a test platform in the table and
+// checks that Main builds, checks, mounts and admits it from the table
+// alone.
+func TestTableDrivesConstruction(t *testing.T) {
+	dir := t.TempDir()
+	var got deps
+	checks := 0
+	probe := platformOf("probe", func(config.Config) probeSection { return probeSection{on: true, users: []string{"u1"}} },
+		func(_ context.Context, s probeSection, d deps) (core.Adapter, error) {
+			got = d
+			d.route("/probe/hook", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "probed") }))
+			return probeAdapter{Adapter: fake.New("probe", core.Capabilities{Markup: core.MarkupMarkdown}), checks: &checks}, nil
+		})
+	off := platformOf("off", func(config.Config) probeSection { return probeSection{} },
+		func(context.Context, probeSection, deps) (core.Adapter, error) {
+			t.Error("a disabled platform was built")
+			return nil, errors.New("disabled")
+		})
+	cfg := config.Default()
+	cfg.DataDir, cfg.HTTP.Listen = dir, "127.0.0.1:0"
+	m := &Main{Config: cfg, table: []platform{probe, off, {name: "absent"}}}
+	if err := m.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+		m.Close()
+	}()
+
+	var names []string
+	for _, a := range m.daemon.Adapters() {
+		names = append(names, string(a.Name()))
+	}
+	if want := []string{"probe", "web"}; !slices.Equal(names, want) {
+		t.Errorf("adapters %q, want %q", names, want)
+	}
+	if checks != 1 {
+		t.Errorf("Check called %d times, want 1", checks)
+	}
+	if got.dataDir != dir || got.log == nil || got.Store == nil || got.Handler == nil || got.transcriber != nil {
+		t.Errorf("deps: %+v", got)
+	}
+	for actor, want := range map[string]bool{"u1": true, "intruder": false} {
+		if ok := m.daemon.Service.Authorized("probe", core.Actor{ID: actor}); ok != want {
+			t.Errorf("probe admits %s: %v, want %v", actor, ok, want)
+		}
+	}
+	if !m.daemon.Service.Authorized("web", core.Actor{ID: "anyone"}) {
+		t.Error("the web page's origin got an allow-list")
+	}
+	resp, err := http.Get("http://" + m.Addr() + "/probe/hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "probed" {
+		t.Errorf("GET /probe/hook: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestTableConstructionFailures(t *testing.T) {
+	enabled := func(config.Config) probeSection { return probeSection{on: true} }
+	checks := 0
+	tests := []struct {
+		name  string
+		build func(context.Context, probeSection, deps) (core.Adapter, error)
+		want  string
+	}{
+		{"constructor fails", func(context.Context, probeSection, deps) (core.Adapter, error) {
+			return nil, errors.New("probe: no token")
+		}, "probe: no token"},
+		{"check fails", func(context.Context, probeSection, deps) (core.Adapter, error) {
+			return probeAdapter{Adapter: fake.New("probe", core.Capabilities{}), checks: &checks, checkErr: errors.New("probe: token refused")}, nil
+		}, "probe: token refused"},
+		{"adapter misnamed", func(context.Context, probeSection, deps) (core.Adapter, error) {
+			return fake.New("prob", core.Capabilities{}), nil
+		}, "platform probe built an adapter named prob"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
+			m := &Main{Config: cfg, table: []platform{platformOf("probe", enabled, tt.build)}}
+			err := m.Open(context.Background())
+			if err == nil {
+				m.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Open: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestConfigTelegramFromEnv loads a Telegram section from variables alone
+// and checks what the table makes of it: its allow-list.
+func TestConfigTelegramFromEnv(t *testing.T) {
+	cfg, err := loadConfig("", []string{"HOME=/home/ada", "PARLEY_TELEGRAM_TOKEN=1:x",
+		"PARLEY_TELEGRAM_CHAT_ID=-100", "PARLEY_TELEGRAM_ALLOWED_USERS=7,8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Config: cfg}
+	want := map[core.Origin][]string{"telegram": {"7", "8"}}
+	if got := m.allowLists(); !reflect.DeepEqual(got, want) {
+		t.Errorf("allowLists = %q, want %q", got, want)
+	}
+	if got := (&Main{Config: config.Default()}).allowLists(); len(got) != 0 {
+		t.Errorf("allowLists with no platform = %q", got)
+	}
+}
+
+// TestServeRefusesAbsentPlatform configures platforms this build lacks,
+// by file and by variable, through both commands that read the
+// configuration.
+func TestServeRefusesAbsentPlatform(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "parley.toml")
+	if err := os.WriteFile(file, []byte("[slack]\nbot_token = \"xoxb-secret\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"serve, file", []string{"serve", "--config", file}, nil,
+			file + ":1: [slack]: this build of parley has no Slack adapter (known platforms: telegram); remove the section or use a build that includes it"},
+		{"serve, variable", []string{"serve"}, []string{"PARLEY_MATRIX_HOMESERVER=https://m.example.org"},
+			"PARLEY_MATRIX_HOMESERVER: this build of parley has no Matrix adapter (known platforms: telegram); unset it"},
+		{"mcp, file", []string{"mcp", "--config", file}, nil, "[slack]: this build of parley has no Slack adapter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := append([]string{"PARLEY_DATA_DIR=" + dir}, tt.env...)
+			var errOut bytes.Buffer
+			if code := Run(context.Background(), tt.args, env, strings.NewReader(""), io.Discard, &errOut); code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, exitUsage, errOut.String())
+			}
+			if !strings.Contains(errOut.String(), tt.want) {
+				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.want)
+			}
+			if strings.Contains(errOut.String(), "xoxb-secret") || strings.Contains(errOut.String(), "unknown") {
+				t.Errorf("stderr: %s", errOut.String())
+			}
+		})
+	}
+}
