@@ -11,6 +11,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 )
@@ -65,7 +66,7 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	msg, err := a.bot.SendMessage(ctx, params)
 	if isParseError(err) {
 		a.log.Warn("Telegram could not parse the HTML; sending plain text", "err", err)
-		params.Text, params.ParseMode = PlainText(m.Text), ""
+		params.Text, params.ParseMode = markdown.Render(m.Text, markdown.Plain), ""
 		msg, err = a.bot.SendMessage(ctx, params)
 	}
 	if err != nil {
@@ -78,7 +79,7 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 // nothing visible (only link definitions) is sent escaped as it was
 // written, since Telegram refuses empty messages.
 func htmlOf(md string) string {
-	if out := RenderHTML(md); VisibleLength(out) > 0 {
+	if out := markdown.Render(md, markdown.TelegramHTML); markdown.VisibleLength(out) > 0 {
 		return out
 	}
 	return html.EscapeString(md)
@@ -119,7 +120,7 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 	_, err = a.bot.EditMessageText(ctx, params)
 	if isParseError(err) {
 		a.log.Warn("Telegram could not parse the HTML; editing to plain text", "err", err)
-		params.Text, params.ParseMode = PlainText(m.Text), ""
+		params.Text, params.ParseMode = markdown.Render(m.Text, markdown.Plain), ""
 		_, err = a.bot.EditMessageText(ctx, params)
 	}
 	return classify("edit message", err)
