@@ -20,7 +20,8 @@
 // characters) where the server supports them; otherwise HTML rendered from
 // the markdown by the shared walk of package markdown (adapters/markdown),
 // falling back to its plain text on "can't parse entities". Support is
-// learned from the first answer and remembered.
+// learned from the first answer and remembered. RenderedLength measures a
+// text as Telegram will count it once rendered.
 // Telegram's errors map onto core's sentinels (errors.go), so "message is
 // not modified", "message to edit not found" and "message thread not
 // found" are handled by the core's output lifecycle and pacing by its

@@ -85,6 +85,18 @@ func htmlOf(md string) string {
 	return html.EscapeString(md)
 }
 
+// RenderedLength is the length Telegram counts for md as the adapter sends
+// it, for a core that cuts long output by rendered length: the UTF-16 code
+// units of the visible text of its HTML rendering, or of the plain text
+// sent instead when Telegram cannot parse that HTML, whichever is longer,
+// so that either fits. Rich messages are measured the same way: Telegram
+// renders their markdown itself and counts its own visible text, which
+// parley cannot know, and a rich send the server refuses falls back to the
+// HTML.
+func (a *Adapter) RenderedLength(md string) int {
+	return max(markdown.VisibleLength(htmlOf(md)), markdown.Measure(md, markdown.Plain))
+}
+
 // learnRich remembers, durably, whether the server speaks rich messages.
 func (a *Adapter) learnRich(ctx context.Context, v int32) {
 	if a.rich.Swap(v) == v {
