@@ -45,5 +45,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzSplit -fuzztime $(FUZZTIME) ./core/
 	$(GO) test -run XXX -fuzz FuzzTail -fuzztime $(FUZZTIME) ./core/
 	$(GO) test -run XXX -fuzz FuzzReduce -fuzztime $(FUZZTIME) ./core/
-	$(GO) test -run XXX -fuzz FuzzRenderHTML -fuzztime $(FUZZTIME) ./adapters/telegram/
-	$(GO) test -run XXX -fuzz FuzzPlainText -fuzztime $(FUZZTIME) ./adapters/telegram/
+	$(GO) test -run XXX -fuzz FuzzTelegramHTML -fuzztime $(FUZZTIME) ./adapters/markdown/
+	$(GO) test -run XXX -fuzz FuzzPlain -fuzztime $(FUZZTIME) ./adapters/markdown/
+	$(GO) test -run XXX -fuzz FuzzSlack -fuzztime $(FUZZTIME) ./adapters/markdown/
+	$(GO) test -run XXX -fuzz FuzzMatrixHTML -fuzztime $(FUZZTIME) ./adapters/markdown/

@@ -14,6 +14,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -84,10 +85,11 @@ var limits = []core.Limit{
 var messageOps = []core.OpKind{core.OpSend, core.OpEdit, core.OpDelete, core.OpRename}
 
 // Length limits: 4096 UTF-16 units of visible text in HTML mode, minus a
-// margin for what rendering adds (list bullets, table padding); rich
-// messages take about 32k characters.
+// margin for what rendering adds (list numbers, table padding), for a core
+// that splits by the markdown's length; rich messages take about 32k
+// characters.
 const (
-	maxHTML = 4096 - MaxGrowth
+	maxHTML = 4096 - markdown.MaxGrowth
 	maxRich = 30000
 	// fileThreshold: a final output longer than this goes as a document.
 	fileThreshold = 3 * maxRich

@@ -27,8 +27,10 @@
 //
 // Output: rich messages (Telegram renders the markdown, about 32k
 // characters) where the server supports them; otherwise HTML rendered from
-// the markdown with goldmark, falling back to plain text on "can't parse
-// entities". Support is learned from the first answer and remembered.
+// the markdown by the shared walk of package markdown (adapters/markdown),
+// falling back to its plain text on "can't parse entities". Support is
+// learned from the first answer and remembered. RenderedLength measures a
+// text as Telegram will count it once rendered.
 // Telegram's errors map onto core's sentinels (errors.go), so "message is
 // not modified", "message to edit not found" and "message thread not
 // found" are handled by the core's output lifecycle and pacing by its

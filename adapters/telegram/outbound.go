@@ -12,6 +12,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -65,7 +66,7 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	msg, err := a.bot.SendMessage(ctx, params)
 	if isParseError(err) {
 		a.log.Warn("Telegram could not parse the HTML; sending plain text", "err", err)
-		params.Text, params.ParseMode = PlainText(m.Text), ""
+		params.Text, params.ParseMode = markdown.Render(m.Text, markdown.Plain), ""
 		msg, err = a.bot.SendMessage(ctx, params)
 	}
 	if err != nil {
@@ -78,10 +79,22 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 // nothing visible (only link definitions) is sent escaped as it was
 // written, since Telegram refuses empty messages.
 func htmlOf(md string) string {
-	if out := RenderHTML(md); VisibleLength(out) > 0 {
+	if out := markdown.Render(md, markdown.TelegramHTML); markdown.VisibleLength(out) > 0 {
 		return out
 	}
 	return html.EscapeString(md)
+}
+
+// RenderedLength is the length Telegram counts for md as the adapter sends
+// it, for a core that cuts long output by rendered length: the UTF-16 code
+// units of the visible text of its HTML rendering, or of the plain text
+// sent instead when Telegram cannot parse that HTML, whichever is longer,
+// so that either fits. Rich messages are measured the same way: Telegram
+// renders their markdown itself and counts its own visible text, which
+// parley cannot know, and a rich send the server refuses falls back to the
+// HTML.
+func (a *Adapter) RenderedLength(md string) int {
+	return max(markdown.VisibleLength(htmlOf(md)), markdown.Measure(md, markdown.Plain))
 }
 
 // learnRich remembers, durably, whether the server speaks rich messages.
@@ -119,7 +132,7 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 	_, err = a.bot.EditMessageText(ctx, params)
 	if isParseError(err) {
 		a.log.Warn("Telegram could not parse the HTML; editing to plain text", "err", err)
-		params.Text, params.ParseMode = PlainText(m.Text), ""
+		params.Text, params.ParseMode = markdown.Render(m.Text, markdown.Plain), ""
 		_, err = a.bot.EditMessageText(ctx, params)
 	}
 	return classify("edit message", err)
