@@ -14,7 +14,6 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -84,12 +83,12 @@ var limits = []core.Limit{
 // messageOps are the operations Telegram counts as messages in a chat.
 var messageOps = []core.OpKind{core.OpSend, core.OpEdit, core.OpDelete, core.OpRename}
 
-// Length limits: 4096 UTF-16 units of visible text in HTML mode, minus a
-// margin for what rendering adds (list numbers, table padding), for a core
-// that splits by the markdown's length; rich messages take about 32k
-// characters.
+// Length limits: 4096 UTF-16 units of visible text in HTML mode, which
+// core measures after rendering through RenderedLength (the adapter is a
+// core.Measurer), so no margin for what rendering adds is needed; rich
+// messages take about 32k characters.
 const (
-	maxHTML = 4096 - markdown.MaxGrowth
+	maxHTML = 4096
 	maxRich = 30000
 	// fileThreshold: a final output longer than this goes as a document.
 	fileThreshold = 3 * maxRich
@@ -115,6 +114,7 @@ var (
 	_ core.Editor         = (*Adapter)(nil)
 	_ core.Deleter        = (*Adapter)(nil)
 	_ core.StatusShower   = (*Adapter)(nil)
+	_ core.Measurer       = (*Adapter)(nil)
 	_ core.Binder         = (*Adapter)(nil)
 	_ core.FileSender     = (*Adapter)(nil)
 	_ core.TypingNotifier = (*Adapter)(nil)
