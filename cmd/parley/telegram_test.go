@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ type tgStack struct {
 	m     *Main
 	stop  func()
 	agent *agent
+	// logger, when set before start, receives the daemon's log.
+	logger *slog.Logger
 }
 
 func newTGStack(t *testing.T, rich bool) *tgStack {
@@ -50,7 +53,7 @@ func newTGStackWith(t *testing.T, opts telegramtest.Options) *tgStack {
 
 func (st *tgStack) start() {
 	st.t.Helper()
-	st.m = &Main{Config: st.cfg}
+	st.m = &Main{Config: st.cfg, Logger: st.logger}
 	if err := st.m.Open(context.Background()); err != nil {
 		st.t.Fatal(err)
 	}

@@ -45,10 +45,20 @@
 //     topics, 30 a second per bot; sends, edits, deletes, drafts and topic
 //     calls all count; over a limit the answer is 429 "Too Many Requests:
 //     retry after N" with parameters.retry_after.
+//   - faults (InjectFaults, SetOutage): a seeded fraction of calls, or all
+//     of them during an outage, fail as production shows it — 429 with
+//     retry_after, 500, 502 with a proxy's HTML page, a connection reset,
+//     a request held until the client gives up — without any effect on
+//     the server's state; optionally a "lost answer" that acts and then
+//     resets. Long polling and the start-up calls (DefaultExempt) are
+//     spared unless Faults.Exempt says otherwise. Every 429 is recorded
+//     with its chat and retry_after (TooManyAnswers), and EarlyCalls finds
+//     the calls a client made to a chat before its retry_after was over.
 //
 // Tests act as people with SendText, SendReply, EditText, SendVoice,
 // SendDocument, SendFile, SendPhoto, Click, NewTopic, CloseTopic,
 // DeleteTopic and DeleteMessage, and look at what a chat shows with
 // Messages, Message, Topics, Documents, Drafts, Commands, CallbackAnswers,
-// Calls and Offset. Await waits for a condition without sleeping.
+// Calls, TooManyAnswers, EarlyCalls, Hanging and Offset. Await waits for a
+// condition without sleeping.
 package telegramtest

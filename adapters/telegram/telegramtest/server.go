@@ -79,18 +79,24 @@ type Server struct {
 	drafts    []*draft
 	updates   updateQueue
 	webhook   webhook
+	faults    faultState
 }
 
-// Call is one Bot API request the server answered (getUpdates and file
+// Call is one Bot API request the server received (getUpdates and file
 // downloads are not recorded).
 type Call struct {
-	Time      time.Time
-	Method    string // Telegram's spelling, e.g. "sendMessage"
+	Time      time.Time // when the request arrived
+	Method    string    // Telegram's spelling, e.g. "sendMessage"
 	Chat      int64
 	Thread    int
 	MessageID int
-	Code      int    // error_code; 0 on success
+	Code      int    // error_code (HTTP status); 0 on success or without an answer
 	Err       string // description of the error; "" on success
+	// RetryAfter is parameters.retry_after of a 429 answer.
+	RetryAfter int
+	// Fault is the failure injected into the call (InjectFaults,
+	// SetOutage); 0 for a call answered normally or by FailNext.
+	Fault Fault
 }
 
 // Error is an answer the server can be told to give (see FailNext).
@@ -135,6 +141,7 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		nextQuery: 4242000000000000000,
 		commands:  map[CommandScope][]models.BotCommand{},
 		updates:   newUpdateQueue(),
+		faults:    newFaultState(Faults{}),
 	}
 	for name := range handlers {
 		s.names[strings.ToLower(name)] = name
@@ -307,7 +314,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 			return
 		}
 		r.p = p
+		s.mu.Lock()
+		fault, retryAfter := s.pickFault(name)
+		s.mu.Unlock()
+		if fault != 0 && fault != FaultLostAnswer {
+			s.serveFault(w, hr, fault, retryAfter)
+			return
+		}
 		result, e := s.getUpdates(r)
+		if fault == FaultLostAnswer {
+			resetConn(w)
+			return
+		}
 		if e != nil {
 			writeError(w, e)
 			return
@@ -317,29 +335,55 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	}
 
 	var (
-		result any
-		e      *Error
+		result     any
+		e          *Error
+		failed     bool // by FailNext
+		fault      Fault
+		retryAfter int
 	)
 	switch {
 	case !known || richOnly[name] && !s.opts.RichMessages:
 		e = &Error{Code: 404, Description: "Not Found"}
 	default:
-		e = s.takeFailure(name)
+		r.p, e = readParams(hr)
 		if e == nil {
-			r.p, e = readParams(hr)
+			e = s.takeFailure(name)
+			failed = e != nil
 		}
 	}
 	s.mu.Lock()
+	switch {
+	case failed:
+		s.faultScope(r)
+	case e == nil:
+		fault, retryAfter = s.pickFault(name)
+	}
+	if fault != 0 && fault != FaultLostAnswer {
+		// A faulted call has no effect: it is recorded (on arrival, for a
+		// hang) and never reaches its handler.
+		s.faultScope(r)
+		call := Call{Time: r.now, Method: name, Chat: r.chat, Thread: r.thread, MessageID: r.msgID, Fault: fault, RetryAfter: retryAfter}
+		call.Code, call.Err = faultRecord(fault, retryAfter)
+		s.calls = append(s.calls, call)
+		s.changed()
+		s.mu.Unlock()
+		s.serveFault(w, hr, fault, retryAfter)
+		return
+	}
 	if e == nil {
 		result, e = handlers[name](s, r)
 	}
-	call := Call{Time: r.now, Method: name, Chat: r.chat, Thread: r.thread, MessageID: r.msgID}
+	call := Call{Time: r.now, Method: name, Chat: r.chat, Thread: r.thread, MessageID: r.msgID, Fault: fault}
 	if e != nil {
-		call.Code, call.Err = e.Code, e.Description
+		call.Code, call.Err, call.RetryAfter = e.Code, e.Description, e.RetryAfter
 	}
 	s.calls = append(s.calls, call)
 	s.changed()
 	s.mu.Unlock()
+	if fault == FaultLostAnswer {
+		resetConn(w)
+		return
+	}
 	if e != nil {
 		writeError(w, e)
 		return

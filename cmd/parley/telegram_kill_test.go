@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
+)
+
+// tgDaemon is a `parley serve` child process (TestDaemonChild) talking to
+// a fake Bot API in the test process, so that it can be killed like
+// kill -9 while the fake keeps what it was sent.
+type tgDaemon struct {
+	cmd *exec.Cmd
+	log *syncBuffer
+}
+
+// startTGDaemon starts the child daemon with the data directory, listen
+// address and extra environment (its configuration), and waits until it
+// answers on /api/health.
+func startTGDaemon(t *testing.T, dir, listen string, env []string) *tgDaemon {
+	t.Helper()
+	d := &tgDaemon{log: &syncBuffer{}}
+	d.cmd = exec.Command(os.Args[0], "-test.run=^TestDaemonChild$")
+	d.cmd.Env = append(append(os.Environ(), "PARLEY_E2E_DIR="+dir, "PARLEY_E2E_LISTEN="+listen), env...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.kill)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon %d log:\n%s", d.cmd.Process.Pid, tail(d.log.String(), 40))
+		}
+	})
+	healthy := func() bool {
+		resp, err := http.Get("http://" + listen + "/api/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	pollUntil(t, 30*time.Second, "the daemon to start", healthy, func() string {
+		if d.cmd.ProcessState != nil {
+			return "it exited: " + d.log.String()
+		}
+		return ""
+	})
+	return d
+}
+
+// kill stops the daemon with SIGKILL: no shutdown, no drain, no Close.
+func (d *tgDaemon) kill() {
+	if d.cmd.ProcessState == nil {
+		_ = d.cmd.Process.Kill()
+		_ = d.cmd.Wait()
+	}
+}
+
+// TestTelegramQueuedAnswersSurviveKill: the agent posts more assistant
+// messages than the group's budget (20 a minute, which the outbox paces at
+// one every 3 s) lets out at once; the daemon is killed with SIGKILL while
+// most are still queued. After a restart each arrives exactly once.
+func TestTelegramQueuedAnswersSurviveKill(t *testing.T) {
+	t.Parallel()
+	srv := telegramtest.NewServer(t, telegramtest.Options{RichMessages: true, Limits: true})
+	forum := srv.NewForum("Team")
+	dir, listen := t.TempDir(), freeAddr(t)
+	env := []string{
+		"PARLEY_TELEGRAM_TOKEN=" + srv.Token, "PARLEY_TELEGRAM_API_URL=" + srv.URL,
+		"PARLEY_TELEGRAM_CHAT_ID=" + strconv.FormatInt(forum, 10),
+		"PARLEY_TELEGRAM_ALLOWED_USERS=" + strconv.FormatInt(ann.ID, 10),
+		"PARLEY_LOG_FORMAT=json",
+	}
+	d := startTGDaemon(t, dir, listen, env)
+	st := &tgStack{t: t, srv: srv, forum: forum, agent: connectAgent(t, listen)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := st.agent.Subscribe(ctx, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
+		t.Fatal(err)
+	}
+	topic, session, _ := st.session("tell me everything")
+
+	const n = 8
+	answer := func(k int) string { return fmt.Sprintf("Queued answer %d of %d", k, n) }
+	for k := 1; k <= n; k++ {
+		st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
+	}
+	st.srv.Await(t, time.Minute, "the first answer", func() bool { return len(shown(srv, forum, topic, answer(1))) > 0 })
+	// The next operation for the group is 3 s away: a second lets the
+	// daemon take note that the first answer was delivered, so that the
+	// kill cannot fall between Telegram's answer and its record (a window
+	// in which no client without idempotency could avoid a duplicate).
+	time.Sleep(time.Second)
+	d.kill()
+	before := 0
+	for k := 1; k <= n; k++ {
+		before += len(shown(srv, forum, topic, answer(k)))
+	}
+	if n-before < 3 {
+		t.Fatalf("only %d of %d answers were still queued at the kill: the test needs the group's pacing to hold them back", n-before, n)
+	}
+	t.Logf("killed with %d of %d answers delivered", before, n)
+
+	d = startTGDaemon(t, dir, listen, env)
+	all := func() bool {
+		for k := 1; k <= n; k++ {
+			if len(shown(srv, forum, topic, answer(k))) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	// The restarted daemon's outbox idle for a while with answers missing
+	// means nothing will bring them: stop waiting.
+	var idleSince time.Time
+	stuck := func() string {
+		if metric(t, listen, "parley_outbox_queue_depth")+metric(t, listen, "parley_outbox_in_flight") > 0 {
+			idleSince = time.Time{}
+			return ""
+		}
+		if idleSince.IsZero() {
+			idleSince = time.Now()
+		}
+		if time.Since(idleSince) > 15*time.Second {
+			return "the restarted daemon's outbox has been idle for 15 s: " + missing(srv, forum, topic, n, answer)
+		}
+		return ""
+	}
+	pollUntil(t, 3*time.Minute, "every answer after the restart", all, stuck)
+	pollUntil(t, 2*time.Minute, "the restarted daemon's outbox to be idle", func() bool {
+		return metric(t, listen, "parley_outbox_queue_depth")+metric(t, listen, "parley_outbox_in_flight") == 0
+	}, nil)
+	for k := 1; k <= n; k++ {
+		if got := len(shown(srv, forum, topic, answer(k))); got != 1 {
+			t.Errorf("%q shown %d times, want exactly once", answer(k), got)
+		}
+	}
+}
+
+// missing says which answers the topic does not show.
+func missing(srv *telegramtest.Server, forum int64, topic, n int, answer func(int) string) string {
+	var gone []int
+	for k := 1; k <= n; k++ {
+		if len(shown(srv, forum, topic, answer(k))) == 0 {
+			gone = append(gone, k)
+		}
+	}
+	return fmt.Sprintf("answers %v of %d never arrived", gone, n)
+}
