@@ -1,6 +1,7 @@
 package core
 
 import (
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -20,6 +21,9 @@ const (
 	ScopeGroup
 	ScopeAccount
 )
+
+// LogValue names the scope in structured logs.
+func (s Scope) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 func (s Scope) String() string {
 	switch s {

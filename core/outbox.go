@@ -25,6 +25,9 @@ const (
 	OpTyping
 )
 
+// LogValue names the kind in structured logs (JSON would show a number).
+func (k OpKind) LogValue() slog.Value { return slog.StringValue(k.String()) }
+
 func (k OpKind) String() string {
 	if k < OpSend || k > OpTyping {
 		return fmt.Sprintf("OpKind(%d)", int(k))
@@ -570,6 +573,37 @@ func (o *Outbox) requeueLocked(e *entry, notBefore time.Time) {
 func finish(op Op, err error) {
 	if op.Done != nil {
 		go op.Done(err)
+	}
+}
+
+// Pacer runs a platform call an adapter makes itself, outside any event
+// (Telegram creates the forum topic for /new), through the same pacing,
+// pauses, retries and deadlines as everything else. The Outbox is one.
+type Pacer interface {
+	// Do runs op and blocks until it succeeded or ended for good, and
+	// returns its outcome (ErrSuperseded, ErrExpired or ErrOutboxClosed
+	// included), or ctx's error when ctx ends first; op then still runs.
+	Do(ctx context.Context, op Op) error
+}
+
+var _ Pacer = (*Outbox)(nil)
+
+// Do implements Pacer. op.Done, if set, is still called.
+func (o *Outbox) Do(ctx context.Context, op Op) error {
+	done := make(chan error, 1)
+	then := op.Done
+	op.Done = func(err error) {
+		if then != nil {
+			then(err)
+		}
+		done <- err
+	}
+	o.Enqueue(op)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

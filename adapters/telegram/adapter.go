@@ -56,6 +56,10 @@ type Options struct {
 	Cursors Cursors
 	// Transcriber, when set, turns voice notes into text.
 	Transcriber Transcriber
+	// Pacer runs the calls the adapter makes itself (creating a topic for
+	// /new) through parley's outbox, so they wait out a 429 like every
+	// other call to the group. Nil calls the platform directly.
+	Pacer core.Pacer
 	// PollTimeout is the long-polling timeout (default 30s).
 	PollTimeout time.Duration
 	HTTPClient  *http.Client

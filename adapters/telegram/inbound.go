@@ -245,21 +245,40 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 			title = "Session " + time.Now().UTC().Format("Jan 2 15:04")
 			cmd.Title = title
 		}
-		a.topicMu.Lock()
-		topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: m.Chat.ID, Name: topicName(core.StatusIdle.Emoji() + " " + title)})
-		a.topicMu.Unlock()
+		thread, err := a.createTopic(ctx, m.Chat.ID, title)
 		if err != nil {
-			if core.IsPermanent(classify("create topic", err)) {
+			if core.IsPermanent(err) {
 				a.notice(ctx, h, base, "⚠️ Could not create a topic: "+err.Error())
 				return "", nil
 			}
 			return "", err
 		}
-		cmd.Place = place(m.Chat.ID, topic.MessageThreadID)
+		cmd.Place = place(m.Chat.ID, thread)
 	}
 	res, err := h.Handle(ctx, cmd)
 	_, err = a.settled(ctx, h, base, err)
 	return res.Session, err
+}
+
+// createTopic creates a forum topic for a new session in chat, paced by
+// the outbox (creating a topic counts against the group's budget, and a
+// 429 for the group must hold it back too), one at a time.
+func (a *Adapter) createTopic(ctx context.Context, chat int64, title string) (thread int, err error) {
+	create := func(ctx context.Context, _ core.Place) error {
+		a.topicMu.Lock()
+		defer a.topicMu.Unlock()
+		topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: chat, Name: topicName(core.StatusIdle.Emoji() + " " + title)})
+		if err != nil {
+			return classify("create topic", err)
+		}
+		thread = topic.MessageThreadID
+		return nil
+	}
+	if a.opts.Pacer == nil {
+		return thread, create(ctx, core.Place{})
+	}
+	err = a.opts.Pacer.Do(ctx, core.Op{Kind: core.OpSend, Adapter: Name, Place: place(chat, 0), Run: create})
+	return thread, err
 }
 
 func (a *Adapter) onCallback(ctx context.Context, h core.Handler, cq *models.CallbackQuery) error {

@@ -197,6 +197,7 @@ func buildTelegram(_ context.Context, s telegram.Config, d deps) (core.Adapter, 
 	opts.FileDir = filepath.Join(d.dataDir, "files")
 	opts.Cursors = d.Store
 	opts.Transcriber = d.transcriber
+	opts.Pacer = d.Pacer
 	opts.Logger = d.log
 	a, err := telegram.New(opts)
 	if err != nil {

@@ -67,9 +67,10 @@ func (d *tgDaemon) kill() {
 }
 
 // TestTelegramQueuedAnswersSurviveKill: the agent posts more assistant
-// messages than the group's budget (20 a minute, which the outbox paces at
-// one every 3 s) lets out at once; the daemon is killed with SIGKILL while
-// most are still queued. After a restart each arrives exactly once.
+// messages than the group's budget (20 a minute, spent in a burst at one a
+// second per topic) lets out; once the budget is spent, and nothing can be
+// in flight, the daemon is killed with SIGKILL while the rest are queued.
+// After a restart each arrives exactly once.
 func TestTelegramQueuedAnswersSurviveKill(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{RichMessages: true, Limits: true})
@@ -90,22 +91,32 @@ func TestTelegramQueuedAnswersSurviveKill(t *testing.T) {
 	}
 	topic, session, _ := st.session("tell me everything")
 
-	const n = 8
+	const n = 24
 	answer := func(k int) string { return fmt.Sprintf("Queued answer %d of %d", k, n) }
 	for k := 1; k <= n; k++ {
 		st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
 	}
-	st.srv.Await(t, time.Minute, "the first answer", func() bool { return len(shown(srv, forum, topic, answer(1))) > 0 })
-	// The next operation for the group is 3 s away: a second lets the
-	// daemon take note that the first answer was delivered, so that the
-	// kill cannot fall between Telegram's answer and its record (a window
-	// in which no client without idempotency could avoid a duplicate).
-	time.Sleep(time.Second)
-	d.kill()
-	before := 0
-	for k := 1; k <= n; k++ {
-		before += len(shown(srv, forum, topic, answer(k)))
+	delivered := func() int {
+		c := 0
+		for k := 1; k <= n; k++ {
+			c += len(shown(srv, forum, topic, answer(k)))
+		}
+		return c
 	}
+	// The budget is spent when nothing new shows for 2.5 s (while it
+	// lasts, the topic gets one a second); the next send is then most of
+	// a minute away, so the kill cannot fall between Telegram's answer
+	// and its confirmation (a window in which a platform without
+	// idempotency keys cannot avoid a duplicate).
+	last, since := -1, time.Now()
+	st.srv.Await(t, 2*time.Minute, "the group's budget to be spent", func() bool {
+		if c := delivered(); c != last {
+			last, since = c, time.Now()
+		}
+		return last > 0 && time.Since(since) > 2500*time.Millisecond
+	})
+	d.kill()
+	before := delivered()
 	if n-before < 3 {
 		t.Fatalf("only %d of %d answers were still queued at the kill: the test needs the group's pacing to hold them back", n-before, n)
 	}

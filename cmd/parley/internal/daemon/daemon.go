@@ -70,8 +70,18 @@ type Deps struct {
 	Store   core.Store
 	Bus     core.Bus
 	Handler core.Handler
-	Logger  *slog.Logger
+	// Pacer is the daemon's outbox, for calls an adapter makes itself. It
+	// is usable once Open returned (the outbox needs the adapters' limits,
+	// so it is built after them).
+	Pacer  core.Pacer
+	Logger *slog.Logger
 }
+
+// latePacer forwards to the daemon's outbox, which exists only once every
+// adapter was built.
+type latePacer struct{ d *Daemon }
+
+func (p latePacer) Do(ctx context.Context, op core.Op) error { return p.d.Outbox.Do(ctx, op) }
 
 // Daemon is a wired parley.
 type Daemon struct {
@@ -123,7 +133,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.Bus = core.NewMemBus(last + 1)
 	d.Service = commands.New(store, d.Bus, commands.Options{Allow: opts.Allow, Logger: opts.Logger.With("component", "commands")})
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			store.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
