@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/fake"
@@ -23,6 +24,9 @@ type harness struct {
 	d    *daemon.Daemon
 	stop context.CancelFunc
 	done chan error
+	// bubble is set by newBubbleHarness: the daemon runs on a synctest
+	// bubble's fake clock, and the harness waits by settling the bubble.
+	bubble bool
 }
 
 func telegramLike() core.Capabilities {
@@ -37,7 +41,26 @@ func telegramLike() core.Capabilities {
 
 func newHarness(tb testing.TB, caps core.Capabilities, tweak ...func(*daemon.Options)) *harness {
 	tb.Helper()
-	h := &harness{t: tb, dir: tb.TempDir(), fk: fake.New("fake", caps)}
+	return openHarness(tb, caps, false, tweak...)
+}
+
+// newBubbleHarness is newHarness for a test running inside synctest.Test;
+// everything it starts belongs to the bubble and runs on its fake clock. The
+// clock being exact, the fake platform judges rate limits with no slack, and
+// the harness's waits settle the bubble (synctest.Wait) instead of polling,
+// so they let no time pass unless what they wait for needs it: times
+// measured after them are exact.
+func newBubbleHarness(t *testing.T, caps core.Capabilities, tweak ...func(*daemon.Options)) *harness {
+	t.Helper()
+	return openHarness(t, caps, true, tweak...)
+}
+
+func openHarness(tb testing.TB, caps core.Capabilities, bubble bool, tweak ...func(*daemon.Options)) *harness {
+	tb.Helper()
+	h := &harness{t: tb, dir: tb.TempDir(), fk: fake.New("fake", caps), bubble: bubble}
+	if bubble {
+		h.fk.Slack = 0
+	}
 	h.opts = daemon.Options{DataDir: h.dir, Adapters: []core.Adapter{h.fk}, DrainTimeout: 30 * time.Second}
 	for _, f := range tweak {
 		f(&h.opts)
@@ -125,18 +148,58 @@ func (h *harness) session(id core.SessionID) core.Session {
 	return s
 }
 
-// drain waits for the outbox to finish what is queued.
+// drain waits for the outbox to finish what is queued. In a bubble the
+// clock advances only as far as the outbox's own pacing needs: it returns
+// at the instant the last operation (and its confirmation) finished.
 func (h *harness) drain() {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	bound := 90 * time.Second
+	if h.bubble {
+		bound = time.Hour // of fake time: pacing may take minutes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
+	if h.bubble {
+		// Once the bubble is settled every event stored so far went
+		// through the dispatcher and the ledger, and completion callbacks
+		// (confirmations, ledger rows, notices they enqueue) have run.
+		for {
+			synctest.Wait()
+			if s := h.d.Outbox.Stats(); s.Pending == 0 && s.InFlight == 0 {
+				if n := h.d.Dispatcher.Delivering(); n > 0 {
+					h.t.Fatalf("outbox idle, but %d journaled events never confirmed", n)
+				}
+				break
+			}
+			if err := h.d.Outbox.Drain(ctx); err != nil {
+				h.t.Fatalf("outbox drain: %v", err)
+			}
+		}
+	}
+	// Outside a bubble this polls; in one it only confirms, with no wait.
 	if err := h.d.WaitIdle(ctx); err != nil {
 		h.t.Fatalf("outbox drain: %v", err)
 	}
 }
 
+// eventually waits until cond holds. In a bubble it settles the bubble
+// before each check, so what needs no time holds with none passed, and
+// between checks lets the fake clock advance by a millisecond.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
+	if h.bubble {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			synctest.Wait()
+			if cond() {
+				return
+			}
+			if !time.Now().Before(deadline) {
+				h.t.Fatalf("no %s within a minute of fake time", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	deadline := time.After(30 * time.Second)
 	for !cond() {
 		select {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/fake"
@@ -89,27 +90,32 @@ func TestUnauthorizedInputIsIgnored(t *testing.T) {
 }
 
 func TestInputWhileBusyIsQueuedNotDropped(t *testing.T) {
-	h := newHarness(t, telegramLike())
-	ctx := context.Background()
-	sub, cancel := h.d.Bus.Subscribe(64, false)
-	defer cancel()
-	place := core.Place{Chat: "dm", Thread: "9"}
-	h.say(place, "first")
-	h.say(place, "second, while the agent works")
-	var queued int
-	timeout := time.After(5 * time.Second)
-	for queued == 0 {
-		select {
-		case e := <-sub.C:
-			if e.Kind == core.EventQueued && e.Message.Content == "second, while the agent works" {
-				queued++
+	synctest.Test(t, func(t *testing.T) {
+		h := newBubbleHarness(t, telegramLike())
+		ctx := context.Background()
+		sub, cancel := h.d.Bus.Subscribe(64, false)
+		defer cancel()
+		place := core.Place{Chat: "dm", Thread: "9"}
+		h.say(place, "first")
+		h.say(place, "second, while the agent works")
+		synctest.Wait() // every event published is in sub.C now
+		var queued []string
+		for more := true; more; {
+			select {
+			case e := <-sub.C:
+				if e.Kind == core.EventQueued {
+					queued = append(queued, e.Message.Content)
+				}
+			default:
+				more = false
 			}
-		case <-timeout:
-			t.Fatal("no queued event")
 		}
-	}
-	msgs, _ := h.d.Store.Inbox(ctx, "", "", 0)
-	if len(msgs) != 2 {
-		t.Errorf("inbox has %d messages, want 2", len(msgs))
-	}
+		if len(queued) != 1 || queued[0] != "second, while the agent works" {
+			t.Errorf("queued events for %q, want one, for the second message", queued)
+		}
+		msgs, _ := h.d.Store.Inbox(ctx, "", "", 0)
+		if len(msgs) != 2 {
+			t.Errorf("inbox has %d messages, want 2", len(msgs))
+		}
+	})
 }
