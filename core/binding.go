@@ -16,25 +16,28 @@ import (
 // when there is none yet. An op queued for another place (before the session
 // was bound) gets a *MovedError, so the outbox paces it at its real place.
 func (d *Dispatcher) binding(ctx context.Context, a Adapter, id SessionID, queuedAt Place) (Binding, error) {
-	b, err := d.bindingOf(ctx, a, id)
-	if err == nil && queuedAt != b.Place {
-		return Binding{}, &MovedError{Place: b.Place}
-	}
+	b, _, err := d.bindingOf(ctx, a, id, queuedAt)
 	return b, err
 }
 
-func (d *Dispatcher) bindingOf(ctx context.Context, a Adapter, id SessionID) (Binding, error) {
+// bindingOf is binding, also saying whether it made the binding (a
+// platform call) just now.
+func (d *Dispatcher) bindingOf(ctx context.Context, a Adapter, id SessionID, queuedAt Place) (b Binding, made bool, err error) {
 	lock := d.bindLock(id, a.Name())
 	lock.Lock()
-	defer lock.Unlock()
 	s, err := d.store.Session(ctx, id)
-	if err != nil {
-		return Binding{}, err
+	if err == nil {
+		var ok bool
+		if b, ok = s.Bindings[a.Name()]; !ok {
+			b, err = d.bindLocked(ctx, a, s)
+			made = err == nil
+		}
 	}
-	if b, ok := s.Bindings[a.Name()]; ok {
-		return b, nil
+	lock.Unlock()
+	if err == nil && queuedAt != b.Place {
+		return Binding{}, made, &MovedError{Place: b.Place}
 	}
-	return d.bindLocked(ctx, a, s)
+	return b, made, err
 }
 
 // bindLocked creates a new binding (replacing a stale one); the caller
@@ -49,14 +52,22 @@ func (d *Dispatcher) bindLocked(ctx context.Context, a Adapter, s Session) (Bind
 		return Binding{}, fmt.Errorf("dispatch: bind %s on %s: %w", s.ID, a.Name(), err)
 	}
 	b := Binding{Adapter: a.Name(), Place: nb.Place, Meta: nb.Meta, Shown: nb.Shown, Output: OutputState{Turn: s.Turn}}
-	_, _, err = d.store.UpdateSession(ctx, s.ID, func(s *Session) error {
+	s, _, err = d.store.UpdateSession(ctx, s.ID, func(s *Session) error {
 		if s.Bindings == nil {
 			s.Bindings = map[AdapterName]Binding{}
 		}
 		s.Bindings[a.Name()] = b
 		return nil
 	})
-	return b, err
+	if err != nil {
+		return b, err
+	}
+	// Status changes published before the binding existed did not reach
+	// this adapter: show the current status and, while the agent works,
+	// the typing indicator.
+	d.setTyping(s, a, s.Status == StatusWorking)
+	d.enqueueStatus(s, a)
+	return b, nil
 }
 
 // sendAt sends m at the binding's place; when the platform says the thread
@@ -105,11 +116,11 @@ func (d *Dispatcher) showStatus(ctx context.Context, a Adapter, id SessionID) er
 	}
 	b, ok := s.Bindings[a.Name()]
 	if !ok {
-		return nil
+		return ErrNoCall
 	}
 	v := StatusView{Title: s.Title, Status: s.Status}
 	if b.Shown == v {
-		return nil
+		return ErrNoCall
 	}
 	meta, err := a.(StatusShower).ShowStatus(ctx, b, v)
 	if err != nil {

@@ -467,6 +467,30 @@ func TestDispatchTyping(t *testing.T) {
 	})
 }
 
+// TestDispatchFirstBindingShowsWork: a session an agent started is bound
+// by its first output; the status change that came with it (before the
+// binding) is shown once bound, and the typing indicator runs.
+func TestDispatchFirstBindingShowsWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, newFake(core.Capabilities{}), openStore(t), core.OutboxOptions{})
+		id := r.newSession("agent's", core.Place{})
+		start := time.Now()
+		r.output(id, "working on it")
+		time.Sleep(10 * time.Second)
+		r.settle()
+		place := r.binding(id).Place
+		want := []string{
+			`send "working on it" #2 at +0s`,
+			`rename "⏳ agent's" at +0s`,
+			`typing "" at +0s`, `typing "" at +4.5s`, `typing "" at +9s`,
+		}
+		if got := calls(r.fk, start, place, "send", "rename", "typing"); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("calls %q, want %q", got, want)
+		}
+		r.yield(id)
+	})
+}
+
 // TestDispatchStatusShownOnChange: the platform is asked to show the title
 // and status only when they differ from what it shows.
 func TestDispatchStatusShownOnChange(t *testing.T) {

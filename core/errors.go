@@ -50,6 +50,10 @@ var (
 	// ErrExpired is given to an Op's Done when it could not run before its
 	// Expires time (a typing indicator held back by pacing).
 	ErrExpired = errors.New("operation expired before it could run")
+	// ErrNoCall is returned by an Op's Run that found nothing to do and
+	// made no platform call (the platform shows the text already). It is
+	// success; the outbox gives back the rate budget it paced the op with.
+	ErrNoCall = errors.New("no platform call was needed")
 	// ErrOutboxClosed is given to an Op's Done when the outbox stopped
 	// before the op succeeded. Journaled operations are replayed at the
 	// next start.

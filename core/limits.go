@@ -89,6 +89,16 @@ func (w *window) take(now time.Time) {
 	}
 }
 
+// refund gives back the operation counted at t (it made no call).
+func (w *window) refund(t time.Time) {
+	for i := len(w.times) - 1; i >= 0; i-- {
+		if w.times[i].Equal(t) {
+			w.times = slices.Delete(w.times, i, i+1)
+			return
+		}
+	}
+}
+
 // expire forgets operations that left the window.
 func (w *window) expire(now time.Time) {
 	i := 0

@@ -72,7 +72,8 @@ type Op struct {
 	// Run performs the operation at place (the op's Place, as paced). It
 	// is called with no outbox lock held, at most once at a time per
 	// Place, with a context that ends at the op's deadline or when the
-	// outbox closes, and returns the platform's error.
+	// outbox closes, and returns the platform's error, or ErrNoCall when it
+	// found nothing to do.
 	Run func(ctx context.Context, place Place) error
 	// Done, if set, is called once with the final outcome: nil on
 	// success; the permanent error that ended it; ErrSuperseded,
@@ -160,6 +161,9 @@ type entry struct {
 	seq       uint64
 	notBefore time.Time
 	attempts  int
+	// startedAt is when the current run was paced; prevRun is the Key's
+	// last run before it, restored when the run made no call.
+	startedAt, prevRun time.Time
 }
 
 // NewOutbox returns an outbox pacing the given adapters' limits.
@@ -411,7 +415,9 @@ func (o *Outbox) dispatchLocked() time.Time {
 			w.take(now)
 		}
 		o.removeLocked(bestIdx)
+		best.startedAt = now
 		if best.op.Key != "" {
+			best.prevRun = o.lastRun[best.op.Key]
 			o.lastRun[best.op.Key] = now
 		}
 		pk := placeKey(best.op.Adapter, best.op.Place)
@@ -472,6 +478,10 @@ func (o *Outbox) run(e *entry, pk string) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if errors.Is(err, ErrNoCall) {
+		o.refundLocked(e)
+		err = nil
+	}
 	delete(o.running, pk)
 	o.inflight--
 	defer o.signal()
@@ -519,6 +529,21 @@ func (o *Outbox) settleLocked(e *entry, err error) {
 		o.log.Log(context.Background(), lvl, "platform operation failed, retrying", "adapter", a, "op", e.op.Kind,
 			"attempt", e.attempts, "in", backoff.Round(time.Millisecond), "err", err)
 		o.requeueLocked(e, time.Now().Add(backoff))
+	}
+}
+
+// refundLocked gives back what a run that made no platform call was
+// charged: its place in every window and its Key's last run.
+func (o *Outbox) refundLocked(e *entry) {
+	for _, w := range o.windowsFor(e.op) {
+		w.refund(e.startedAt)
+	}
+	if e.op.Key != "" && o.lastRun[e.op.Key].Equal(e.startedAt) {
+		if e.prevRun.IsZero() {
+			delete(o.lastRun, e.op.Key)
+		} else {
+			o.lastRun[e.op.Key] = e.prevRun
+		}
 	}
 }
 

@@ -440,3 +440,32 @@ func TestOutboxCloseEndsPendingOps(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxRefundsOpsThatMadeNoCall: an op that found nothing to do (the
+// platform shows the text already) gives its budget back, so the next
+// operation is not held back for it.
+func TestOutboxRefundsOpsThatMadeNoCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(core.Limit{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: 10 * time.Second}}))
+		o := newOutbox(a, core.OutboxOptions{EditInterval: 10 * time.Second})
+		defer o.Close()
+		place := core.Place{Chat: "c"}
+		start := time.Now()
+		var outcome error = errors.New("not done")
+		o.Enqueue(core.Op{Kind: core.OpEdit, Adapter: a.Name(), Place: place, Key: "out",
+			Run:  func(context.Context, core.Place) error { return core.ErrNoCall },
+			Done: func(err error) { outcome = err }})
+		synctest.Wait()
+		r := newRecorder()
+		o.Enqueue(r.op(a, core.OpEdit, "out", place, "then an edit"))
+		drain(t, o)
+		synctest.Wait()
+		if outcome != nil {
+			t.Errorf("the no-call op ended with %v, want success", outcome)
+		}
+		ops := a.Ops()
+		if len(ops) != 1 || ops[0].Time != start {
+			t.Errorf("calls %+v, want the edit at once: neither the window nor the edit interval was spent", ops)
+		}
+	})
+}

@@ -64,14 +64,19 @@ func (d *Dispatcher) finalParts(a Adapter, e Event) (live string, rest []string,
 
 // deliverOutput brings the binding's output message up to date with e.
 func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID, queuedAt Place, e Event, j *delivery) error {
-	b, err := d.binding(ctx, a, id, queuedAt)
+	b, bound, err := d.bindingOf(ctx, a, id, queuedAt)
 	if err != nil {
 		return err
+	}
+	// noCall is the outcome when nothing needed the platform.
+	noCall := ErrNoCall
+	if bound {
+		noCall = nil
 	}
 	out := b.Output
 	switch {
 	case out.Turn > e.Turn:
-		return nil // a later turn has its own output message now
+		return noCall // a later turn has its own output message now
 	case out.Turn < e.Turn:
 		out = OutputState{Turn: e.Turn}
 	}
@@ -84,11 +89,12 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID,
 		live = tail(a, e.Text, d.opts.TailMarker)
 	}
 	if strings.TrimSpace(live) == "" {
-		return nil // platforms refuse empty messages; nothing to show yet
+		return noCall // platforms refuse empty messages; nothing to show yet
 	}
 	m := OutMessage{Kind: KindOutput, Text: live, Silent: true}
 	dg := digest(m)
-	if out.Ref.IsZero() || out.Digest != dg {
+	shown := out.Ref.IsZero() || out.Digest != dg
+	if shown {
 		ref, err := d.showOutput(ctx, a, id, &b, out.Ref, m)
 		if err != nil {
 			return err
@@ -105,6 +111,9 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID,
 		// Registered before this op is confirmed, so the event stays in
 		// the journal until its continuations are confirmed too.
 		d.finishOutput(a, id, b, e, j, rest, file)
+	}
+	if !shown {
+		return noCall
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func (d *Dispatcher) setTyping(s Session, a Adapter, on bool) {
 				BestEffort: true, Expires: time.Now().Add(typingEvery),
 				Run: func(rctx context.Context, at Place) error {
 					if ctx.Err() != nil {
-						return nil // the agent stopped working meanwhile
+						return ErrNoCall // the agent stopped working meanwhile
 					}
 					return t.Typing(rctx, at)
 				}})

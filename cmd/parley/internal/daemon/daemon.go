@@ -53,6 +53,8 @@ type Options struct {
 	// MaxBackoff caps the wait between retries of a failed platform call
 	// (zero: the outbox's default, one minute).
 	MaxBackoff time.Duration
+	// Jitter replaces the outbox's random backoff jitter (tests fix it).
+	Jitter func() float64
 	// OnConfirmed receives, per confirmed journaled operation, the time
 	// between the platform's answer and the durable confirmation.
 	OnConfirmed func(core.AdapterName, time.Duration)
@@ -143,7 +145,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.Router = core.NewRouter(opts.Adapters...)
 	d.Router.Reflect = opts.Reflect
-	d.Outbox = core.NewOutbox(core.OutboxOptions{EditInterval: opts.EditInterval, MaxBackoff: opts.MaxBackoff,
+	d.Outbox = core.NewOutbox(core.OutboxOptions{EditInterval: opts.EditInterval, MaxBackoff: opts.MaxBackoff, Jitter: opts.Jitter,
 		Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
 	var ledger *cleanup.Ledger
 	d.Dispatcher = core.NewDispatcher(store, d.Router, d.Outbox, core.DispatcherOptions{
