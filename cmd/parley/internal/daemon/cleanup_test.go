@@ -391,6 +391,35 @@ func TestCleanupVanishedMessageClearsRow(t *testing.T) {
 	})
 }
 
+// A deletion the platform refuses for good (too old, no right) clears its
+// row: it is not retried, at once or at the next start.
+func TestCleanupPermanentRefusalClearsRow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newBubbleHarness(t, telegramLike())
+		msg1 := h.say(dm, "msg1")
+		id := h.sessionAt(dm)
+		h.drain()
+		h.fk.FailNext("delete", core.Permanent(errors.New("message can't be deleted")))
+		msg2 := h.say(dm, "msg2")
+		h.drain()
+		h.ledgerIs(id, msg2.Ref.ID)
+		h.restart()
+		h.drain()
+		var refusedDeletes int
+		for _, op := range h.fk.Ops() {
+			if op.Method == "delete" && core.IsPermanent(op.Err) {
+				refusedDeletes++
+			}
+		}
+		if ops := deleteOps(h.fk, msg1.Ref.ID); len(ops) != 0 || refusedDeletes != 1 {
+			t.Errorf("%d refused deletes and %+v for msg1, want the one refusal, never retried", refusedDeletes, ops)
+		}
+		if m, _ := h.fk.Message(msg1.Ref.ID); m.Deleted {
+			t.Error("msg1 was deleted after all")
+		}
+	})
+}
+
 // Where the platform cannot delete people's messages the rule is skipped,
 // not faked; parley's own messages are still tidied up.
 func TestCleanupSkippedWithoutDeleteOthers(t *testing.T) {
