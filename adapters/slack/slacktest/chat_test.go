@@ -159,6 +159,9 @@ func TestInvalidBlocks(t *testing.T) {
 		{"action_id over 255", []slack.Block{btn(strings.Repeat("a", 256), "v")}, "invalid_blocks"},
 		{"section text over 3,000", []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", strings.Repeat("s", 3001), false, false), nil, nil)}, "invalid_blocks"},
 		{"unknown type", []slack.Block{&slack.UnknownBlock{Type: "sparkle"}}, "invalid_blocks"},
+		{"header over 150", []slack.Block{slack.NewHeaderBlock(slack.NewTextBlockObject("plain_text", strings.Repeat("h", 151), false, false))}, "invalid_blocks"},
+		{"duplicate block_id", []slack.Block{slack.NewMarkdownBlock("same", "a"), slack.NewMarkdownBlock("same", "b")}, "invalid_blocks"},
+		{"empty markdown", []slack.Block{slack.NewMarkdownBlock("", "")}, "invalid_blocks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

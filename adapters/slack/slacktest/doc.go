@@ -69,13 +69,20 @@
 //     appends; chat.update of a streaming message is
 //     streaming_state_conflict. assistant.threads.setStatus sets a thread's
 //     status (ThreadStatus), cleared when the bot replies there.
+//   - response URLs of commands and clicks: replace_original and
+//     delete_original act on the clicked message, response_type
+//     "in_channel" posts as the bot, anything else is ephemeral; five uses
+//     each.
 //   - faults (InjectFaults, SetOutage, FailNext): a seeded share of calls,
 //     or all of them during an outage, fail as production shows it — 429,
 //     500 and 502 pages, a connection reset, a request held until the
 //     client gives up — without any effect; FaultLostAnswer acts and then
 //     resets.
 //
-// Tests look at the result with Messages, Replies, Message, Envelopes,
-// Connections, Calls, RateLimited and ThreadStatus, and wait for the
-// server's state with Await rather than sleeping.
+// Tests set the workspace up with NewChannel, NewChannelWithoutBot,
+// NewUser, OpenDM and Archive, act as people with Post, PostFile, Edit,
+// Delete, Join, Slash and Click, act as Slack with Disconnect and
+// DropConnection, look at the result with Messages, Replies, Message,
+// Envelopes, Connections, Calls, RateLimited and ThreadStatus, and wait for
+// the server's state with Await rather than sleeping.
 package slacktest

@@ -155,13 +155,14 @@ func (s *Server) Messages(channelID string) []Message {
 
 // Replies returns a thread: its root first, then its replies, oldest
 // first, leaving deleted ones out (a deleted root with replies left is
-// not shown, where Slack shows "This message was deleted.").
+// not shown, where Slack shows "This message was deleted."). A reply's ts
+// names its thread.
 func (s *Server) Replies(channelID, threadTS string) []Message {
 	s.tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.mustChannel(channelID)
-	root := c.msgs[threadTS]
+	root := c.msgs[threadRoot(c, threadTS)]
 	if root == nil {
 		return nil
 	}
