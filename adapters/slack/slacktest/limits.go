@@ -1,0 +1,68 @@
+package slacktest
+
+import (
+	"net/http"
+	"time"
+)
+
+// quota is at most N calls in any window of length Per.
+type quota struct {
+	N   int
+	Per time.Duration
+}
+
+// chat.postMessage's special limits: one message a second in each
+// channel (Slack tolerates short bursts; the fake does not) and 300 a
+// minute in the workspace.
+var (
+	postPerChannel   = quota{N: 1, Per: time.Second}
+	postPerWorkspace = quota{N: 300, Per: time.Minute}
+)
+
+// jitter is how much earlier than its window allows a call may still
+// pass: it absorbs the difference between a client's pacing clock and the
+// arrival of its requests, which scheduling on a loaded machine delays
+// unevenly.
+const jitter = 100 * time.Millisecond
+
+// limiter keeps sliding windows of accepted calls, by key.
+type limiter struct {
+	windows map[string][]time.Time
+}
+
+func newLimiter() limiter { return limiter{windows: map[string][]time.Time{}} }
+
+// window is one sliding window a call counts against.
+type window struct {
+	key  string
+	rate quota
+}
+
+// limit counts a call at now against every window, or refuses it with 429
+// and the time until all of them have room again. A refused call counts
+// against none. It is a no-op without Options.Limits. Callers hold s.mu.
+func (s *Server) limit(now time.Time, ws ...window) *apiError {
+	if !s.opts.Limits {
+		return nil
+	}
+	var wait time.Duration
+	for _, w := range ws {
+		ts := s.limiter.windows[w.key]
+		k := 0
+		for k < len(ts) && !ts[k].Add(w.rate.Per-jitter).After(now) {
+			k++
+		}
+		ts = ts[k:]
+		s.limiter.windows[w.key] = ts
+		if len(ts) >= w.rate.N {
+			wait = max(wait, ts[len(ts)-w.rate.N].Add(w.rate.Per-jitter).Sub(now))
+		}
+	}
+	if wait > 0 {
+		return &apiError{code: "ratelimited", status: http.StatusTooManyRequests, retryAfter: time.Duration(retrySeconds(wait)) * time.Second, limited: true}
+	}
+	for _, w := range ws {
+		s.limiter.windows[w.key] = append(s.limiter.windows[w.key], now)
+	}
+	return nil
+}
