@@ -139,7 +139,7 @@ type Outbox struct {
 	mu       sync.Mutex
 	pending  []*entry
 	byKey    map[string]*entry // pending (not running) entries by Key
-	running  map[string]bool   // places with an op in flight
+	running  map[string]*entry // places with an op in flight, and the op
 	lastRun  map[string]time.Time
 	windows  map[string]*window
 	paused   map[string]time.Time // scope key → resume time
@@ -191,7 +191,7 @@ func NewOutbox(opts OutboxOptions, adapters ...Adapter) *Outbox {
 		caps:    map[AdapterName]Capabilities{},
 		jitter:  opts.Jitter,
 		byKey:   map[string]*entry{},
-		running: map[string]bool{},
+		running: map[string]*entry{},
 		lastRun: map[string]time.Time{},
 		windows: map[string]*window{},
 		paused:  map[string]time.Time{},
@@ -318,8 +318,22 @@ func (o *Outbox) windowsFor(op Op) []*window {
 	return out
 }
 
-// readyAt is the earliest time e may run (now or earlier when it may run now).
-func (o *Outbox) readyAt(e *entry, now time.Time) time.Time {
+// readyAt is the earliest time e may run (now or earlier when it may run
+// now). busy is how many conversations of e's group have work queued or in
+// flight, e's own included.
+//
+// A budget shared by a group (Telegram's 20 a minute) is spent in a burst
+// while it lasts: a lone stream shows its newest text every second, and
+// five final texts go out at once when the budget has room for them. But
+// when several conversations compete for what is left of it, an edit —
+// whose text a later edit replaces anyway — may not take one of the last
+// slots, one for each competing conversation: those are kept so that every
+// conversation can still show its newest text soon, and edits are spread
+// at the budget's steady rate (a minute / 20: every 3 s) instead of
+// burning the whole minute in its first seconds on text that is stale a
+// second later. New messages are never held back this way: each one is
+// wanted.
+func (o *Outbox) readyAt(e *entry, now time.Time, busy int) time.Time {
 	t := e.notBefore
 	for _, k := range scopesOf(e.op) {
 		if p, ok := o.paused[k]; ok && p.After(t) {
@@ -327,11 +341,37 @@ func (o *Outbox) readyAt(e *entry, now time.Time) time.Time {
 		}
 	}
 	for _, w := range o.windowsFor(e.op) {
-		if at := w.readyAt(now); at.After(t) {
+		at := w.readyAt(now)
+		if e.op.Kind == OpEdit && busy > 1 && w.rate.N > 1 && len(w.times) > 0 && len(w.times) >= w.rate.N-busy {
+			if even := w.times[len(w.times)-1].Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
+				at = even
+			}
+		}
+		if at.After(t) {
 			t = at
 		}
 	}
 	return t
+}
+
+// groupsBusy counts, per group, the conversations with an op pending or in
+// flight, for readyAt's contention.
+func (o *Outbox) groupsBusy() map[string]map[string]bool {
+	busy := map[string]map[string]bool{}
+	mark := func(a AdapterName, p Place) {
+		g := scopeKey(a, ScopeGroup, p)
+		if busy[g] == nil {
+			busy[g] = map[string]bool{}
+		}
+		busy[g][placeKey(a, p)] = true
+	}
+	for _, e := range o.pending {
+		mark(e.op.Adapter, e.op.Place)
+	}
+	for _, e := range o.running {
+		mark(e.op.Adapter, e.op.Place)
+	}
+	return busy
 }
 
 // pruneEvery is how often idle pacing state is dropped, so that memory does
@@ -385,12 +425,13 @@ func (o *Outbox) dispatchLocked() time.Time {
 		if o.inflight >= o.opts.MaxInFlight {
 			return time.Time{}
 		}
+		busy := o.groupsBusy()
 		for i := 0; i < len(o.pending); i++ {
 			e := o.pending[i]
-			if o.running[placeKey(e.op.Adapter, e.op.Place)] {
+			if o.running[placeKey(e.op.Adapter, e.op.Place)] != nil {
 				continue // woken when that place's op finishes
 			}
-			at := o.readyAt(e, now)
+			at := o.readyAt(e, now, len(busy[scopeKey(e.op.Adapter, ScopeGroup, e.op.Place)]))
 			if !e.op.Expires.IsZero() && at.After(e.op.Expires) {
 				o.removeLocked(i)
 				i--
@@ -421,7 +462,7 @@ func (o *Outbox) dispatchLocked() time.Time {
 			o.lastRun[best.op.Key] = now
 		}
 		pk := placeKey(best.op.Adapter, best.op.Place)
-		o.running[pk] = true
+		o.running[pk] = best
 		o.inflight++
 		o.wg.Add(1)
 		go o.run(best, pk)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -466,6 +467,65 @@ func TestOutboxRefundsOpsThatMadeNoCall(t *testing.T) {
 		ops := a.Ops()
 		if len(ops) != 1 || ops[0].Time != start {
 			t.Errorf("calls %+v, want the edit at once: neither the window nor the edit interval was spent", ops)
+		}
+	})
+}
+
+// TestOutboxSpreadsContendedEdits: five topics stream edits into a group
+// with 20 a minute. The burst goes while the budget lasts, but the last
+// five slots — one per competing topic — are not burnt at once on text a
+// later edit replaces: edits then go at the budget's steady rate (every
+// 3 s), so each topic's newest text is still shown within seconds, not
+// after the minute.
+func TestOutboxSpreadsContendedEdits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(
+			core.Limit{Scope: core.ScopeConversation, Rate: core.Rate{N: 1, Per: time.Second}},
+			core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 20, Per: time.Minute}},
+		))
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		r := newRecorder()
+		start := time.Now()
+		for step := range 30 { // 3 s of streaming, 10 updates a second each
+			for s := range 5 {
+				place := core.Place{Chat: "group", Thread: fmt.Sprint(s)}
+				o.Enqueue(r.op(a, core.OpEdit, place.Thread, place, fmt.Sprintf("s%d v%d", s, step)))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		drain(t, o)
+		var at []time.Duration
+		lastShown := map[string]time.Duration{}
+		for _, op := range a.Ops() {
+			if op.Err != nil {
+				t.Fatalf("platform refused an op: %v", op.Err)
+			}
+			at = append(at, op.Time.Sub(start))
+			if strings.HasSuffix(op.Text, " v29") {
+				lastShown[op.Place.Thread] = op.Time.Sub(start)
+			}
+		}
+		// Five a second for three seconds (15), then one every 3 s for
+		// the topics' newest texts while several wait; the last one,
+		// alone, goes at once.
+		var want []time.Duration
+		for s := range 3 {
+			for range 5 {
+				want = append(want, time.Duration(s)*time.Second)
+			}
+		}
+		for k := range 4 {
+			want = append(want, time.Duration(5+3*k)*time.Second)
+		}
+		want = append(want, 14*time.Second)
+		if fmt.Sprint(at) != fmt.Sprint(want) {
+			t.Errorf("edits at %v, want %v", at, want)
+		}
+		for s := range 5 {
+			if d, ok := lastShown[fmt.Sprint(s)]; !ok || d > 14*time.Second {
+				t.Errorf("topic %d's newest text shown at +%s (shown %v), want by +14s", s, d, ok)
+			}
 		}
 	})
 }
