@@ -140,7 +140,7 @@ func (a *Adapter) newRooted(ctx context.Context, h core.Handler, base core.Comma
 	if err != nil || res.Duplicate {
 		// Refused (told already), or handled before: the root is a stray.
 		a.roots.Delete(p)
-		if _, _, derr := a.api.DeleteMessageContext(context.WithoutCancel(ctx), channel, ts); derr != nil {
+		if derr := a.deleteStray(ctx, channel, ts); derr != nil {
 			a.log.Warn("could not delete a root no session uses", "channel", channel, "ts", ts, "err", derr)
 		}
 	}

@@ -51,7 +51,9 @@
 // refuses the blocks or their length, a message is sent once more as
 // Slack's mrkdwn text before the refusal counts. Slack has no silent
 // messages: every new message of a thread notifies those who follow it;
-// edits do not. Slack's errors map onto core's sentinels (errors.go), and
+// edits do not. Nor does chat.postMessage take an idempotency key
+// (OutMessage.Key is unused): a send repeated after a crash between
+// Slack's answer and the journal's confirmation shows twice. Slack's errors map onto core's sentinels (errors.go), and
 // its rate limits are declared per scope (adapter.go) for the outbox.
 // Title and status: status.go. Typing: Slack's assistant-thread status,
 // where the workspace offers it (typing.go).

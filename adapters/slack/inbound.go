@@ -64,10 +64,16 @@ func (a *Adapter) skip(m *slackevents.MessageEvent) string {
 		return "a bot's message"
 	case m.User == "" || (me.UserID != "" && m.User == me.UserID):
 		return "not a person's message"
-	case m.Channel != a.opts.Channel && m.ChannelType != slackevents.ChannelTypeIM:
+	case m.Channel != a.opts.Channel && !isDM(m):
 		return "another channel"
 	}
 	return ""
+}
+
+// isDM reports whether m is in a direct message with the bot (whose
+// channel ids start with D).
+func isDM(m *slackevents.MessageEvent) bool {
+	return m.ChannelType == slackevents.ChannelTypeIM || m.ChannelType == "" && strings.HasPrefix(m.Channel, "D")
 }
 
 // authorized asks the handler's allow-list, before anything is fetched,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -49,12 +50,24 @@ func (a *Adapter) post(ctx context.Context, p core.Place, opts []slack.MsgOption
 	}
 	if p.Thread != "" && unthreaded(msg) {
 		a.log.Info("the thread's root is gone: Slack posted the reply at the top level; deleting it", "channel", p.Chat, "thread", p.Thread)
-		if _, _, derr := a.api.DeleteMessageContext(context.WithoutCancel(ctx), p.Chat, ts); derr != nil {
+		if derr := a.deleteStray(ctx, p.Chat, ts); derr != nil {
 			a.log.Warn("could not delete the stray top-level message", "channel", p.Chat, "ts", ts, "err", derr)
 		}
 		return "", fmt.Errorf("slack: chat.postMessage: thread %s: %w", p.Thread, core.ErrThreadGone)
 	}
 	return ts, nil
+}
+
+// strayTimeout bounds deleting a message parley posted by mistake.
+const strayTimeout = 10 * time.Second
+
+// deleteStray deletes a message parley just posted by mistake, even when
+// the call that posted it ran out of time.
+func (a *Adapter) deleteStray(ctx context.Context, channel, ts string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), strayTimeout)
+	defer cancel()
+	_, _, err := a.api.DeleteMessageContext(ctx, channel, ts)
+	return err
 }
 
 // unthreaded reports whether Slack's answer to a reply shows a message

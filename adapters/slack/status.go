@@ -89,10 +89,20 @@ func (a *Adapter) ShowStatus(ctx context.Context, b core.Binding, v core.StatusV
 	old := parseMeta(b.Meta)
 	m := old
 	if m.Owner == "" {
-		if owner, ok := a.roots.LoadAndDelete(p); ok {
+		if owner, ok := a.roots.Load(p); ok {
 			m.Owner = owner.(string)
 		}
 	}
+	raw, err := a.showStatus(ctx, b, p, old, m, v)
+	if err == nil {
+		a.roots.Delete(p) // the Meta says it from now on
+	}
+	return raw, err
+}
+
+// showStatus is ShowStatus once the root's owner is known as far as it
+// can be without asking Slack.
+func (a *Adapter) showStatus(ctx context.Context, b core.Binding, p core.Place, old, m meta, v core.StatusView) (json.RawMessage, error) {
 	if m.Owner == "" || m.Owner == ownerBot {
 		err := a.update(ctx, p.Chat, p.Thread, payload{Text: rootText(v)}.options(true))
 		switch {
