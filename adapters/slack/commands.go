@@ -21,6 +21,12 @@ import (
 // "!title New name"): "/parley cancel" cannot be typed as text, since
 // Slack's composer takes it for the slash command. A top-level "!new
 // title" starts a session in that message's thread.
+//
+// A slash command's reply goes with its acknowledgement, seen only by the
+// person who typed it. /parley new is acknowledged once its session is
+// stored, like everything else; when its root message must wait for the
+// channel's budget (or a 429), that can pass Slack's 3 seconds, and Slack
+// then tells the person the command timed out although the session starts.
 var (
 	threadCommands = chatcmd.Parser{Prefix: "!"}
 	slashCommands  = chatcmd.Parser{Prefix: "/parley "}
