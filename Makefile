@@ -49,3 +49,5 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzPlain -fuzztime $(FUZZTIME) ./adapters/markdown/
 	$(GO) test -run XXX -fuzz FuzzSlack -fuzztime $(FUZZTIME) ./adapters/markdown/
 	$(GO) test -run XXX -fuzz FuzzMatrixHTML -fuzztime $(FUZZTIME) ./adapters/markdown/
+	$(GO) test -run XXX -fuzz FuzzRender -fuzztime $(FUZZTIME) ./adapters/slack/
+	$(GO) test -run XXX -fuzz FuzzFromSlack -fuzztime $(FUZZTIME) ./adapters/slack/

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/adapters/transcribe"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
@@ -29,7 +30,7 @@ import (
 func platforms() []platform {
 	return []platform{
 		platformOf("telegram", func(c config.Config) telegram.Config { return c.Telegram }, buildTelegram),
-		{name: "slack"},
+		platformOf("slack", func(c config.Config) slack.Config { return c.Slack }, buildSlack),
 		{name: "matrix"},
 		{name: "discord"},
 		unlisted(platformOf("fake", func(c config.Config) config.Fake { return c.Fake }, buildFake)),
@@ -209,6 +210,23 @@ func buildTelegram(_ context.Context, s telegram.Config, d deps) (core.Adapter, 
 			return nil, fmt.Errorf("config: telegram.webhook_url %q needs a path (e.g. https://host/telegram) that parley serves", opts.WebhookURL)
 		}
 		d.route(u.Path, a.WebhookHandler())
+	}
+	return a, nil
+}
+
+// buildSlack constructs the Slack adapter and, in events mode, mounts its
+// request handler at slack.events_path.
+func buildSlack(_ context.Context, s slack.Config, d deps) (core.Adapter, error) {
+	opts := s.Options()
+	opts.FileDir = filepath.Join(d.dataDir, "files")
+	opts.Pacer = d.Pacer
+	opts.Logger = d.log
+	a, err := slack.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Events {
+		d.route(s.EventsPath, a.EventsHandler())
 	}
 	return a, nil
 }

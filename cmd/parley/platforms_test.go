@@ -49,7 +49,7 @@ func TestPlatformTable(t *testing.T) {
 		}
 	}
 	got := knownPlatforms(platforms())
-	want := config.Platforms{Present: []string{"telegram"}, Absent: []string{"slack", "matrix", "discord"}}
+	want := config.Platforms{Present: []string{"telegram", "slack"}, Absent: []string{"matrix", "discord"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("knownPlatforms = %+v, want %+v", got, want)
 	}
@@ -200,7 +200,7 @@ func TestConfigTelegramFromEnv(t *testing.T) {
 func TestServeRefusesAbsentPlatform(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "parley.toml")
-	if err := os.WriteFile(file, []byte("[slack]\nbot_token = \"xoxb-secret\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("[matrix]\naccess_token = \"syt-secret\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -210,10 +210,10 @@ func TestServeRefusesAbsentPlatform(t *testing.T) {
 		want string
 	}{
 		{"serve, file", []string{"serve", "--config", file}, nil,
-			file + ":1: [slack]: this build of parley has no Slack adapter (known platforms: telegram); remove the section or use a build that includes it"},
-		{"serve, variable", []string{"serve"}, []string{"PARLEY_MATRIX_HOMESERVER=https://m.example.org"},
-			"PARLEY_MATRIX_HOMESERVER: this build of parley has no Matrix adapter (known platforms: telegram); unset it"},
-		{"mcp, file", []string{"mcp", "--config", file}, nil, "[slack]: this build of parley has no Slack adapter"},
+			file + ":1: [matrix]: this build of parley has no Matrix adapter (known platforms: telegram, slack); remove the section or use a build that includes it"},
+		{"serve, variable", []string{"serve"}, []string{"PARLEY_DISCORD_TOKEN=d"},
+			"PARLEY_DISCORD_TOKEN: this build of parley has no Discord adapter (known platforms: telegram, slack); unset it"},
+		{"mcp, file", []string{"mcp", "--config", file}, nil, "[matrix]: this build of parley has no Matrix adapter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,9 +225,34 @@ func TestServeRefusesAbsentPlatform(t *testing.T) {
 			if !strings.Contains(errOut.String(), tt.want) {
 				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.want)
 			}
-			if strings.Contains(errOut.String(), "xoxb-secret") || strings.Contains(errOut.String(), "unknown") {
+			if strings.Contains(errOut.String(), "syt-secret") || strings.Contains(errOut.String(), "unknown") {
 				t.Errorf("stderr: %s", errOut.String())
 			}
 		})
+	}
+}
+
+// TestConfigSlackFromEnv loads a Slack section from variables alone and
+// checks what the table makes of it: its allow-list, and in events mode
+// the route its requests arrive on.
+func TestConfigSlackFromEnv(t *testing.T) {
+	cfg, err := loadConfig("", []string{"HOME=/home/ada", "PARLEY_SLACK_BOT_TOKEN=xoxb-1", "PARLEY_SLACK_CHANNEL=C0AB",
+		"PARLEY_SLACK_ALLOWED_USERS=U1AB,U2CD", "PARLEY_SLACK_MODE=events", "PARLEY_SLACK_SIGNING_SECRET=s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Config: cfg}
+	want := map[core.Origin][]string{"slack": {"U1AB", "U2CD"}}
+	if got := m.allowLists(); !reflect.DeepEqual(got, want) {
+		t.Errorf("allowLists = %q, want %q", got, want)
+	}
+	var routes []string
+	a, err := buildSlack(context.Background(), cfg.Slack, deps{dataDir: t.TempDir(),
+		route: func(path string, _ http.Handler) { routes = append(routes, path) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name() != "slack" || !reflect.DeepEqual(routes, []string{"/slack/events"}) {
+		t.Errorf("built %s with routes %q", a.Name(), routes)
 	}
 }

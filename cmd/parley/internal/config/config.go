@@ -47,6 +47,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 )
 
@@ -70,6 +71,9 @@ type Config struct {
 	// Telegram is the Telegram adapter's section, defined and validated by
 	// the adapter; enabled when its token is set.
 	Telegram telegram.Config `toml:"telegram"`
+	// Slack is the Slack adapter's section, defined and validated by the
+	// adapter; enabled when its bot token is set.
+	Slack slack.Config `toml:"slack"`
 	// Transcription turns voice messages into text; enabled when APIURL is set.
 	Transcription Transcription `toml:"transcription"`
 	// Fake is the in-memory test adapter.
@@ -189,7 +193,7 @@ type Platforms struct {
 	// Present are the platforms this build has, named in that error.
 	Present []string
 	// Absent are the platforms parley knows of that this build lacks:
-	// [slack], PARLEY_SLACK_* are refused with their name.
+	// [matrix], PARLEY_MATRIX_* are refused with their name.
 	Absent []string
 }
 
@@ -226,6 +230,7 @@ func defaults(env []string) Config {
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
 		Telegram: telegram.DefaultConfig(),
+		Slack:    slack.DefaultConfig(),
 	}
 }
 

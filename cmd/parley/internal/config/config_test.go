@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 )
 
@@ -20,8 +21,8 @@ import (
 var home = []string{"HOME=/home/ada"}
 
 // known is what cmd/parley's table tells Load in a build with Telegram
-// only.
-var known = Platforms{Present: []string{"telegram"}, Absent: []string{"slack", "matrix"}}
+// and Slack.
+var known = Platforms{Present: []string{"telegram", "slack"}, Absent: []string{"matrix", "discord"}}
 
 // writeFile writes a config file into a fresh temporary directory.
 func writeFile(tb testing.TB, text string) string {
@@ -72,6 +73,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
 		Telegram: telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"},
+		Slack:    slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"},
 	}
 	if got := load(t, "", home); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load with no file:\n got %#v\nwant %#v", got.Redacted(), want)
@@ -86,7 +88,7 @@ func TestDefaults(t *testing.T) {
 	if Default().HTTP.Listen != "127.0.0.1:8765" {
 		t.Errorf("Default().HTTP.Listen = %q", Default().HTTP.Listen)
 	}
-	for _, enabled := range []bool{want.Telegram.Enabled(), want.Transcription.Enabled(), want.Fake.Enabled()} {
+	for _, enabled := range []bool{want.Telegram.Enabled(), want.Slack.Enabled(), want.Transcription.Enabled(), want.Fake.Enabled()} {
 		if enabled {
 			t.Error("an adapter is enabled by default")
 		}
@@ -137,6 +139,16 @@ func TestLoadFile(t *testing.T) {
 			WebhookSecret:  "webhook-secret_1",
 			NewFromGeneral: true,
 		},
+		Slack: slack.Config{
+			BotToken:      "xoxb-slack-secret-token",
+			AppToken:      "xapp-slack-secret-token",
+			APIURL:        "http://127.0.0.1:9090/api/",
+			Channel:       "C0123ABCD",
+			AllowedUsers:  []string{"U0123ABCD", "W0456EFGH"},
+			Mode:          "events",
+			SigningSecret: "slack-signing-secret",
+			EventsPath:    "/hooks/slack",
+		},
 		Transcription: Transcription{
 			APIURL: "https://stt.example.org/v1",
 			APIKey: "sk-transcription-secret",
@@ -147,7 +159,7 @@ func TestLoadFile(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load(full.toml):\n got %+v\nwant %+v", c.Redacted(), want.Redacted())
 	}
-	for name, enabled := range map[string]bool{"telegram": c.Telegram.Enabled(),
+	for name, enabled := range map[string]bool{"telegram": c.Telegram.Enabled(), "slack": c.Slack.Enabled(),
 		"transcription": c.Transcription.Enabled(), "fake": c.Fake.Enabled()} {
 		if !enabled {
 			t.Errorf("%s not enabled", name)

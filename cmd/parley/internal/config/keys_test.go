@@ -6,7 +6,7 @@ import (
 )
 
 func TestAbsentPlatforms(t *testing.T) {
-	const noSlack = "this build of parley has no Slack adapter (known platforms: telegram)"
+	const noMatrix = "this build of parley has no Matrix adapter (known platforms: telegram, slack)"
 	tests := []struct {
 		name      string
 		file      string
@@ -16,32 +16,32 @@ func TestAbsentPlatforms(t *testing.T) {
 		not       []string  // what the error must not say
 	}{
 		{name: "file section",
-			file: "[slack]\nbot_token = \"xoxb-secret\"\nchannel = \"C1\"\n",
-			want: []string{"config: PATH:1: [slack]: " + noSlack + "; remove the section or use a build that includes it"},
-			not:  []string{"unknown", "slack.bot_token", "xoxb-secret"}},
-		{name: "file section after others", file: "[log]\nlevel = \"info\"\n\n[matrix]\nhomeserver = \"https://m.example.org\"\n",
-			want: []string{"config: PATH:4: [matrix]: this build of parley has no Matrix adapter (known platforms: telegram)"},
-			not:  []string{"unknown", "homeserver"}},
-		{name: "empty file section", file: "[slack]\n",
-			want: []string{"PATH:1: [slack]: " + noSlack}},
-		{name: "dotted key", file: "data_dir = \"/x\"\nslack.bot_token = \"xoxb-secret\"\n",
-			want: []string{"config: PATH:2: [slack]: " + noSlack},
-			not:  []string{"unknown", "xoxb-secret"}},
-		{name: "variable", env: []string{"PARLEY_SLACK_BOT_TOKEN=xoxb-secret"},
-			want: []string{"config: PARLEY_SLACK_BOT_TOKEN: " + noSlack + "; unset it or use a build that includes it"},
-			not:  []string{"xoxb-secret"}},
-		{name: "variables", env: []string{"PARLEY_SLACK_CHANNEL=C1", "PARLEY_SLACK_BOT_TOKEN=xoxb-1", "PARLEY_MATRIX_HOMESERVER=https://m.example.org"},
-			want: []string{"config: PARLEY_SLACK_BOT_TOKEN, PARLEY_SLACK_CHANNEL: " + noSlack + "; unset them",
-				"config: PARLEY_MATRIX_HOMESERVER: this build of parley has no Matrix adapter"}},
-		{name: "file and variable", file: "[slack]\nchannel = \"C1\"\n", env: []string{"PARLEY_SLACK_BOT_TOKEN=xoxb-1"},
-			want: []string{"PATH:1: [slack]: " + noSlack, "PARLEY_SLACK_BOT_TOKEN: " + noSlack}},
+			file: "[matrix]\naccess_token = \"syt-secret\"\nroom = \"!r:e\"\n",
+			want: []string{"config: PATH:1: [matrix]: " + noMatrix + "; remove the section or use a build that includes it"},
+			not:  []string{"unknown", "matrix.access_token", "syt-secret"}},
+		{name: "file section after others", file: "[log]\nlevel = \"info\"\n\n[discord]\ntoken = \"d\"\n",
+			want: []string{"config: PATH:4: [discord]: this build of parley has no Discord adapter (known platforms: telegram, slack)"},
+			not:  []string{"unknown", "token"}},
+		{name: "empty file section", file: "[matrix]\n",
+			want: []string{"PATH:1: [matrix]: " + noMatrix}},
+		{name: "dotted key", file: "data_dir = \"/x\"\nmatrix.access_token = \"syt-secret\"\n",
+			want: []string{"config: PATH:2: [matrix]: " + noMatrix},
+			not:  []string{"unknown", "syt-secret"}},
+		{name: "variable", env: []string{"PARLEY_MATRIX_ACCESS_TOKEN=syt-secret"},
+			want: []string{"config: PARLEY_MATRIX_ACCESS_TOKEN: " + noMatrix + "; unset it or use a build that includes it"},
+			not:  []string{"syt-secret"}},
+		{name: "variables", env: []string{"PARLEY_MATRIX_ROOM=!r:e", "PARLEY_MATRIX_ACCESS_TOKEN=syt-1", "PARLEY_DISCORD_TOKEN=d"},
+			want: []string{"config: PARLEY_MATRIX_ACCESS_TOKEN, PARLEY_MATRIX_ROOM: " + noMatrix + "; unset them",
+				"config: PARLEY_DISCORD_TOKEN: this build of parley has no Discord adapter"}},
+		{name: "file and variable", file: "[matrix]\nroom = \"!r:e\"\n", env: []string{"PARLEY_MATRIX_ACCESS_TOKEN=syt-1"},
+			want: []string{"PATH:1: [matrix]: " + noMatrix, "PARLEY_MATRIX_ACCESS_TOKEN: " + noMatrix}},
 		{name: "build without platforms", env: []string{"PARLEY_MATRIX_USER_ID=@p:e"},
 			platforms: Platforms{Absent: []string{"matrix"}},
 			want:      []string{"config: PARLEY_MATRIX_USER_ID: this build of parley has no Matrix adapter (it has no platform adapters)"}},
-		{name: "not told it is absent", file: "[slack]\nbot_token = \"x\"\n", platforms: Platforms{Present: []string{"telegram"}},
-			want: []string{"PATH:1: unknown table [slack]"}},
-		{name: "misspelt absent platform", file: "[slak]\nbot_token = \"x\"\n",
-			want: []string{"PATH:1: unknown table [slak] (did you mean slack?)"}},
+		{name: "not told it is absent", file: "[matrix]\nroom = \"x\"\n", platforms: Platforms{Present: []string{"telegram", "slack"}},
+			want: []string{"PATH:1: unknown table [matrix]"}},
+		{name: "misspelt absent platform", file: "[matirx]\nroom = \"x\"\n",
+			want: []string{"PATH:1: unknown table [matirx] (did you mean matrix?)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,9 +75,9 @@ func TestAbsentPlatforms(t *testing.T) {
 // TestAbsentPlatformFirst checks that an absent platform is reported
 // before the file's other problems, which are still all reported.
 func TestAbsentPlatformFirst(t *testing.T) {
-	path, msg := loadErr(t, "[log]\nlevel = \"loud\"\ncolour = true\n[slack]\nbot_token = \"x\"\n", withHome("PARLEY_HTTP_LISTEN=nope"))
+	path, msg := loadErr(t, "[log]\nlevel = \"loud\"\ncolour = true\n[matrix]\nroom = \"x\"\n", withHome("PARLEY_HTTP_LISTEN=nope"))
 	lines := strings.Split(msg, "\n")
-	if !strings.HasPrefix(lines[0], "config: "+path+":4: [slack]: this build of parley has no Slack adapter") {
+	if !strings.HasPrefix(lines[0], "config: "+path+":4: [matrix]: this build of parley has no Matrix adapter") {
 		t.Errorf("first problem is not the absent platform:\n%s", msg)
 	}
 	for _, w := range []string{"unknown key log.colour", "log.level", "http.listen"} {
@@ -89,5 +89,5 @@ func TestAbsentPlatformFirst(t *testing.T) {
 
 func TestAbsentPlatformEmptyVariable(t *testing.T) {
 	// Empty variables count as unset, as everywhere.
-	load(t, "", withHome("PARLEY_SLACK_BOT_TOKEN=", "PARLEY_MATRIX_HOMESERVER="))
+	load(t, "", withHome("PARLEY_MATRIX_ACCESS_TOKEN=", "PARLEY_DISCORD_TOKEN="))
 }

@@ -1,0 +1,66 @@
+// Package slack is parley's Slack adapter: a Slack app whose sessions are
+// threads of one channel, and of direct messages with the bot. It uses
+// github.com/slack-go/slack for the Web API, Socket Mode and the Events
+// API's types; every call takes the configured API URL and HTTP client, so
+// a test points the whole adapter at a fake server.
+//
+// Sessions and places. A session lives in a thread: core.Place{Chat: the
+// channel id, Thread: the thread root's ts}. A top-level message from an
+// allowed person in the channel starts a session whose conversation is
+// that message's thread, titled by its first line, and is its first
+// message; replies in the thread go to that session. /parley new [title]
+// starts one under a root message parley posts. Sessions started elsewhere
+// (the web page, the API, another platform) get a root posted in the
+// channel when they first have something to show (core.Binder; the
+// channel's budget paces it: core.BindPlacer). Decision: direct messages
+// with the bot work the same way, each top-level message starting a
+// session in its thread (Place{Chat: "D…", Thread: its ts}) — as Slack's
+// own AI apps do, and so that the assistant-thread status works there —
+// rather than the whole DM being one session.
+//
+// Input. Messages in the channel and in DMs, threads included; messages of
+// any other channel, bots' (parley's own included) and subtypes that are
+// not a person writing (joins, topic changes, …) are ignored. Edits are
+// not sent again and deletions do not take a message back (the agent may
+// already act on it), as on Telegram. An unauthorized person is ignored
+// silently: the handler's allow-list (core.Authorizer) is asked before
+// anything is fetched, created or said. Slack's text markup (<url|label>,
+// <@U…>, &lt;) becomes markdown. Shared files are fetched with the bot
+// token (files.go). Commands: /parley at the channel's level, "!" commands
+// typed in threads (commands.go); button clicks answer questions
+// (actions.go). A message's dedup key is its channel and ts
+// ("C123:1712345678.000100"), so a redelivered envelope — Slack's retry,
+// with a new envelope_id and a higher retry_attempt — is recognised.
+//
+// Acknowledgement. Every envelope (Socket Mode) or request (events mode)
+// is acknowledged only after the handler made its commands durable, and
+// is handled in order per conversation, conversations concurrently, so
+// one slow envelope delays no other's acknowledgement; appending is fast,
+// and so is the acknowledgement, well within Slack's 3 seconds — except
+// for a message with files, which are fetched first (see files.go for why
+// and how its redelivery is handled). Socket Mode's reconnections are in
+// socket.go, events mode's signed requests in events.go.
+//
+// Output. Send posts in the session's thread (chat.postMessage with
+// thread_ts), Edit is chat.update, Delete chat.delete; parley's messages
+// carry the agent's markdown in a Block Kit markdown block, which Slack
+// renders itself (at most 12,000 characters, counted by core in bytes, so
+// that the limit holds however Slack counts), a question's options as
+// buttons (the value is core's ButtonData), and a plain-text fallback for
+// notifications. Notices are small grey text (a context block). When Slack
+// refuses the blocks or their length, a message is sent once more as
+// Slack's mrkdwn text before the refusal counts. Slack has no silent
+// messages: every new message of a thread notifies those who follow it;
+// edits do not. Nor does chat.postMessage take an idempotency key
+// (OutMessage.Key is unused): a send repeated after a crash between
+// Slack's answer and the journal's confirmation shows twice. Slack's errors map onto core's sentinels (errors.go), and
+// its rate limits are declared per scope (adapter.go) for the outbox.
+// Title and status: status.go. Typing: Slack's assistant-thread status,
+// where the workspace offers it (typing.go).
+//
+// Not built: Slack's streaming methods (chat.startStream, appendStream,
+// stopStream) for the live output. appendStream only appends, while core's
+// live output is replaced as a whole (and tailed past the length limit),
+// so it could carry only outputs that grow; whether it beats chat.update's
+// 50 edits a minute is to be measured against the fake first.
+package slack

@@ -1,0 +1,143 @@
+package slack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+// Events mode: Slack posts events (JSON), button clicks (a form with a
+// JSON payload) and slash commands (a form) to one Request URL, which cmd
+// mounts at [slack] events_path on parley's listener. Every request must
+// carry Slack's signature of its body with the app's signing secret,
+// made within the last five minutes (a replayed request is refused). The
+// answer is the acknowledgement: 200 only once the envelope is durable,
+// with a slash command's reply as its body; Slack retries a request not
+// answered within 3 seconds.
+
+// maxBody bounds a request's body; Slack's are a few kilobytes.
+const maxBody = 1 << 20
+
+// EventsHandler receives Slack's requests in events mode. It answers 503
+// while Run is not running, so Slack retries them later.
+func (a *Adapter) EventsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "unreadable body", http.StatusBadRequest)
+			return
+		}
+		if err := verify(r.Header, body, a.opts.SigningSecret); err != nil {
+			a.log.Warn("refusing a request not signed by Slack", "remote", r.RemoteAddr, "err", err)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		e, challenge, err := parseRequest(r.Header.Get("Content-Type"), body)
+		switch {
+		case challenge != "":
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, challenge)
+			return
+		case err != nil:
+			// Redelivering a request parley cannot read would not help.
+			a.log.Warn("skipping a request parley cannot read", "err", err)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		ref := a.handler.Load()
+		if ref == nil {
+			http.Error(w, "parley is not receiving yet", http.StatusServiceUnavailable)
+			return
+		}
+		e.retry, _ = strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
+		done := make(chan any, 1)
+		e.ack = func(reply any) { done <- reply }
+		a.accept(*a.bgCtx.Load(), ref.h, e)
+		select {
+		case reply := <-done:
+			if reply == nil {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(reply)
+		case <-r.Context().Done():
+		}
+	})
+}
+
+// verify checks Slack's signature of body (X-Slack-Signature, v0) and
+// that it was made within the last five minutes
+// (X-Slack-Request-Timestamp), so a captured request cannot be replayed
+// later.
+func verify(h http.Header, body []byte, secret string) error {
+	v, err := slack.NewSecretsVerifier(h, secret)
+	if err != nil {
+		return err
+	}
+	if _, err := v.Write(body); err != nil {
+		return err
+	}
+	return v.Ensure()
+}
+
+// parseRequest reads a verified request: an event (or the URL
+// verification's challenge), an interaction, or a slash command.
+func parseRequest(contentType string, body []byte) (e envelope, challenge string, err error) {
+	if strings.HasPrefix(contentType, "application/json") {
+		var head struct {
+			Type      string `json:"type"`
+			Challenge string `json:"challenge"`
+		}
+		if err := json.Unmarshal(body, &head); err != nil {
+			return e, "", err
+		}
+		if head.Type == slackevents.URLVerification {
+			if head.Challenge == "" {
+				return e, "", errors.New("url_verification without a challenge")
+			}
+			return e, head.Challenge, nil
+		}
+		ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+		if err != nil {
+			return e, "", err
+		}
+		e.event = &ev
+		return e, "", nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return e, "", err
+	}
+	switch {
+	case form.Has("payload"):
+		var ic slack.InteractionCallback
+		if err := json.Unmarshal([]byte(form.Get("payload")), &ic); err != nil {
+			return e, "", err
+		}
+		e.action = &ic
+	case form.Has("command"):
+		req, _ := http.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		c, err := slack.SlashCommandParse(req)
+		if err != nil {
+			return e, "", err
+		}
+		e.slash = &c
+	default:
+		return e, "", errors.New("neither an event, an interaction nor a slash command")
+	}
+	return e, "", nil
+}

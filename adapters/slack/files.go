@@ -1,0 +1,208 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Files people share are fetched before the message is handed to the
+// handler, with the bot token, from url_private_download (files:read), and
+// stored under FileDir/slack/<channel>/<thread>/<file id>/<name>: the
+// file's id makes the path unique and a retried download overwrite its own
+// earlier attempt. Names are sanitised; a file larger than MaxFileSize, one
+// stored outside Slack, or one the workspace hides is refused with a notice.
+//
+// Acknowledgement: the envelope of a message with files is acknowledged
+// after the download and the durable append, like every other envelope,
+// not before: acknowledging first would lose the message if parley died
+// mid-download. A large file may therefore outlast Slack's 3 seconds;
+// Slack then delivers the envelope again, and the redelivery, queued
+// behind the first in the conversation's lane, is acknowledged at once
+// once the first is durable (Adapter.handled), or after a restart found a
+// duplicate by the handler's dedup key. Messages without files are
+// appended and acknowledged well within the 3 seconds.
+
+// downloadTimeout bounds one file's download.
+const downloadTimeout = 2 * time.Minute
+
+// onFiles stores the files of a message and hands them to the agent with
+// the message's text.
+func (a *Adapter) onFiles(ctx context.Context, h core.Handler, base core.Command, files []slack.File, text string) error {
+	var atts []core.Attachment
+	var refusals []string
+	for _, f := range files {
+		name := displayName(f)
+		switch {
+		case f.Mode == "tombstone":
+			continue
+		case f.IsExternal || f.URLPrivateDownload == "":
+			refusals = append(refusals, "📎 "+name+" is not stored in Slack; share its content or a link instead.")
+			continue
+		case f.Mode == "hidden_by_limit":
+			refusals = append(refusals, "📎 "+name+" is hidden by the workspace's plan; parley cannot fetch it.")
+			continue
+		case int64(f.Size) > a.opts.MaxFileSize:
+			refusals = append(refusals, fmt.Sprintf("📎 %s is %s; parley takes files up to %s. Share a link instead.",
+				name, size(int64(f.Size)), size(a.opts.MaxFileSize)))
+			continue
+		}
+		att, err := a.download(ctx, base.Place, f)
+		if err != nil {
+			if !core.IsPermanent(err) {
+				return err
+			}
+			a.log.Warn("could not fetch a shared file", "file", f.ID, "err", err)
+			refusals = append(refusals, "⚠️ Could not fetch "+name+": "+err.Error())
+			continue
+		}
+		atts = append(atts, att)
+	}
+	for _, r := range refusals {
+		a.notice(ctx, h, base, r)
+	}
+	if len(atts) == 0 && strings.TrimSpace(text) == "" {
+		return nil
+	}
+	var names []string
+	for _, att := range atts {
+		names = append(names, att.Name)
+	}
+	if len(names) > 0 {
+		a.notice(ctx, h, base, "📎 Received "+strings.Join(names, ", "))
+	}
+	cmd := base
+	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, text, atts
+	_, err := h.Handle(ctx, cmd)
+	_, err = a.settled(ctx, h, base, err)
+	return err
+}
+
+// download fetches f into its directory, refusing it past MaxFileSize.
+func (a *Adapter) download(ctx context.Context, p core.Place, f slack.File) (core.Attachment, error) {
+	dir := filepath.Join(a.opts.FileDir, "slack", safeName(p.Chat), safeName(p.Thread), safeName(f.ID))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return core.Attachment{}, fmt.Errorf("slack: %w", err)
+	}
+	path := filepath.Join(dir, safeName(first(f.Name, f.Title, f.ID)))
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return core.Attachment{}, fmt.Errorf("slack: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	defer cancel()
+	w := &limitWriter{w: out, left: a.opts.MaxFileSize}
+	err = a.api.GetFileContext(ctx, f.URLPrivateDownload, w)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return core.Attachment{}, downloadError(err)
+	}
+	mime := f.Mimetype
+	if mime == "" {
+		mime = "application/octet-stream"
+	}
+	return core.Attachment{Name: filepath.Base(path), Mime: mime, Size: w.n, Path: path}, nil
+}
+
+// errTooLarge ends a download past the size limit.
+var errTooLarge = errors.New("the file is larger than parley takes")
+
+// downloadError classifies a failed download: a refusal by the server
+// (4xx), the size limit, or slack-go refusing to send the token to the
+// file's host are permanent; the rest is worth another try.
+func downloadError(err error) error {
+	var sc slack.StatusCodeError
+	switch {
+	case errors.Is(err, errTooLarge):
+		return core.Permanent(err)
+	case errors.As(err, &sc):
+		if sc.Code >= 400 && sc.Code < 500 && sc.Code != http.StatusTooManyRequests {
+			return core.Permanent(fmt.Errorf("Slack answered %s", sc.Status))
+		}
+		return fmt.Errorf("slack: download: %w", err)
+	case strings.Contains(err.Error(), "refusing to send the token"):
+		return core.Permanent(fmt.Errorf("the file is not on Slack's servers or [slack] api_url's host, where the bot token may go: %w", err))
+	case strings.Contains(err.Error(), "sign-in page"):
+		return core.Permanent(fmt.Errorf("the bot may not read it (is the files:read scope granted?)"))
+	}
+	return fmt.Errorf("slack: download: %w", err)
+}
+
+// limitWriter writes at most left bytes, then fails with errTooLarge.
+type limitWriter struct {
+	w    *os.File
+	left int64
+	n    int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		return 0, errTooLarge
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	l.n += int64(n)
+	return n, err
+}
+
+// size writes n bytes for people: "4.2 MB", "12 KB".
+func size(n int64) string {
+	if n >= 1<<20 {
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MB"
+	}
+	return fmt.Sprintf("%d KB", (n+1023)/1024)
+}
+
+// displayName is how a file is named to people.
+func displayName(f slack.File) string {
+	if n := first(f.Name, f.Title); n != "" {
+		return safeName(n)
+	}
+	return "the file"
+}
+
+// safeName makes a platform-given name safe to use inside a directory: no
+// path separators or traversal, no hidden files, no control characters, a
+// bounded length. It never returns "" or a name starting with a dot.
+func safeName(name string) string {
+	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
+	if name == "/" || name == "." {
+		name = ""
+	}
+	name = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 || unicode.IsControl(r) {
+			return '_'
+		}
+		return r
+	}, name)
+	s := strings.TrimLeft(strings.TrimSpace(name), ".")
+	if s == "" {
+		s = "file"
+	}
+	if len(s) > 120 {
+		ext := filepath.Ext(s)
+		if len(ext) > 16 {
+			ext = ""
+		}
+		stem, cut := s[:len(s)-len(ext)], 120-len(ext)
+		for cut > 0 && !utf8.RuneStart(stem[cut]) {
+			cut--
+		}
+		s = stem[:cut] + ext
+	}
+	return s
+}

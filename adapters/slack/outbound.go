@@ -1,0 +1,138 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// filePrefix marks a reference to a file parley uploaded: Slack answers an
+// upload with the file's id, not the ts of the message that shares it.
+const filePrefix = "file:"
+
+// Send implements core.Adapter: chat.postMessage in the place's thread.
+// When Slack refuses the blocks or their length, the message goes once
+// more as text only (renderText) before the refusal counts.
+//
+// A reply whose thread root was deleted (and had no other replies) is not
+// refused by Slack: it is posted at the channel's top level instead. The
+// answer's message then has no thread_ts; Send deletes that stray message
+// and reports core.ErrThreadGone, so core binds the session anew.
+func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (core.MessageRef, error) {
+	if p.Chat == "" {
+		return core.MessageRef{}, core.Permanent(fmt.Errorf("slack: send: no channel in place %+v", p))
+	}
+	ts, err := a.post(ctx, p, render(m).options(false))
+	if hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
+		a.log.Warn("Slack refused the message's blocks; sending it as text", "channel", p.Chat, "err", err)
+		ts, err = a.post(ctx, p, renderText(m).options(false))
+	}
+	if err != nil {
+		return core.MessageRef{}, err
+	}
+	return ref(p, ts), nil
+}
+
+// post posts at p and checks that a reply landed in its thread.
+func (a *Adapter) post(ctx context.Context, p core.Place, opts []slack.MsgOption) (string, error) {
+	if p.Thread != "" {
+		opts = append(opts, slack.MsgOptionTS(p.Thread))
+	}
+	_, ts, msg, err := a.api.PostMessageWithResponseContext(ctx, p.Chat, opts...)
+	if err != nil {
+		return "", classify("chat.postMessage", err)
+	}
+	if p.Thread != "" && unthreaded(msg) {
+		a.log.Info("the thread's root is gone: Slack posted the reply at the top level; deleting it", "channel", p.Chat, "thread", p.Thread)
+		if derr := a.deleteStray(ctx, p.Chat, ts); derr != nil {
+			a.log.Warn("could not delete the stray top-level message", "channel", p.Chat, "ts", ts, "err", derr)
+		}
+		return "", fmt.Errorf("slack: chat.postMessage: thread %s: %w", p.Thread, core.ErrThreadGone)
+	}
+	return ts, nil
+}
+
+// strayTimeout bounds deleting a message parley posted by mistake.
+const strayTimeout = 10 * time.Second
+
+// deleteStray deletes a message parley just posted by mistake, even when
+// the call that posted it ran out of time.
+func (a *Adapter) deleteStray(ctx context.Context, channel, ts string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), strayTimeout)
+	defer cancel()
+	_, _, err := a.api.DeleteMessageContext(ctx, channel, ts)
+	return err
+}
+
+// unthreaded reports whether Slack's answer to a reply shows a message
+// outside any thread. An answer without the message object says nothing.
+func unthreaded(m slack.Message) bool {
+	return m.Timestamp != "" && m.ThreadTimestamp == ""
+}
+
+// Edit implements core.Editor: chat.update, with the same second try as
+// Send. Slack does not report an unchanged message, so this never returns
+// core.ErrNotModified.
+func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage) error {
+	if strings.HasPrefix(r.ID, filePrefix) {
+		return core.Permanent(fmt.Errorf("slack: edit %s: a file cannot be edited: %w", r.ID, core.ErrUnsupported))
+	}
+	err := a.update(ctx, r.Place.Chat, r.ID, render(m).options(true))
+	if hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
+		a.log.Warn("Slack refused the message's blocks; editing it to text", "channel", r.Place.Chat, "err", err)
+		err = a.update(ctx, r.Place.Chat, r.ID, renderText(m).options(true))
+	}
+	return classify("chat.update", err)
+}
+
+// update is chat.update; its error is slack-go's, unclassified.
+func (a *Adapter) update(ctx context.Context, channel, ts string, opts []slack.MsgOption) error {
+	_, _, _, err := a.api.UpdateMessageContext(ctx, channel, ts, opts...)
+	return err
+}
+
+// Delete implements core.Deleter: chat.delete for messages, files.delete
+// for files parley uploaded. Slack lets bots delete only their own.
+func (a *Adapter) Delete(ctx context.Context, r core.MessageRef) error {
+	if id, ok := strings.CutPrefix(r.ID, filePrefix); ok {
+		err := a.api.DeleteFileContext(ctx, id)
+		if hasCode(err, codeFileNotFound) {
+			return fmt.Errorf("slack: files.delete: %w", core.ErrMessageGone)
+		}
+		return classify("files.delete", err)
+	}
+	_, _, err := a.api.DeleteMessageContext(ctx, r.Place.Chat, r.ID)
+	return classify("chat.delete", err)
+}
+
+// SendFile implements core.FileSender: the file is uploaded (Slack's
+// three-step external upload) and shared in the place's thread with the
+// caption as its comment. The reference is the file's id (filePrefix):
+// Slack's answer names the file, not the message sharing it.
+func (a *Adapter) SendFile(ctx context.Context, p core.Place, f core.Attachment, caption string) (core.MessageRef, error) {
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return core.MessageRef{}, core.Permanent(fmt.Errorf("slack: send file: %w", err))
+	}
+	if st.Size() == 0 {
+		return core.MessageRef{}, core.Permanent(fmt.Errorf("slack: send file %s: the file is empty", f.Name))
+	}
+	name := f.Name
+	if name == "" {
+		name = "file"
+	}
+	sum, err := a.api.UploadFileContext(ctx, slack.UploadFileParameters{
+		File: f.Path, FileSize: int(st.Size()), Filename: name, Title: name,
+		Channel: p.Chat, ThreadTimestamp: p.Thread, InitialComment: caption,
+	})
+	if err != nil {
+		return core.MessageRef{}, classify("files.upload", err)
+	}
+	return ref(p, filePrefix+sum.ID), nil
+}

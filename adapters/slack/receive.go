@@ -1,0 +1,143 @@
+package slack
+
+import (
+	"context"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// envelope is one delivery from Slack, from Socket Mode or from the Events
+// API over HTTP: an event, a slash command or an interaction. Exactly one
+// of event, slash and action is set.
+type envelope struct {
+	// id is Socket Mode's envelope id, for logs ("" over HTTP); retry is
+	// Slack's retry_attempt (or X-Slack-Retry-Num).
+	id     string
+	retry  int
+	event  *slackevents.EventsAPIEvent
+	slash  *slack.SlashCommand
+	action *slack.InteractionCallback
+	// ack acknowledges the envelope, with a reply for a slash command
+	// (nil for none).
+	ack func(reply any)
+}
+
+// Run implements core.Adapter: it receives over Socket Mode (or, in events
+// mode, from EventsHandler) until ctx ends, handing each envelope to h in
+// order per conversation and acknowledging it only after h returned: after
+// the durable append. It checks the configuration first if Check has not
+// run. It returns an error only when Slack refuses the app-level token.
+func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
+	if a.self.Load() == nil {
+		if err := a.Check(ctx); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	a.bgCtx.Store(&ctx)
+	a.handler.Store(&handlerRef{h: h})
+	defer func() {
+		a.handler.Store(nil)
+		cancel()
+		a.lanes.wait()
+		a.bg.Wait()
+	}()
+	if a.opts.Events {
+		<-ctx.Done()
+		return nil
+	}
+	return a.runSocket(ctx, h)
+}
+
+// accept queues e in its conversation's lane. There it is handled, retried
+// while the handler fails for a reason other than the input, and then
+// acknowledged; a redelivery of a message this process already made
+// durable is acknowledged at once. When ctx ends first, e is not
+// acknowledged, and Slack delivers it again.
+func (a *Adapter) accept(ctx context.Context, h core.Handler, e envelope) {
+	lane, done := route(e)
+	a.lanes.submit(lane, func() {
+		if done != "" && a.handled.has(done) {
+			a.log.Debug("acknowledging a redelivery of what is stored already", "envelope", e.id, "retry", e.retry)
+			e.ack(nil)
+			return
+		}
+		reply, err := a.work(ctx, h, e)
+		if err != nil {
+			return
+		}
+		if done != "" {
+			a.handled.add(done)
+		}
+		e.ack(reply)
+	})
+}
+
+// route is e's lane (its conversation: the channel and thread root, or
+// the channel for slash commands) and its dedup key ("" if none).
+func route(e envelope) (lane, done string) {
+	switch {
+	case e.event != nil:
+		if m, ok := e.event.InnerEvent.Data.(*slackevents.MessageEvent); ok {
+			root := m.ThreadTimeStamp
+			if root == "" {
+				root = m.TimeStamp
+			}
+			if m.SubType != "" && !people[m.SubType] {
+				return m.Channel, ""
+			}
+			return m.Channel + ":" + root, messageID(m.Channel, m.TimeStamp)
+		}
+		return "event", ""
+	case e.slash != nil:
+		return "slash:" + e.slash.ChannelID, "slash:" + e.slash.TriggerID
+	case e.action != nil:
+		ic := e.action
+		channel := first(ic.Container.ChannelID, ic.Channel.ID)
+		msg := first(ic.Container.MessageTs, ic.Message.Timestamp)
+		return channel + ":" + first(ic.Container.ThreadTs, ic.Message.ThreadTimestamp, msg), ""
+	}
+	return "", ""
+}
+
+// work handles e until it is dealt with; it fails only when ctx ends.
+func (a *Adapter) work(ctx context.Context, h core.Handler, e envelope) (any, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		reply, err := a.handleOnce(ctx, h, e)
+		if err == nil {
+			return reply, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		a.log.Warn("envelope not handled yet; retrying", "envelope", e.id, "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// handleOnce handles e once; its error means "try again".
+func (a *Adapter) handleOnce(ctx context.Context, h core.Handler, e envelope) (any, error) {
+	switch {
+	case e.event != nil:
+		return nil, a.onEvent(ctx, h, *e.event)
+	case e.slash != nil:
+		reply, err := a.onSlash(ctx, h, *e.slash)
+		if reply == nil || err != nil {
+			return nil, err
+		}
+		return reply, nil
+	case e.action != nil:
+		return nil, a.onAction(ctx, h, e.action)
+	}
+	return nil, nil
+}
