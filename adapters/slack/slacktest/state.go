@@ -231,7 +231,9 @@ func (s *Server) addMessage(c *channel, m *message) {
 // in which case Slack posts to the channel instead. Callers hold s.mu.
 func threadRoot(c *channel, threadTS string) string {
 	m := c.msgs[threadTS]
-	if threadTS == "" || m == nil {
+	if threadTS == "" || m == nil || m.deleted {
+		// Slack posts a reply to a root that is gone (never was, or
+		// deleted) at the channel's top level, without a thread_ts.
 		return ""
 	}
 	if m.isReply() {
