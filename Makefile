@@ -42,6 +42,7 @@ bench:
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzParse -fuzztime $(FUZZTIME) ./adapters/chatcmd/
+	$(GO) test -run XXX -fuzz FuzzSafe -fuzztime $(FUZZTIME) ./adapters/filename/
 	$(GO) test -run XXX -fuzz FuzzSplit -fuzztime $(FUZZTIME) ./core/
 	$(GO) test -run XXX -fuzz FuzzTail -fuzztime $(FUZZTIME) ./core/
 	$(GO) test -run XXX -fuzz FuzzReduce -fuzztime $(FUZZTIME) ./core/

@@ -71,6 +71,10 @@ type RateLimitError struct {
 	// Scope is what the platform throttled; ScopeUnspecified means the
 	// operation's group.
 	Scope Scope
+	// Kinds are the operation kinds the platform throttled within Scope,
+	// for platforms that count methods separately (Slack's chat.update
+	// limit does not hold back chat.postMessage); empty means every kind.
+	Kinds []OpKind
 	// Err is the platform's own error, if any.
 	Err error
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -336,8 +337,10 @@ func (o *Outbox) windowsFor(op Op) []*window {
 func (o *Outbox) readyAt(e *entry, now time.Time, busy int) time.Time {
 	t := e.notBefore
 	for _, k := range scopesOf(e.op) {
-		if p, ok := o.paused[k]; ok && p.After(t) {
-			t = p
+		for _, k := range [2]string{k, kindPauseKey(k, e.op.Kind)} {
+			if p, ok := o.paused[k]; ok && p.After(t) {
+				t = p
+			}
 		}
 	}
 	for _, w := range o.windowsFor(e.op) {
@@ -597,12 +600,24 @@ func (o *Outbox) pauseLocked(op Op, rl *RateLimitError) {
 		scope = ScopeGroup
 	}
 	key := scopeKey(op.Adapter, scope, op.Place)
-	until := time.Now().Add(rl.RetryAfter)
-	if until.After(o.paused[key]) {
-		o.paused[key] = until
+	keys := []string{key}
+	if len(rl.Kinds) > 0 {
+		keys = keys[:0]
+		for _, k := range rl.Kinds {
+			keys = append(keys, kindPauseKey(key, k))
+		}
 	}
-	o.log.Warn("platform rate limit", "adapter", op.Adapter, "op", op.Kind, "scope", scope, "retry_after", rl.RetryAfter)
+	until := time.Now().Add(rl.RetryAfter)
+	for _, k := range keys {
+		if until.After(o.paused[k]) {
+			o.paused[k] = until
+		}
+	}
+	o.log.Warn("platform rate limit", "adapter", op.Adapter, "op", op.Kind, "scope", scope, "kinds", rl.Kinds, "retry_after", rl.RetryAfter)
 }
+
+// kindPauseKey names a pause of one operation kind within a scope.
+func kindPauseKey(scope string, k OpKind) string { return scope + "\x00k" + strconv.Itoa(int(k)) }
 
 // backoff is the wait before attempt n+1: MinBackoff·2^(n-1) capped at
 // MaxBackoff, less up to a fifth at random so that ops failed by one outage

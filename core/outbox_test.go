@@ -529,3 +529,29 @@ func TestOutboxSpreadsContendedEdits(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxPausesOnlyTheThrottledKinds: a platform that counts methods
+// separately (Slack's chat.update per workspace) names the kinds it
+// throttled; sends to the same scope go on.
+func TestOutboxPausesOnlyTheThrottledKinds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(core.Capabilities{})
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		a.FailNext("send", &core.RateLimitError{RetryAfter: 30 * time.Second, Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit}})
+		r := newRecorder()
+		start := time.Now()
+		o.Enqueue(r.op(a, core.OpEdit, "out", core.Place{Chat: "c1", Thread: "1"}, "edit"))
+		synctest.Wait()
+		o.Enqueue(r.op(a, core.OpSend, "", core.Place{Chat: "c2", Thread: "1"}, "send"))
+		o.Enqueue(r.op(a, core.OpEdit, "other", core.Place{Chat: "c2", Thread: "2"}, "other edit"))
+		drain(t, o)
+		var got []string
+		for _, op := range a.Ops()[1:] {
+			got = append(got, fmt.Sprintf("%s@%s", op.Text, op.Time.Sub(start)))
+		}
+		if want := "[send@0s edit@30s other edit@30s]"; fmt.Sprint(got) != want {
+			t.Errorf("calls %v, want %s", got, want)
+		}
+	})
+}

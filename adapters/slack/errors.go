@@ -78,6 +78,33 @@ func scopeOf(method string) core.Scope {
 	return core.ScopeAccount
 }
 
+// rateLimited is method's 429 as core says it: the scope Slack limits the
+// method in, and the operation kinds that call it, since Slack counts each
+// method on its own (a throttled chat.update holds back no new message).
+func rateLimited(method string, after time.Duration, err error) *core.RateLimitError {
+	return &core.RateLimitError{RetryAfter: after, Scope: scopeOf(method), Kinds: kindsOf(method),
+		Err: fmt.Errorf("slack: %s: %w", method, err)}
+}
+
+// kindsOf are the operation kinds whose calls go to method. chat.update
+// serves both output edits and status (a bot-owned root's title);
+// methods not listed hold back every kind.
+func kindsOf(method string) []core.OpKind {
+	switch method {
+	case "chat.postMessage", "files.getUploadURLExternal", "files.completeUploadExternal":
+		return []core.OpKind{core.OpSend}
+	case "chat.update":
+		return []core.OpKind{core.OpEdit, core.OpRename}
+	case "chat.delete":
+		return []core.OpKind{core.OpDelete}
+	case "reactions.add", "reactions.remove":
+		return []core.OpKind{core.OpRename}
+	case "assistant.threads.setStatus":
+		return []core.OpKind{core.OpTyping}
+	}
+	return nil
+}
+
 // classify turns a slack-go error from method into parley's sentinels:
 // *core.RateLimitError for 429 (with the scope the method is limited in),
 // core.ErrMessageGone, core.ErrThreadGone, core.Permanent for refusals
@@ -90,13 +117,13 @@ func classify(method string, err error) error {
 	}
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
-		return &core.RateLimitError{RetryAfter: max(rl.RetryAfter, time.Second), Scope: scopeOf(method), Err: fmt.Errorf("slack: %s: %w", method, err)}
+		return rateLimited(method, max(rl.RetryAfter, time.Second), err)
 	}
 	var sc slack.StatusCodeError
 	if errors.As(err, &sc) {
 		switch {
 		case sc.Code == http.StatusTooManyRequests:
-			return &core.RateLimitError{RetryAfter: defaultRetryAfter, Scope: scopeOf(method), Err: fmt.Errorf("slack: %s: %w", method, err)}
+			return rateLimited(method, defaultRetryAfter, err)
 		case sc.Code >= 500:
 			return fmt.Errorf("slack: %s: %w", method, err)
 		case sc.Code == http.StatusNotFound || sc.Code == http.StatusGone:
@@ -111,7 +138,7 @@ func classify(method string, err error) error {
 	case code == "":
 		return fmt.Errorf("slack: %s: %w", method, err)
 	case code == codeRateLimited:
-		return &core.RateLimitError{RetryAfter: defaultRetryAfter, Scope: scopeOf(method), Err: fmt.Errorf("slack: %s: %w", method, err)}
+		return rateLimited(method, defaultRetryAfter, err)
 	case code == codeMessageNotFound:
 		return fmt.Errorf("slack: %s: %w", method, core.ErrMessageGone)
 	case code == codeThreadNotFound:

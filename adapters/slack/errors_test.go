@@ -86,3 +86,24 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimitKinds: a 429 holds back only the operations that call the
+// throttled method, since Slack counts each method on its own.
+func TestRateLimitKinds(t *testing.T) {
+	for method, want := range map[string]string{
+		"chat.postMessage":            "[send]",
+		"chat.update":                 "[edit rename]",
+		"chat.delete":                 "[delete]",
+		"assistant.threads.setStatus": "[typing]",
+		"reactions.add":               "[rename]",
+		"conversations.info":          "[]",
+	} {
+		var rl *core.RateLimitError
+		if !errors.As(classify(method, &slack.RateLimitedError{RetryAfter: time.Second}), &rl) {
+			t.Fatalf("%s: not a rate limit", method)
+		}
+		if got := fmt.Sprint(rl.Kinds); got != want {
+			t.Errorf("%s holds back %s, want %s", method, got, want)
+		}
+	}
+}

@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
+	"github.com/parley-chat/parley/adapters/filename"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -91,11 +90,11 @@ func (a *Adapter) onFiles(ctx context.Context, h core.Handler, base core.Command
 
 // download fetches f into its directory, refusing it past MaxFileSize.
 func (a *Adapter) download(ctx context.Context, p core.Place, f slack.File) (core.Attachment, error) {
-	dir := filepath.Join(a.opts.FileDir, "slack", safeName(p.Chat), safeName(p.Thread), safeName(f.ID))
+	dir := filepath.Join(a.opts.FileDir, "slack", filename.Safe(p.Chat), filename.Safe(p.Thread), filename.Safe(f.ID))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return core.Attachment{}, fmt.Errorf("slack: %w", err)
 	}
-	path := filepath.Join(dir, safeName(first(f.Name, f.Title, f.ID)))
+	path := filepath.Join(dir, filename.Safe(first(f.Name, f.Title, f.ID)))
 	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return core.Attachment{}, fmt.Errorf("slack: %w", err)
@@ -170,39 +169,7 @@ func size(n int64) string {
 // displayName is how a file is named to people.
 func displayName(f slack.File) string {
 	if n := first(f.Name, f.Title); n != "" {
-		return safeName(n)
+		return filename.Safe(n)
 	}
 	return "the file"
-}
-
-// safeName makes a platform-given name safe to use inside a directory: no
-// path separators or traversal, no hidden files, no control characters, a
-// bounded length. It never returns "" or a name starting with a dot.
-func safeName(name string) string {
-	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
-	if name == "/" || name == "." {
-		name = ""
-	}
-	name = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == 0 || unicode.IsControl(r) {
-			return '_'
-		}
-		return r
-	}, name)
-	s := strings.TrimLeft(strings.TrimSpace(name), ".")
-	if s == "" {
-		s = "file"
-	}
-	if len(s) > 120 {
-		ext := filepath.Ext(s)
-		if len(ext) > 16 {
-			ext = ""
-		}
-		stem, cut := s[:len(s)-len(ext)], 120-len(ext)
-		for cut > 0 && !utf8.RuneStart(stem[cut]) {
-			cut--
-		}
-		s = stem[:cut] + ext
-	}
-	return s
 }

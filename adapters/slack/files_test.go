@@ -74,21 +74,3 @@ func TestSharedFiles(t *testing.T) {
 		t.Errorf("commands %q, want one notice", shows(cmds))
 	}
 }
-
-func TestSafeName(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"report.pdf", "report.pdf"},
-		{"../../etc/passwd", "passwd"},
-		{`..\..\win.ini`, "win.ini"},
-		{".hidden", "hidden"},
-		{"", "file"},
-		{"..", "file"},
-		{"a\x00b\nc", "a_b_c"},
-		{strings.Repeat("é", 100) + ".txt", strings.Repeat("é", 58) + ".txt"},
-	}
-	for _, tt := range tests {
-		if got := safeName(tt.in); got != tt.want {
-			t.Errorf("safeName(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}

@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/parley-chat/parley/adapters/filename"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -106,14 +106,14 @@ func (a *Adapter) download(ctx context.Context, p core.Place, fileID, name, mime
 	if resp.StatusCode != http.StatusOK {
 		return core.Attachment{}, fmt.Errorf("telegram: download: %s", resp.Status)
 	}
-	dir := filepath.Join(a.opts.FileDir, "telegram", safeName(p.Chat), safeName(p.Thread))
+	dir := filepath.Join(a.opts.FileDir, "telegram", filename.Safe(p.Chat), filename.Safe(p.Thread))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return core.Attachment{}, fmt.Errorf("telegram: %w", err)
 	}
 	if name == "" {
 		name = filepath.Base(f.FilePath)
 	}
-	out, path, err := create(dir, safeName(name))
+	out, path, err := create(dir, filename.Safe(name))
 	if err != nil {
 		return core.Attachment{}, fmt.Errorf("telegram: %w", err)
 	}
@@ -133,43 +133,6 @@ func (a *Adapter) download(ctx context.Context, p core.Place, fileID, name, mime
 	}
 	return core.Attachment{Name: filepath.Base(path), Mime: mime, Size: n, Path: path}, nil
 }
-
-// safeName makes a platform-given file name safe to use inside a directory:
-// no path separators or traversal, no hidden files, no control characters,
-// a bounded length. It never returns "" or a name starting with a dot.
-func safeName(name string) string {
-	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
-	if name == "/" || name == "." {
-		name = ""
-	}
-	var b strings.Builder
-	for _, r := range name {
-		switch {
-		case r == '/' || r == '\\' || r == 0 || unicode.IsControl(r):
-			b.WriteRune('_')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	s := strings.TrimLeft(strings.TrimSpace(b.String()), ".")
-	if s == "" {
-		s = "file"
-	}
-	if len(s) > 120 {
-		ext := filepath.Ext(s)
-		if len(ext) > 16 {
-			ext = ""
-		}
-		cut := 120 - len(ext)
-		for cut > 0 && !utf8RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + ext
-	}
-	return s
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // create makes a new file named name in dir, or name-2, name-3, … when the
 // name is taken, never overwriting.
@@ -197,5 +160,5 @@ func displayName(name string) string {
 	if name == "" {
 		return "the file"
 	}
-	return safeName(name)
+	return filename.Safe(name)
 }
