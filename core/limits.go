@@ -64,36 +64,50 @@ type Limit struct {
 // Applies reports whether the limit counts operations of kind k.
 func (l Limit) Applies(k OpKind) bool { return len(l.Kinds) == 0 || slices.Contains(l.Kinds, k) }
 
-// window is the state of one sliding-window limit in one scope: the start
-// times of the last N operations it counted, oldest first.
+// window is the state of one sliding-window limit in one scope: the last N
+// operations it counted, oldest first, with where each went.
 type window struct {
 	rate  Rate
-	times []time.Time
+	takes []take
+}
+
+// take is one counted operation: when it started and its conversation.
+type take struct {
+	at    time.Time
+	place string
 }
 
 // readyAt is the earliest time one more operation fits (now if it fits).
 func (w *window) readyAt(now time.Time) time.Time {
 	w.expire(now)
-	if len(w.times) < w.rate.N {
+	if len(w.takes) < w.rate.N {
 		return now
 	}
-	return w.times[len(w.times)-w.rate.N].Add(w.rate.Per)
+	return w.takes[len(w.takes)-w.rate.N].at.Add(w.rate.Per)
 }
 
-// take counts one operation at now.
-func (w *window) take(now time.Time) {
+// take counts one operation at now, for the conversation place.
+func (w *window) take(now time.Time, place string) {
 	w.expire(now)
-	w.times = append(w.times, now)
-	if len(w.times) > w.rate.N {
-		w.times = slices.Delete(w.times, 0, len(w.times)-w.rate.N)
+	w.takes = append(w.takes, take{now, place})
+	if len(w.takes) > w.rate.N {
+		w.takes = slices.Delete(w.takes, 0, len(w.takes)-w.rate.N)
 	}
+}
+
+// last is when the newest counted operation started (zero when none).
+func (w *window) last() time.Time {
+	if len(w.takes) == 0 {
+		return time.Time{}
+	}
+	return w.takes[len(w.takes)-1].at
 }
 
 // refund gives back the operation counted at t (it made no call).
 func (w *window) refund(t time.Time) {
-	for i := len(w.times) - 1; i >= 0; i-- {
-		if w.times[i].Equal(t) {
-			w.times = slices.Delete(w.times, i, i+1)
+	for i := len(w.takes) - 1; i >= 0; i-- {
+		if w.takes[i].at.Equal(t) {
+			w.takes = slices.Delete(w.takes, i, i+1)
 			return
 		}
 	}
@@ -102,11 +116,11 @@ func (w *window) refund(t time.Time) {
 // expire forgets operations that left the window.
 func (w *window) expire(now time.Time) {
 	i := 0
-	for i < len(w.times) && !now.Before(w.times[i].Add(w.rate.Per)) {
+	for i < len(w.takes) && !now.Before(w.takes[i].at.Add(w.rate.Per)) {
 		i++
 	}
 	if i > 0 {
-		w.times = slices.Delete(w.times, 0, i)
+		w.takes = slices.Delete(w.takes, 0, i)
 	}
 }
 
@@ -114,5 +128,19 @@ func (w *window) expire(now time.Time) {
 // can be dropped.
 func (w *window) idle(now time.Time) bool {
 	w.expire(now)
-	return len(w.times) == 0
+	return len(w.takes) == 0
+}
+
+// competitors is how many conversations compete for the window: those it
+// counted operations for, and those with work waiting (waiting, by place).
+func (w *window) competitors(waiting map[string]bool) int {
+	n := len(waiting)
+	seen := map[string]bool{}
+	for _, t := range w.takes {
+		if !waiting[t.place] && !seen[t.place] {
+			seen[t.place] = true
+			n++
+		}
+	}
+	return n
 }

@@ -320,21 +320,21 @@ func (o *Outbox) windowsFor(op Op) []*window {
 }
 
 // readyAt is the earliest time e may run (now or earlier when it may run
-// now). busy is how many conversations of e's group have work queued or in
+// now). waiting are the conversations of e's group with work queued or in
 // flight, e's own included.
 //
 // A budget shared by a group (Telegram's 20 a minute) is spent in a burst
 // while it lasts: a lone stream shows its newest text every second, and
 // five final texts go out at once when the budget has room for them. But
-// when several conversations compete for what is left of it, an edit —
-// whose text a later edit replaces anyway — may not take one of the last
-// slots, one for each competing conversation: those are kept so that every
+// an edit — whose text a later edit replaces anyway — may not take one of
+// the budget's last slots, one for each conversation competing for it
+// (waiting now, or served within the window): those are kept so that every
 // conversation can still show its newest text soon, and edits are spread
 // at the budget's steady rate (a minute / 20: every 3 s) instead of
 // burning the whole minute in its first seconds on text that is stale a
 // second later. New messages are never held back this way: each one is
 // wanted.
-func (o *Outbox) readyAt(e *entry, now time.Time, busy int) time.Time {
+func (o *Outbox) readyAt(e *entry, now time.Time, waiting map[string]bool) time.Time {
 	t := e.notBefore
 	for _, k := range scopesOf(e.op) {
 		for _, k := range [2]string{k, kindPauseKey(k, e.op.Kind)} {
@@ -345,9 +345,11 @@ func (o *Outbox) readyAt(e *entry, now time.Time, busy int) time.Time {
 	}
 	for _, w := range o.windowsFor(e.op) {
 		at := w.readyAt(now)
-		if e.op.Kind == OpEdit && busy > 1 && w.rate.N > 1 && len(w.times) > 0 && len(w.times) >= w.rate.N-busy {
-			if even := w.times[len(w.times)-1].Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
-				at = even
+		if e.op.Kind == OpEdit && w.rate.N > 1 && len(w.takes) > 0 {
+			if n := w.competitors(waiting); n > 1 && len(w.takes) >= w.rate.N-n {
+				if even := w.last().Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
+					at = even
+				}
 			}
 		}
 		if at.After(t) {
@@ -357,8 +359,8 @@ func (o *Outbox) readyAt(e *entry, now time.Time, busy int) time.Time {
 	return t
 }
 
-// groupsBusy counts, per group, the conversations with an op pending or in
-// flight, for readyAt's contention.
+// groupsBusy lists, per group, the conversations with an op pending or in
+// flight, for readyAt's competitors.
 func (o *Outbox) groupsBusy() map[string]map[string]bool {
 	busy := map[string]map[string]bool{}
 	mark := func(a AdapterName, p Place) {
@@ -434,7 +436,7 @@ func (o *Outbox) dispatchLocked() time.Time {
 			if o.running[placeKey(e.op.Adapter, e.op.Place)] != nil {
 				continue // woken when that place's op finishes
 			}
-			at := o.readyAt(e, now, len(busy[scopeKey(e.op.Adapter, ScopeGroup, e.op.Place)]))
+			at := o.readyAt(e, now, busy[scopeKey(e.op.Adapter, ScopeGroup, e.op.Place)])
 			if !e.op.Expires.IsZero() && at.After(e.op.Expires) {
 				o.removeLocked(i)
 				i--
@@ -456,7 +458,7 @@ func (o *Outbox) dispatchLocked() time.Time {
 			return next
 		}
 		for _, w := range o.windowsFor(best.op) {
-			w.take(now)
+			w.take(now, placeKey(best.op.Adapter, best.op.Place))
 		}
 		o.removeLocked(bestIdx)
 		best.startedAt = now
