@@ -163,8 +163,18 @@ func (a *Adapter) Name() core.AdapterName { return Name }
 // minute each per workspace; showing a status edits a root (chat.update,
 // counted with the edits) or swaps a reaction on it (reactions.remove is
 // Tier 2, 20 a minute). assistant.threads.setStatus is Tier 3.
+//
+// The channel's one post a second also counts edits and status changes,
+// because ops of those kinds may post: core's output op posts the turn's
+// first output message (and a new one when it is gone), the turn's "Done"
+// goes at edit priority, the first delivery of a session started
+// elsewhere posts its root, and a renamed session whose root a person
+// wrote gets a header reply. Counted only as edits, such a post would
+// follow another within the second and Slack would refuse it (429). Edits
+// lose little by it: the workspace's 50 a minute already keep them under
+// one a second.
 var limits = []core.Limit{
-	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 1, Per: time.Second}},
+	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpRename}, Rate: core.Rate{N: 1, Per: time.Second}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 300, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit, core.OpRename}, Rate: core.Rate{N: 50, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpRename}, Rate: core.Rate{N: 20, Per: time.Minute}},
