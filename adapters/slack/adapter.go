@@ -78,6 +78,10 @@ type Adapter struct {
 	// so a redelivery (Slack's retry of an envelope acked late) is acked
 	// at once instead of being fetched and handled again.
 	handled recent
+	// clicked remembers the questions (channel and ts) a click answered
+	// in this process, so that a second click — a double click — does not
+	// replace the answer they show with "no longer open".
+	clicked recent
 	// names caches member ids' display names.
 	names sync.Map
 	// roots remembers, until the first status is shown, who posted the
@@ -142,6 +146,7 @@ func New(opts Options) (*Adapter, error) {
 		slack.OptionHTTPClient(opts.HTTPClient), slack.OptionLog(discardLog{}))
 	a := &Adapter{opts: opts, api: api, log: opts.Logger}
 	a.handled.init(4096)
+	a.clicked.init(1024)
 	bg := context.Background()
 	a.bgCtx.Store(&bg)
 	return a, nil
