@@ -22,27 +22,6 @@ func (st *slackStack) ask(session, question string, options ...string) <-chan st
 	return answer
 }
 
-// acked waits until every envelope of type typ sent so far is
-// acknowledged, and returns how many there are.
-func (st *slackStack) acked(typ string) int {
-	st.t.Helper()
-	n := 0
-	st.await("the "+typ+" envelopes acknowledged", func() bool {
-		n = 0
-		for _, e := range st.srv.Envelopes() {
-			if e.Type != typ {
-				continue
-			}
-			if e.Acked.IsZero() {
-				return false
-			}
-			n++
-		}
-		return true
-	})
-	return n
-}
-
 // TestSlackButtons: ui.ask shows the options as Block Kit buttons. A
 // stranger's click answers nothing and posts nothing; an allowed person's
 // click answers once, and the question then shows the answer without

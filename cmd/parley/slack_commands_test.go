@@ -10,38 +10,6 @@ import (
 	"github.com/parley-chat/parley/core"
 )
 
-// topLevel waits until the bot posts a top-level message in the channel
-// showing text, and returns it.
-func (st *slackStack) topLevel(text string) slacktest.Message {
-	st.t.Helper()
-	var found slacktest.Message
-	st.await("a top-level message showing "+text, func() bool {
-		for _, m := range st.srv.Messages(st.channel) {
-			if m.BotID != "" && strings.Contains(slackShown(m), text) {
-				found = m
-				return true
-			}
-		}
-		return false
-	})
-	return found
-}
-
-// sessionAt is the session bound on Slack at thread.
-func (st *slackStack) sessionAt(thread string) (core.Session, bool) {
-	st.t.Helper()
-	all, err := st.m.daemon.Store.Sessions(st.t.Context())
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	for _, s := range all {
-		if b, ok := s.Bindings["slack"]; ok && b.Place == (core.Place{Chat: st.channel, Thread: thread}) {
-			return s, true
-		}
-	}
-	return core.Session{}, false
-}
-
 // TestSlackSlashNewAndThreadCommands: /parley new posts a root for a new
 // session, acknowledged without a reply of its own; in the session's
 // thread, commands typed as text (!title, !status, !cancel) act on it and

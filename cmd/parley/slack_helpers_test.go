@@ -180,6 +180,69 @@ func (st *slackStack) showing(thread, text string) slacktest.Message {
 	return found
 }
 
+// topLevel waits until the bot posts a top-level message in the channel
+// showing text, and returns it.
+func (st *slackStack) topLevel(text string) slacktest.Message {
+	st.t.Helper()
+	var found slacktest.Message
+	st.await("a top-level message showing "+text, func() bool {
+		for _, m := range st.srv.Messages(st.channel) {
+			if m.BotID != "" && strings.Contains(slackShown(m), text) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// sessionAt is the session bound on Slack at thread.
+func (st *slackStack) sessionAt(thread string) (core.Session, bool) {
+	st.t.Helper()
+	all, err := st.m.daemon.Store.Sessions(st.t.Context())
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	for _, s := range all {
+		if b, ok := s.Bindings["slack"]; ok && b.Place == (core.Place{Chat: st.channel, Thread: thread}) {
+			return s, true
+		}
+	}
+	return core.Session{}, false
+}
+
+// acked waits until every envelope of type typ sent so far is
+// acknowledged, and returns how many there are.
+func (st *slackStack) acked(typ string) int {
+	st.t.Helper()
+	n := 0
+	st.await("the "+typ+" envelopes acknowledged", func() bool {
+		n = 0
+		for _, e := range st.srv.Envelopes() {
+			if e.Type != typ {
+				continue
+			}
+			if e.Acked.IsZero() {
+				return false
+			}
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// sessions are every session in the store.
+func (st *slackStack) sessions() []core.Session {
+	st.t.Helper()
+	all, err := st.m.daemon.Store.Sessions(st.t.Context())
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	return all
+}
+
 // slackShown is what people see of a message: the text of its blocks
 // (markdown, section, context, header and rich text), or its text when it
 // has no blocks.

@@ -146,13 +146,3 @@ func TestSlackEditsDeletionsJoinsAndBots(t *testing.T) {
 		t.Errorf("%d sessions, want 1 (a join or a bot message started one)", n)
 	}
 }
-
-// sessions are every session in the store.
-func (st *slackStack) sessions() []core.Session {
-	st.t.Helper()
-	all, err := st.m.daemon.Store.Sessions(st.t.Context())
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	return all
-}

@@ -10,9 +10,9 @@ import (
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 )
 
-// exemptAllBut are the Web API methods parley calls, except the given ones:
+// slackExemptAllBut are the Web API methods parley calls, except the given ones:
 // Faults.Exempt for injecting faults into those alone.
-func exemptAllBut(methods ...string) []string {
+func slackExemptAllBut(methods ...string) []string {
 	all := []string{
 		"auth.test", "apps.connections.open", "conversations.info", "conversations.history", "conversations.replies",
 		"users.info", "chat.postMessage", "chat.update", "chat.delete", "chat.getPermalink", "reactions.add",
@@ -56,7 +56,7 @@ func (st *slackStack) deliveries(ts string) []slacktest.Envelope {
 // message reaches the inbox once, in one session.
 func TestSlackRedeliveryIsDeduplicated(t *testing.T) {
 	st := newSlackStack(t, slacktest.Options{AckTimeout: time.Second})
-	st.srv.InjectFaults(slacktest.Faults{Every: 1, Kinds: []slacktest.Fault{slacktest.FaultHang}, Exempt: exemptAllBut("users.info")})
+	st.srv.InjectFaults(slacktest.Faults{Every: 1, Kinds: []slacktest.Fault{slacktest.FaultHang}, Exempt: slackExemptAllBut("users.info")})
 	ts := st.srv.Post(st.bob, st.channel, "", "Deploy the docs")
 	r := st.heard("")
 	st.srv.InjectFaults(slacktest.Faults{})
