@@ -16,7 +16,9 @@ import (
 // deduplicated by the click's action_ts. Once the handler took it (or found
 // the question no longer open: answered elsewhere, or closed), the
 // question message is edited to show the outcome in place of its buttons,
-// so nobody clicks a dead button. That edit is made after the
+// so nobody clicks a dead button; a second click on a question this
+// process saw answered (a double click, sent before the buttons went)
+// changes nothing, so that the question keeps showing its answer. That edit is made after the
 // acknowledgement, through the pacer. A stranger's click changes nothing
 // and gets no reply.
 
@@ -58,10 +60,16 @@ func (a *Adapter) onAction(ctx context.Context, h core.Handler, ic *slack.Intera
 		PlatformID: "click:" + messageID(channel, msgTS) + ":" + who.ID + ":" + first(act.ActionTs, ic.ActionTs),
 		QuestionID: qid, Option: option}
 	_, err := h.Handle(ctx, cmd)
+	question := messageID(channel, msgTS)
 	switch {
 	case err == nil:
+		a.clicked.add(question)
 		a.showAnswer(p, msgTS, ic.Message, "✅ <@"+who.ID+"> chose *"+escapeText(act.Text.Text)+"*")
 	case errors.Is(err, core.ErrUnauthorized):
+	case a.clicked.has(question):
+		// A second click before the buttons went (a double click): the
+		// question shows, or is about to show, its answer; keep it.
+		a.log.Debug("ignoring a click on a question answered already", "channel", channel, "ts", msgTS, "user", who.ID)
 	case errors.Is(err, core.ErrInvalid), errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrSessionClosed):
 		a.showAnswer(p, msgTS, ic.Message, "This question is no longer open.")
 	default:

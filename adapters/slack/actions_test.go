@@ -94,3 +94,30 @@ func TestClickRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestDoubleClick: the second click of a double click (Slack sends both,
+// the second before the buttons go) is refused as no longer open; the
+// question keeps showing the answer the first gave.
+func TestDoubleClick(t *testing.T) {
+	api := newFakeAPI(t)
+	a := newTestAdapter(t, api)
+	h := newRecorder("U1")
+	answered := false
+	h.answer = func(core.Command) (core.Result, error) {
+		if answered {
+			return core.Result{}, &core.UserError{Msg: "this question is no longer open", Err: core.ErrInvalid}
+		}
+		answered = true
+		return core.Result{Session: "S1"}, nil
+	}
+	for range 2 {
+		if err := a.onAction(context.Background(), h, click(t, "U1", "parley_answer_0", "Q1:1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.bg.Wait()
+	up := api.called("chat.update")
+	if len(up) != 1 || !strings.Contains(up[0].Form.Get("blocks"), "chose *Yes*") {
+		t.Errorf("chat.update %v, want one showing the answer", up)
+	}
+}

@@ -78,6 +78,10 @@ type Adapter struct {
 	// so a redelivery (Slack's retry of an envelope acked late) is acked
 	// at once instead of being fetched and handled again.
 	handled recent
+	// clicked remembers the questions (channel and ts) a click answered
+	// in this process, so that a second click — a double click — does not
+	// replace the answer they show with "no longer open".
+	clicked recent
 	// names caches member ids' display names.
 	names sync.Map
 	// roots remembers, until the first status is shown, who posted the
@@ -142,6 +146,7 @@ func New(opts Options) (*Adapter, error) {
 		slack.OptionHTTPClient(opts.HTTPClient), slack.OptionLog(discardLog{}))
 	a := &Adapter{opts: opts, api: api, log: opts.Logger}
 	a.handled.init(4096)
+	a.clicked.init(1024)
 	bg := context.Background()
 	a.bgCtx.Store(&bg)
 	return a, nil
@@ -163,8 +168,18 @@ func (a *Adapter) Name() core.AdapterName { return Name }
 // minute each per workspace; showing a status edits a root (chat.update,
 // counted with the edits) or swaps a reaction on it (reactions.remove is
 // Tier 2, 20 a minute). assistant.threads.setStatus is Tier 3.
+//
+// The channel's one post a second also counts edits and status changes,
+// because ops of those kinds may post: core's output op posts the turn's
+// first output message (and a new one when it is gone), the turn's "Done"
+// goes at edit priority, the first delivery of a session started
+// elsewhere posts its root, and a renamed session whose root a person
+// wrote gets a header reply. Counted only as edits, such a post would
+// follow another within the second and Slack would refuse it (429). Edits
+// lose little by it: the workspace's 50 a minute already keep them under
+// one a second.
 var limits = []core.Limit{
-	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 1, Per: time.Second}},
+	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpRename}, Rate: core.Rate{N: 1, Per: time.Second}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 300, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit, core.OpRename}, Rate: core.Rate{N: 50, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpRename}, Rate: core.Rate{N: 20, Per: time.Minute}},

@@ -49,7 +49,10 @@
 // buttons (the value is core's ButtonData), and a plain-text fallback for
 // notifications. Notices are small grey text (a context block). When Slack
 // refuses the blocks or their length, a message is sent once more as
-// Slack's mrkdwn text before the refusal counts. Slack has no silent
+// Slack's mrkdwn text before the refusal counts; markdown longer than a
+// markdown block holds (core splits what it sends, so only a caller that
+// ignores MaxLength sends it) goes as mrkdwn text at once, and past
+// Slack's 40,000 characters is refused for good, never cut. Slack has no silent
 // messages: every new message of a thread notifies those who follow it;
 // edits do not. Nor does chat.postMessage take an idempotency key
 // (OutMessage.Key is unused): a send repeated after a crash between

@@ -28,8 +28,12 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	if p.Chat == "" {
 		return core.MessageRef{}, core.Permanent(fmt.Errorf("slack: send: no channel in place %+v", p))
 	}
-	ts, err := a.post(ctx, p, render(m).options(false))
-	if hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
+	pl, err := fit(m)
+	if err != nil {
+		return core.MessageRef{}, err
+	}
+	ts, err := a.post(ctx, p, pl.options(false))
+	if len(pl.Blocks) > 0 && hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
 		a.log.Warn("Slack refused the message's blocks; sending it as text", "channel", p.Chat, "err", err)
 		ts, err = a.post(ctx, p, renderText(m).options(false))
 	}
@@ -37,6 +41,22 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 		return core.MessageRef{}, err
 	}
 	return ref(p, ts), nil
+}
+
+// fit is how m goes to Slack: its markdown in a markdown block when it
+// fits one (maxMarkdown, which core's MaxLength keeps it within), else as
+// Slack's mrkdwn text, which takes up to 40,000 characters. A message too
+// long for that too is refused for good, never cut: core splits what it
+// sends, so only a caller that ignores MaxLength gets here.
+func fit(m core.OutMessage) (payload, error) {
+	if len(m.Text) <= maxMarkdown {
+		return render(m), nil
+	}
+	text := mrkdwnText(m)
+	if len(text) > maxText {
+		return payload{}, core.Permanent(fmt.Errorf("slack: a message of %d bytes is more than Slack takes (%d characters)", len(text), maxText))
+	}
+	return payload{Text: text}, nil
 }
 
 // post posts at p and checks that a reply landed in its thread.
@@ -83,8 +103,12 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 	if strings.HasPrefix(r.ID, filePrefix) {
 		return core.Permanent(fmt.Errorf("slack: edit %s: a file cannot be edited: %w", r.ID, core.ErrUnsupported))
 	}
-	err := a.update(ctx, r.Place.Chat, r.ID, render(m).options(true))
-	if hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
+	pl, err := fit(m)
+	if err != nil {
+		return err
+	}
+	err = a.update(ctx, r.Place.Chat, r.ID, pl.options(true))
+	if len(pl.Blocks) > 0 && hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
 		a.log.Warn("Slack refused the message's blocks; editing it to text", "channel", r.Place.Chat, "err", err)
 		err = a.update(ctx, r.Place.Chat, r.ID, renderText(m).options(true))
 	}

@@ -245,3 +245,35 @@ func TestTyping(t *testing.T) {
 		t.Errorf("Typing after Slack refused it: %v, want no call", err)
 	}
 }
+
+// TestSendTooLongForABlock: markdown longer than a markdown block holds
+// goes whole as mrkdwn text; longer than Slack's text limit, it is refused
+// for good, never cut (core splits what it sends, so only a caller that
+// ignores MaxLength gets there).
+func TestSendTooLongForABlock(t *testing.T) {
+	api := newFakeAPI(t)
+	api.on("chat.postMessage", posted("300.1"))
+	api.on("chat.update", func(url.Values) answer { return okAnswer(nil) })
+	a := newTestAdapter(t, api)
+	p := core.Place{Chat: "C1", Thread: "100.1"}
+	long := strings.Repeat("word ", 2*maxMarkdown/5) + "end"
+	r, err := a.Send(context.Background(), p, core.OutMessage{Kind: core.KindAssistant, Text: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(context.Background(), r, core.OutMessage{Kind: core.KindOutput, Text: long + " again"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(api.called("chat.postMessage"), api.called("chat.update")...) {
+		if c.Form.Get("blocks") != "" && c.Form.Get("blocks") != "[]" || !strings.HasSuffix(c.Form.Get("text"), "end") && !strings.HasSuffix(c.Form.Get("text"), "again") {
+			t.Errorf("%s sent blocks %q and %d bytes of text, want the whole text without blocks", c.Method, c.Form.Get("blocks"), len(c.Form.Get("text")))
+		}
+	}
+	_, err = a.Send(context.Background(), p, core.OutMessage{Kind: core.KindAssistant, Text: strings.Repeat("x", maxText+1)})
+	if err == nil || !core.IsPermanent(err) {
+		t.Errorf("Send of %d bytes: %v, want a permanent refusal", maxText+1, err)
+	}
+	if n := len(api.called("chat.postMessage")); n != 1 {
+		t.Errorf("%d chat.postMessage calls, want none for the refused message", n-1)
+	}
+}

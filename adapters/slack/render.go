@@ -107,6 +107,11 @@ func fallbackText(m core.OutMessage) string {
 // in Slack's own mrkdwn, and a question's options as a numbered list to
 // answer by number (the handler takes "2" as the second option).
 func renderText(m core.OutMessage) payload {
+	return payload{Text: shorten(mrkdwnText(m), maxText)}
+}
+
+// mrkdwnText is renderText's text, whatever its length.
+func mrkdwnText(m core.OutMessage) string {
 	text := markdown.Render(m.Text, markdown.Slack)
 	if len(m.Buttons) > 0 {
 		var b strings.Builder
@@ -120,7 +125,7 @@ func renderText(m core.OutMessage) payload {
 	if strings.TrimSpace(text) == "" {
 		text = "…"
 	}
-	return payload{Text: shorten(text, maxText)}
+	return text
 }
 
 // options are the slack-go options that send p. An update without blocks

@@ -35,6 +35,7 @@ type request struct {
 	http    *http.Request
 	now     time.Time
 	channel string // what the call named, for the record
+	thread  string // the thread_ts it named, for the record
 }
 
 // method is how the server handles one Web API method.
@@ -107,6 +108,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, hr *http.Request, name string) 
 	}
 	s.mu.Lock()
 	r.channel = firstOf(r.p, "channel", "channel_id")
+	r.thread = r.p["thread_ts"]
 	var fault Fault
 	var faultRetry time.Duration
 	if e == nil {
@@ -215,7 +217,7 @@ func (s *Server) scopeHeaders(w http.ResponseWriter, token, accepted string) {
 
 // record appends a call to the record. Callers hold s.mu.
 func (s *Server) record(r *request, code string, retry time.Duration, fault Fault) {
-	s.calls = append(s.calls, Call{Time: r.now, Method: r.method, Channel: r.channel, Error: code, RetryAfter: retry, Fault: fault})
+	s.calls = append(s.calls, Call{Time: r.now, Method: r.method, Channel: r.channel, Thread: r.thread, Error: code, RetryAfter: retry, Fault: fault})
 	s.changed()
 }
 

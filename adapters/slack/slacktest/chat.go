@@ -1,6 +1,7 @@
 package slacktest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -168,6 +169,9 @@ func (s *Server) updateMessage(r *request) (obj, *apiError) {
 	}
 	if text == "" && len(blocks) == 0 && len(attachments) == 0 && len(m.files) == 0 {
 		return nil, errCode("no_text")
+	}
+	if text == m.text && bytes.Equal(blocks, m.blocks) && bytes.Equal(attachments, m.attachments) {
+		m.unchanged++
 	}
 	prev := s.wireMessage(c, m)
 	m.text, m.blocks, m.attachments = text, blocks, attachments

@@ -234,3 +234,28 @@ func TestUpdateDelete(t *testing.T) {
 		t.Fatal("Messages shows a deleted message")
 	}
 }
+
+// TestUpdateUnchanged: a chat.update that changes nothing is accepted, as
+// at Slack, and counted as an identical re-send; one that changes the
+// text or the blocks is not.
+func TestUpdateUnchanged(t *testing.T) {
+	srv, api, ch, _ := setup(t, slacktest.Options{})
+	block := func(s string) slack.MsgOption {
+		return slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject("mrkdwn", s, false, false), nil, nil))
+	}
+	ts := post(t, api, ch, slack.MsgOptionText("v1", false), block("v1"))
+	for _, opts := range [][]slack.MsgOption{
+		{slack.MsgOptionText("v1", false), block("v1")}, // unchanged
+		{slack.MsgOptionText("v1", false), block("v2")}, // new blocks
+		{slack.MsgOptionText("v2", false), block("v2")}, // new text
+		{slack.MsgOptionText("v2", false), block("v2")}, // unchanged
+	} {
+		if _, _, _, err := api.UpdateMessageContext(ctx(t), ch, ts, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _ := srv.Message(ch, ts)
+	if m.Edits != 4 || m.Unchanged != 2 {
+		t.Errorf("Edits %d, Unchanged %d; want 4 and 2", m.Edits, m.Unchanged)
+	}
+}

@@ -30,7 +30,8 @@
 //     block_ids) and stored as posted. chat.update and chat.delete work on
 //     the bot's messages only (cant_update_message, cant_delete_message;
 //     message_not_found for unknown or deleted ones); arguments left out
-//     of chat.update keep what the message had.
+//     of chat.update keep what the message had, and an update that changes
+//     nothing is accepted, as at Slack, and counted (Message.Unchanged).
 //   - events: what people do (Post, PostFile, Edit, Delete, Join, Slash,
 //     Click) is stored and queued as one envelope, and so is what the bot
 //     does in a channel it is in: Slack sends an app the message,

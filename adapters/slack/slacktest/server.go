@@ -111,6 +111,9 @@ type Call struct {
 	Time    time.Time // arrival
 	Method  string    // "chat.postMessage"; "response_url" for response URLs
 	Channel string    // the channel the call named, if any
+	// Thread is the thread_ts the call named, if any: the thread a reply
+	// was posted in, or whose assistant status was set.
+	Thread string
 	// Error is Slack's error code, "" on success ("ratelimited" for a 429;
 	// for a fault without a JSON answer, what the client saw instead).
 	Error string

@@ -21,11 +21,15 @@ type Message struct {
 	Text         string
 	Blocks       json.RawMessage // as posted; nil without blocks
 	Edits        int
-	Posted       time.Time
-	EditedAt     time.Time
-	Deleted      bool
-	Reactions    map[string][]string // emoji name → user ids
-	Files        []File
+	// Unchanged counts the chat.update calls that left the message as it
+	// was (the same text, blocks and attachments): identical re-sends,
+	// which Slack accepts and counts against the limits all the same.
+	Unchanged int
+	Posted    time.Time
+	EditedAt  time.Time
+	Deleted   bool
+	Reactions map[string][]string // emoji name → user ids
+	Files     []File
 }
 
 // File is a file shared in a message.
@@ -60,6 +64,7 @@ type message struct {
 	attachments  json.RawMessage
 	clientMsgID  string
 	edits        int
+	unchanged    int
 	posted       time.Time
 	editedAt     time.Time
 	editTS       string
@@ -196,7 +201,7 @@ func (m *message) isReply() bool { return m.threadTS != "" && m.threadTS != m.ts
 func (m *message) public() Message {
 	p := Message{
 		TS: m.ts, User: m.user, BotID: m.botID, Text: m.text, Blocks: slices.Clone(m.blocks),
-		Edits: m.edits, Posted: m.posted, EditedAt: m.editedAt, Deleted: m.deleted,
+		Edits: m.edits, Unchanged: m.unchanged, Posted: m.posted, EditedAt: m.editedAt, Deleted: m.deleted,
 	}
 	if m.threadTS != "" {
 		p.ThreadTS = m.threadTS
