@@ -64,17 +64,11 @@ type Limit struct {
 // Applies reports whether the limit counts operations of kind k.
 func (l Limit) Applies(k OpKind) bool { return len(l.Kinds) == 0 || slices.Contains(l.Kinds, k) }
 
-// window is the state of one sliding-window limit in one scope: the last N
-// operations it counted, oldest first, with where each went.
+// window is the state of one sliding-window limit in one scope: the start
+// times of the last N operations it counted, oldest first.
 type window struct {
 	rate  Rate
-	takes []take
-}
-
-// take is one counted operation: when it started and its conversation.
-type take struct {
-	at    time.Time
-	place string
+	takes []time.Time
 }
 
 // readyAt is the earliest time one more operation fits (now if it fits).
@@ -83,13 +77,13 @@ func (w *window) readyAt(now time.Time) time.Time {
 	if len(w.takes) < w.rate.N {
 		return now
 	}
-	return w.takes[len(w.takes)-w.rate.N].at.Add(w.rate.Per)
+	return w.takes[len(w.takes)-w.rate.N].Add(w.rate.Per)
 }
 
-// take counts one operation at now, for the conversation place.
-func (w *window) take(now time.Time, place string) {
+// take counts one operation at now.
+func (w *window) take(now time.Time) {
 	w.expire(now)
-	w.takes = append(w.takes, take{now, place})
+	w.takes = append(w.takes, now)
 	if len(w.takes) > w.rate.N {
 		w.takes = slices.Delete(w.takes, 0, len(w.takes)-w.rate.N)
 	}
@@ -100,13 +94,13 @@ func (w *window) last() time.Time {
 	if len(w.takes) == 0 {
 		return time.Time{}
 	}
-	return w.takes[len(w.takes)-1].at
+	return w.takes[len(w.takes)-1]
 }
 
 // refund gives back the operation counted at t (it made no call).
 func (w *window) refund(t time.Time) {
 	for i := len(w.takes) - 1; i >= 0; i-- {
-		if w.takes[i].at.Equal(t) {
+		if w.takes[i].Equal(t) {
 			w.takes = slices.Delete(w.takes, i, i+1)
 			return
 		}
@@ -116,7 +110,7 @@ func (w *window) refund(t time.Time) {
 // expire forgets operations that left the window.
 func (w *window) expire(now time.Time) {
 	i := 0
-	for i < len(w.takes) && !now.Before(w.takes[i].at.Add(w.rate.Per)) {
+	for i < len(w.takes) && !now.Before(w.takes[i].Add(w.rate.Per)) {
 		i++
 	}
 	if i > 0 {
@@ -129,18 +123,4 @@ func (w *window) expire(now time.Time) {
 func (w *window) idle(now time.Time) bool {
 	w.expire(now)
 	return len(w.takes) == 0
-}
-
-// competitors is how many conversations compete for the window: those it
-// counted operations for, and those with work waiting (waiting, by place).
-func (w *window) competitors(waiting map[string]bool) int {
-	n := len(waiting)
-	seen := map[string]bool{}
-	for _, t := range w.takes {
-		if !waiting[t.place] && !seen[t.place] {
-			seen[t.place] = true
-			n++
-		}
-	}
-	return n
 }

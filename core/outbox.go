@@ -137,12 +137,15 @@ type Outbox struct {
 	caps   map[AdapterName]Capabilities
 	jitter func() float64
 
-	mu       sync.Mutex
-	pending  []*entry
-	byKey    map[string]*entry // pending (not running) entries by Key
-	running  map[string]*entry // places with an op in flight, and the op
-	lastRun  map[string]time.Time
-	windows  map[string]*window
+	mu      sync.Mutex
+	pending []*entry
+	byKey   map[string]*entry // pending (not running) entries by Key
+	running map[string]*entry // places with an op in flight, and the op
+	lastRun map[string]time.Time
+	windows map[string]*window
+	// recent is, per group, when each of its conversations last ran an
+	// op, for competitors.
+	recent   map[string]map[string]time.Time
 	paused   map[string]time.Time // scope key → resume time
 	pruneAt  time.Time
 	seq      uint64
@@ -195,6 +198,7 @@ func NewOutbox(opts OutboxOptions, adapters ...Adapter) *Outbox {
 		running: map[string]*entry{},
 		lastRun: map[string]time.Time{},
 		windows: map[string]*window{},
+		recent:  map[string]map[string]time.Time{},
 		paused:  map[string]time.Time{},
 		wake:    make(chan struct{}, 1),
 		runCtx:  ctx,
@@ -319,6 +323,22 @@ func (o *Outbox) windowsFor(op Op) []*window {
 	return out
 }
 
+// competitors is how many conversations of op's group compete for a
+// budget renewed every per: those with work waiting now, and those served
+// within the last two such periods — sessions that were busy a minute ago
+// are likely to stream again, and they start one after another, so
+// counting only the waiting ones would let the first arrivals burn the
+// budget.
+func (o *Outbox) competitors(op Op, waiting map[string]bool, now time.Time, per time.Duration) int {
+	n := len(waiting)
+	for p, at := range o.recent[scopeKey(op.Adapter, ScopeGroup, op.Place)] {
+		if !waiting[p] && now.Sub(at) < 2*per {
+			n++
+		}
+	}
+	return n
+}
+
 // readyAt is the earliest time e may run (now or earlier when it may run
 // now). waiting are the conversations of e's group with work queued or in
 // flight, e's own included.
@@ -328,7 +348,7 @@ func (o *Outbox) windowsFor(op Op) []*window {
 // five final texts go out at once when the budget has room for them. But
 // an edit — whose text a later edit replaces anyway — may not take one of
 // the budget's last slots, one for each conversation competing for it
-// (waiting now, or served within the window): those are kept so that every
+// (see competitors): those are kept so that every
 // conversation can still show its newest text soon, and edits are spread
 // at the budget's steady rate (a minute / 20: every 3 s) instead of
 // burning the whole minute in its first seconds on text that is stale a
@@ -346,7 +366,7 @@ func (o *Outbox) readyAt(e *entry, now time.Time, waiting map[string]bool) time.
 	for _, w := range o.windowsFor(e.op) {
 		at := w.readyAt(now)
 		if e.op.Kind == OpEdit && w.rate.N > 1 && len(w.takes) > 0 {
-			if n := w.competitors(waiting); n > 1 && len(w.takes) >= w.rate.N-n {
+			if n := o.competitors(e.op, waiting, now, w.rate.Per); n > 1 && len(w.takes) >= w.rate.N-n {
 				if even := w.last().Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
 					at = even
 				}
@@ -458,8 +478,9 @@ func (o *Outbox) dispatchLocked() time.Time {
 			return next
 		}
 		for _, w := range o.windowsFor(best.op) {
-			w.take(now, placeKey(best.op.Adapter, best.op.Place))
+			w.take(now)
 		}
+		o.markRecent(best.op, now)
 		o.removeLocked(bestIdx)
 		best.startedAt = now
 		if best.op.Key != "" {
@@ -483,6 +504,18 @@ func (o *Outbox) removeLocked(i int) {
 	}
 }
 
+// markRecent remembers that op's conversation ran an op at now.
+func (o *Outbox) markRecent(op Op, now time.Time) {
+	if op.Place.IsZero() {
+		return
+	}
+	g := scopeKey(op.Adapter, ScopeGroup, op.Place)
+	if o.recent[g] == nil {
+		o.recent[g] = map[string]time.Time{}
+	}
+	o.recent[g][placeKey(op.Adapter, op.Place)] = now
+}
+
 // pruneLocked drops pacing state nothing needs any more: windows that count
 // nothing, pauses that ended, and edit times older than any edit interval.
 func (o *Outbox) pruneLocked(now time.Time) {
@@ -503,6 +536,22 @@ func (o *Outbox) pruneLocked(now time.Time) {
 	for k, t := range o.lastRun {
 		if now.Sub(t) > longest {
 			delete(o.lastRun, k)
+		}
+	}
+	var per time.Duration
+	for _, c := range o.caps {
+		for _, l := range c.Limits {
+			per = max(per, l.Rate.Per)
+		}
+	}
+	for g, places := range o.recent {
+		for p, t := range places {
+			if now.Sub(t) >= 2*per {
+				delete(places, p)
+			}
+		}
+		if len(places) == 0 {
+			delete(o.recent, g)
 		}
 	}
 }
