@@ -56,6 +56,16 @@ type Op struct {
 	// Place is where the operation lands, for pacing. The zero Place
 	// (a session not yet bound) is paced by the adapter's account limits.
 	Place Place
+	// Calls are the kinds of platform call Run makes when they differ
+	// from Kind: the op is counted by the limits of every kind it calls,
+	// while Kind still orders it (priority, and the spreading of contended
+	// edits, see readyAt). Nil means Kind. A platform that limits sends and
+	// edits separately (Slack: messages per channel, edits per workspace)
+	// needs it: the output op, an edit by its Kind, posts the output
+	// message when the turn has none yet (and the session's root on a
+	// Binder when it has no binding), and a turn's "done" message is a send
+	// queued at edit priority.
+	Calls []OpKind
 	// Key coalesces: while an op with the same Key is still pending, a new
 	// one replaces it in place (keeping its turn in the queue) and the old
 	// one's Done gets ErrSuperseded. Empty Key never coalesces.
@@ -301,7 +311,7 @@ func scopesOf(op Op) [3]string {
 func (o *Outbox) windowsFor(op Op) []*window {
 	var out []*window
 	for i, l := range o.caps[op.Adapter].Limits {
-		if l.Rate.Unlimited() || !l.Applies(op.Kind) {
+		if l.Rate.Unlimited() || !op.counts(l) {
 			continue
 		}
 		if op.Place.IsZero() && l.Scope != ScopeAccount {
@@ -316,6 +326,20 @@ func (o *Outbox) windowsFor(op Op) []*window {
 		out = append(out, w)
 	}
 	return out
+}
+
+// counts reports whether limit l counts op: whether it applies to a kind
+// of call op makes.
+func (op Op) counts(l Limit) bool {
+	if op.Calls == nil {
+		return l.Applies(op.Kind)
+	}
+	for _, k := range op.Calls {
+		if l.Applies(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // readyAt is the earliest time e may run (now or earlier when it may run
