@@ -445,7 +445,7 @@ func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, j *delivery, key
 	}
 	m.Silent = m.Silent || !notify
 	m.Key = sendKey(e.Seq, key)
-	d.outbox.Enqueue(Op{Kind: prio, Adapter: a.Name(), Place: queuePlace(s, a),
+	d.outbox.Enqueue(Op{Kind: prio, Calls: []OpKind{OpSend}, Adapter: a.Name(), Place: queuePlace(s, a),
 		Run: func(ctx context.Context, at Place) error {
 			b, err := d.binding(ctx, a, s.ID, at)
 			if err != nil {

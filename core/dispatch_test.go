@@ -693,3 +693,51 @@ func TestDispatchReplayKeyIsStable(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatchSendsPacedAsSends: on a platform that limits new messages per
+// group and edits per account (Slack: a message a second per channel, 50
+// edits a minute per workspace), the ops queued at edit priority that post
+// a message — a turn's first output, its "✅ Done" — are paced by the limits
+// of messages: three threads of one channel that start streaming at once
+// get their output messages a second apart, and their "done" messages
+// after, none refused.
+func TestDispatchSendsPacedAsSends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		caps := limits(
+			core.Limit{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 1, Per: time.Second}},
+			core.Limit{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit, core.OpRename}, Rate: core.Rate{N: 50, Per: time.Minute}},
+		)
+		r := newRig(t, newFake(caps), openStore(t), core.OutboxOptions{})
+		var ids []core.SessionID
+		for _, thread := range []string{"1", "2", "3"} {
+			ids = append(ids, r.newSession("thread "+thread, core.Place{Chat: "channel", Thread: thread}))
+		}
+		r.settle()
+		start := time.Now()
+		for _, id := range ids {
+			r.output(id, "working")
+		}
+		r.settle()
+		for _, id := range ids {
+			r.yield(id)
+		}
+		r.settle()
+		var got []string
+		for _, op := range r.fk.Ops() {
+			if op.Method == "send" {
+				s := fmt.Sprintf("send %q at +%s", op.Text, op.Time.Sub(start))
+				if op.Err != nil {
+					s += " refused"
+				}
+				got = append(got, s)
+			}
+		}
+		want := []string{
+			`send "working" at +0s`, `send "working" at +1s`, `send "working" at +2s`,
+			`send "✅ Done" at +3s`, `send "✅ Done" at +4s`, `send "✅ Done" at +5s`,
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("sends\n%q, want\n%q", got, want)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -57,6 +58,16 @@ type Op struct {
 	// Place is where the operation lands, for pacing. The zero Place
 	// (a session not yet bound) is paced by the adapter's account limits.
 	Place Place
+	// Calls are the kinds of platform call Run makes when they differ
+	// from Kind: the op is counted by the limits of every kind it calls,
+	// while Kind still orders it (priority, and the spreading of contended
+	// edits, see readyAt). Nil means Kind. A platform that limits sends and
+	// edits separately (Slack: messages per channel, edits per workspace)
+	// needs it: the output op, an edit by its Kind, posts the output
+	// message when the turn has none yet (and the session's root on a
+	// Binder when it has no binding), and a turn's "done" message is a send
+	// queued at edit priority.
+	Calls []OpKind
 	// Key coalesces: while an op with the same Key is still pending, a new
 	// one replaces it in place (keeping its turn in the queue) and the old
 	// one's Done gets ErrSuperseded. Empty Key never coalesces.
@@ -306,7 +317,7 @@ func scopesOf(op Op) [3]string {
 func (o *Outbox) windowsFor(op Op) []*window {
 	var out []*window
 	for i, l := range o.caps[op.Adapter].Limits {
-		if l.Rate.Unlimited() || !l.Applies(op.Kind) {
+		if l.Rate.Unlimited() || !op.counts(l) {
 			continue
 		}
 		if op.Place.IsZero() && l.Scope != ScopeAccount {
@@ -339,6 +350,20 @@ func (o *Outbox) competitors(op Op, waiting map[string]bool, now time.Time, per 
 	return n
 }
 
+// counts reports whether limit l counts op: whether it applies to a kind
+// of call op makes.
+func (op Op) counts(l Limit) bool {
+	if op.Calls == nil {
+		return l.Applies(op.Kind)
+	}
+	for _, k := range op.Calls {
+		if l.Applies(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // readyAt is the earliest time e may run (now or earlier when it may run
 // now). waiting are the conversations of e's group with work queued or in
 // flight, e's own included.
@@ -365,7 +390,7 @@ func (o *Outbox) readyAt(e *entry, now time.Time, waiting map[string]bool) time.
 	}
 	for _, w := range o.windowsFor(e.op) {
 		at := w.readyAt(now)
-		if e.op.Kind == OpEdit && w.rate.N > 1 && len(w.takes) > 0 {
+		if e.op.Kind == OpEdit && !slices.Contains(e.op.Calls, OpSend) && w.rate.N > 1 && len(w.takes) > 0 {
 			if n := o.competitors(e.op, waiting, now, w.rate.Per); n > 1 && len(w.takes) >= w.rate.N-n {
 				if even := w.last().Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
 					at = even

@@ -42,7 +42,14 @@ func (d *Dispatcher) enqueueOutput(s Session, a Adapter, e Event, j *delivery) {
 		done = func(err error) { d.confirm(j, name, key, err) }
 	}
 	coalesce := "out\x00" + string(s.ID) + "\x00" + string(name) + "\x00" + strconv.FormatUint(e.Turn, 10)
-	d.outbox.Enqueue(Op{Kind: OpEdit, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
+	// Paced as the call it will make: a send when the turn has no output
+	// message here yet (after the root, when the session is not bound),
+	// else an edit.
+	calls := []OpKind{OpEdit}
+	if b, ok := s.Bindings[name]; !ok || b.Output.Ref.IsZero() || b.Output.Turn < e.Turn {
+		calls = []OpKind{OpSend}
+	}
+	d.outbox.Enqueue(Op{Kind: OpEdit, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
 		Run:  func(ctx context.Context, at Place) error { return d.deliverOutput(ctx, a, s.ID, at, e, j) },
 		Done: done})
 }
