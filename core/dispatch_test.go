@@ -741,3 +741,36 @@ func TestDispatchSendsPacedAsSends(t *testing.T) {
 		}
 	})
 }
+
+// TestDispatchLateFinalIsNotLost: a turn's final edit held back by a
+// failure until the next turn has posted its own output message is not
+// dropped: the final text goes as a new message.
+func TestDispatchLateFinalIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, newFake(core.Capabilities{}), openStore(t), core.OutboxOptions{})
+		id := r.newSession("late", dm)
+		r.output(id, "turn 0 live")
+		r.settle()
+		r.fk.FailNext("edit", errors.New("502 Bad Gateway"))
+		r.update(id, func(s *core.Session) []core.Event {
+			events := []core.Event{
+				{Kind: core.EventOutput, Session: id, Text: "turn 0 final", Turn: s.Turn, Final: true},
+				{Kind: core.EventTurnComplete, Session: id, Turn: s.Turn},
+			}
+			s.Turn++
+			s.Output, s.OutputFinal = "", false
+			return events
+		})
+		r.output(id, "turn 1 live")
+		time.Sleep(time.Minute)
+		r.settle()
+		var shown []string
+		for _, kind := range []core.MessageKind{core.KindOutput, core.KindContinuation} {
+			shown = append(shown, messages(r.fk, dm, kind)...)
+		}
+		slices.Sort(shown)
+		if want := "[turn 0 final turn 0 live turn 1 live]"; fmt.Sprint(shown) != want {
+			t.Errorf("messages %q, want %s: the late final text kept", shown, want)
+		}
+	})
+}

@@ -82,6 +82,17 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID,
 	}
 	out := b.Output
 	switch {
+	case out.Turn > e.Turn && e.Final && j != nil:
+		// A later turn has its own output message already: this final
+		// edit was held back (failures, an outage) past the next turn's
+		// start, and the binding no longer knows the old message. The
+		// final text must not be lost: it goes whole as new messages.
+		parts := []string{e.Text}
+		if c := a.Capabilities(); c.MaxLength > 0 && measure(a, e.Text) > c.MaxLength {
+			parts = split(a, e.Text)
+		}
+		d.finishOutput(a, id, b, e, j, parts, false)
+		return noCall
 	case out.Turn > e.Turn:
 		return noCall // a later turn has its own output message now
 	case out.Turn < e.Turn:
