@@ -744,7 +744,7 @@ func TestDispatchSendsPacedAsSends(t *testing.T) {
 
 // TestDispatchLateFinalIsNotLost: a turn's final edit held back by a
 // failure until the next turn has posted its own output message is not
-// dropped: the final text goes as a new message.
+// dropped: it lands in its own turn's message.
 func TestDispatchLateFinalIsNotLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, newFake(core.Capabilities{}), openStore(t), core.OutboxOptions{})
@@ -769,8 +769,8 @@ func TestDispatchLateFinalIsNotLost(t *testing.T) {
 			shown = append(shown, messages(r.fk, dm, kind)...)
 		}
 		slices.Sort(shown)
-		if want := "[turn 0 final turn 0 live turn 1 live]"; fmt.Sprint(shown) != want {
-			t.Errorf("messages %q, want %s: the late final text kept", shown, want)
+		if want := "[turn 0 final turn 1 live]"; fmt.Sprint(shown) != want {
+			t.Errorf("messages %q, want %s: the late final in its own turn's message", shown, want)
 		}
 	})
 }

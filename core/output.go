@@ -85,18 +85,14 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID,
 	case out.Turn > e.Turn && e.Final && j != nil:
 		// A later turn has its own output message already: this final
 		// edit was held back (failures, an outage) past the next turn's
-		// start, and the binding no longer knows the old message. The
-		// final text must not be lost: it goes whole as new messages.
-		parts := []string{e.Text}
-		if c := a.Capabilities(); c.MaxLength > 0 && measure(a, e.Text) > c.MaxLength {
-			parts = split(a, e.Text)
-		}
-		d.finishOutput(a, id, b, e, j, parts, false)
-		return noCall
+		// start. It lands in its own turn's message, which the binding
+		// keeps as Prev; failing that, the final text must not be lost:
+		// it goes whole as new messages.
+		return d.lateFinal(ctx, a, id, b, e, j)
 	case out.Turn > e.Turn:
 		return noCall // a later turn has its own output message now
 	case out.Turn < e.Turn:
-		out = OutputState{Turn: e.Turn}
+		out = OutputState{Turn: e.Turn, Prev: out.Ref, PrevTurn: out.Turn}
 	}
 	c := a.Capabilities()
 	live, rest, file := e.Text, []string(nil), false
@@ -134,6 +130,29 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a Adapter, id SessionID,
 		return noCall
 	}
 	return nil
+}
+
+// lateFinal delivers the final output e of a turn whose binding moved on to
+// a later turn: an edit of the turn's message when the binding still knows
+// it, else the whole text as new messages.
+func (d *Dispatcher) lateFinal(ctx context.Context, a Adapter, id SessionID, b Binding, e Event, j *delivery) error {
+	live, rest, file := d.finalParts(a, e)
+	if ed, ok := a.(Editor); ok && b.Output.PrevTurn == e.Turn && !b.Output.Prev.IsZero() {
+		err := ed.Edit(ctx, b.Output.Prev, OutMessage{Kind: KindOutput, Text: live, Silent: true})
+		switch {
+		case err == nil, errors.Is(err, ErrNotModified):
+			d.finishOutput(a, id, b, e, j, rest, file)
+			return nil
+		case !errors.Is(err, ErrMessageGone):
+			return err
+		}
+	}
+	parts := []string{e.Text}
+	if c := a.Capabilities(); c.MaxLength > 0 && measure(a, e.Text) > c.MaxLength {
+		parts = split(a, e.Text)
+	}
+	d.finishOutput(a, id, b, e, j, parts, false)
+	return ErrNoCall
 }
 
 // showOutput edits the output message, or sends it when there is none or it

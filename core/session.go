@@ -98,6 +98,11 @@ type OutputState struct {
 	// Turn counts completed turns. An output update for a later turn starts
 	// a new output message; the previous one stays as it is.
 	Turn uint64 `json:"turn"`
+	// Prev is the previous turn's output message (of turn PrevTurn), kept
+	// so that a final edit held back past the next turn's start (failures,
+	// an outage) still lands in its own turn's message.
+	Prev     MessageRef `json:"prev,omitzero"`
+	PrevTurn uint64     `json:"prev_turn,omitempty"`
 }
 
 // MessageRef points at one message on one platform. ID is the platform's own
