@@ -1,10 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,7 +167,7 @@ func (a *Adapter) chat(w http.ResponseWriter, r *http.Request, c call) {
 	res, err := c.handler.Handle(r.Context(), core.Command{Kind: core.SendMessage, Session: req.Session,
 		Origin: core.OriginAPI, Text: req.Text, PlatformID: clientKey("chat", req.ClientID)})
 	if err != nil {
-		a.fail(w, r, err)
+		a.failFor(w, r, err, req.Session)
 		return
 	}
 	writeJSON(w, http.StatusOK, postedOf(res))
@@ -249,43 +252,114 @@ type errorBody struct {
 
 // decode reads a JSON body of at most MaxBody bytes into v, answering the
 // request itself when it cannot. An empty body is accepted when emptyOK.
+// Unknown fields are refused by name, so a misspelt one is not silently
+// dropped, and so is text that is not valid Unicode, which encoding/json
+// would store as U+FFFD.
 func (a *Adapter) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
-	r.Body = http.MaxBytesReader(w, r.Body, a.opts.MaxBody)
-	err := json.NewDecoder(r.Body).Decode(v)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opts.MaxBody))
 	var tooBig *http.MaxBytesError
 	switch {
-	case err == nil, errors.Is(err, io.EOF) && emptyOK:
-		return true
 	case errors.As(err, &tooBig):
 		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{"request body is larger than the limit of " +
 			formatBytes(tooBig.Limit)})
-	case errors.Is(err, io.EOF):
+		return false
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, errorBody{"request body could not be read"})
+		return false
+	case len(bytes.TrimSpace(body)) == 0:
+		if emptyOK {
+			return true
+		}
 		writeJSON(w, http.StatusBadRequest, errorBody{"request body is empty; send JSON"})
-	default:
-		writeJSON(w, http.StatusBadRequest, errorBody{"request body is not valid JSON: " + err.Error()})
+		return false
 	}
-	return false
+	if err := core.CheckJSONText(body); err != nil {
+		msg, _ := core.UserMessage(err)
+		writeJSON(w, http.StatusBadRequest, errorBody{"request body refused: " + msg})
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody{"request body is not valid JSON for this endpoint: " + jsonProblem(err)})
+		return false
+	}
+	if dec.More() {
+		writeJSON(w, http.StatusBadRequest, errorBody{"request body has data after its JSON object"})
+		return false
+	}
+	return true
 }
 
-// fail answers with the status that fits err.
-func (a *Adapter) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusInternalServerError
+// jsonProblem says what is wrong with a body in the words of its JSON, not
+// of the Go types it is decoded into.
+func jsonProblem(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
 	switch {
-	case errors.Is(err, core.ErrInvalid):
-		status = http.StatusBadRequest
-	case errors.Is(err, core.ErrNotFound):
-		status = http.StatusNotFound
-	case errors.Is(err, core.ErrSessionClosed):
-		status = http.StatusConflict
-	case errors.Is(err, core.ErrUnauthorized):
-		status = http.StatusForbidden
-	case r.Context().Err() != nil:
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("%s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Sprintf("field %q must be a JSON %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("the body must be a JSON %s, not %s", jsonKind(typ.Type), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "it ends before the JSON does"
+	}
+	// encoding/json's only other decoding error is the unknown field:
+	// `json: unknown field "x"`.
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names a Go type as the JSON it is decoded from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	}
+	return "object"
+}
+
+// fail answers with the status that fits err, in words for the client:
+// the Handler's message for a refusal it explains, otherwise what the
+// sentinel means. Package prefixes and store details stay in the log.
+func (a *Adapter) fail(w http.ResponseWriter, r *http.Request, err error) {
+	a.failFor(w, r, err, core.SessionID(r.PathValue("id")))
+}
+
+// failFor is fail for a request about session id (from its path or body),
+// which an unknown-session answer names with where to find the right one.
+func (a *Adapter) failFor(w http.ResponseWriter, r *http.Request, err error, id core.SessionID) {
+	if r.Context().Err() != nil {
 		return // the client is gone
 	}
-	msg := err.Error()
-	if status == http.StatusInternalServerError {
+	status, msg := http.StatusInternalServerError, "internal error; see the daemon's log"
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		status, msg = http.StatusNotFound, "not found"
+	case errors.Is(err, core.ErrSessionClosed):
+		status, msg = http.StatusConflict, "the session is closed; start a new one with POST /api/sessions"
+	case errors.Is(err, core.ErrUnauthorized):
+		status, msg = http.StatusForbidden, "not allowed"
+	case errors.Is(err, core.ErrInvalid):
+		status, msg = http.StatusBadRequest, "invalid request"
+	}
+	m, explained := core.UserMessage(err)
+	switch {
+	case status == http.StatusInternalServerError:
 		a.log.Error("api", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error; see the daemon's log"
+	case status == http.StatusNotFound && id != "" && (!explained || m == "unknown session "+string(id)):
+		msg = "unknown session " + string(id) + " (GET /api/sessions lists them)"
+	case explained:
+		msg = m
 	}
 	writeJSON(w, status, errorBody{msg})
 }

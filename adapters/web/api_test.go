@@ -81,23 +81,36 @@ func TestErrorStatuses(t *testing.T) {
 	tests := []struct {
 		name, method, path, body string
 		want                     int
+		msg                      string // the error says this
 	}{
-		{"empty chat text", "POST", "/api/chat", `{"text":"  "}`, http.StatusBadRequest},
-		{"chat to unknown session", "POST", "/api/chat", `{"session_id":"01NOSUCHSESSION0000000000","text":"x"}`, http.StatusNotFound},
-		{"chat not JSON", "POST", "/api/chat", `text=hi`, http.StatusBadRequest},
-		{"chat no body", "POST", "/api/chat", ``, http.StatusBadRequest},
-		{"chat too large", "POST", "/api/chat", big, http.StatusRequestEntityTooLarge},
-		{"chat to closed session", "POST", "/api/chat", `{"session_id":"` + string(closed) + `","text":"x"}`, http.StatusConflict},
-		{"message to unknown session", "POST", "/api/sessions/nope/messages", `{"text":"x"}`, http.StatusNotFound},
-		{"empty message", "POST", "/api/sessions/" + string(open) + "/messages", `{"text":""}`, http.StatusBadRequest},
-		{"message too large", "POST", "/api/sessions/" + string(open) + "/messages", big, http.StatusRequestEntityTooLarge},
-		{"message to closed session", "POST", "/api/sessions/" + string(closed) + "/messages", `{"text":"x"}`, http.StatusConflict},
-		{"answer to no question", "POST", "/api/sessions/" + string(open) + "/answer", `{"question_id":"q9","option":1}`, http.StatusBadRequest},
-		{"answer without question id", "POST", "/api/sessions/" + string(open) + "/answer", `{"option":1}`, http.StatusBadRequest},
-		{"state of unknown session", "GET", "/api/sessions/nope/state", ``, http.StatusNotFound},
-		{"title too long", "POST", "/api/sessions", `{"title":"` + strings.Repeat("t", 300) + `"}`, http.StatusBadRequest},
-		{"unknown endpoint", "GET", "/api/nope", ``, http.StatusNotFound},
-		{"bad Last-Event-ID", "GET", "/api/events?last_event_id=x", ``, http.StatusBadRequest},
+		{"empty chat text", "POST", "/api/chat", `{"text":"  "}`, http.StatusBadRequest, "text is empty"},
+		{"chat to unknown session", "POST", "/api/chat", `{"session_id":"01NOSUCHSESSION0000000000","text":"x"}`, http.StatusNotFound, "unknown session 01NOSUCHSESSION0000000000 (GET /api/sessions lists them)"},
+		{"chat not JSON", "POST", "/api/chat", `text=hi`, http.StatusBadRequest, ""},
+		{"chat no body", "POST", "/api/chat", ``, http.StatusBadRequest, ""},
+		{"chat too large", "POST", "/api/chat", big, http.StatusRequestEntityTooLarge, ""},
+		{"chat to closed session", "POST", "/api/chat", `{"session_id":"` + string(closed) + `","text":"x"}`, http.StatusConflict, ""},
+		{"message to unknown session", "POST", "/api/sessions/nope/messages", `{"text":"x"}`, http.StatusNotFound, "unknown session nope (GET /api/sessions lists them)"},
+		{"empty message", "POST", "/api/sessions/" + string(open) + "/messages", `{"text":""}`, http.StatusBadRequest, ""},
+		{"message too large", "POST", "/api/sessions/" + string(open) + "/messages", big, http.StatusRequestEntityTooLarge, ""},
+		{"message to closed session", "POST", "/api/sessions/" + string(closed) + "/messages", `{"text":"x"}`, http.StatusConflict, "closed"},
+		{"answer to no question", "POST", "/api/sessions/" + string(open) + "/answer", `{"question_id":"q9","option":1}`, http.StatusBadRequest, ""},
+		{"answer without question id", "POST", "/api/sessions/" + string(open) + "/answer", `{"option":1}`, http.StatusBadRequest, ""},
+		{"state of unknown session", "GET", "/api/sessions/nope/state", ``, http.StatusNotFound, "unknown session nope (GET /api/sessions lists them)"},
+		{"title too long", "POST", "/api/sessions", `{"title":"` + strings.Repeat("t", 300) + `"}`, http.StatusBadRequest, ""},
+		{"unknown endpoint", "GET", "/api/nope", ``, http.StatusNotFound, ""},
+		{"bad Last-Event-ID", "GET", "/api/events?last_event_id=x", ``, http.StatusBadRequest, ""},
+		// Hostile and careless bodies: refused by name, nothing stored.
+		{"unknown field", "POST", "/api/sessions/" + string(open) + "/messages", `{"text":"x","txet":"y"}`, http.StatusBadRequest, `unknown field "txet"`},
+		{"invalid UTF-8", "POST", "/api/sessions/" + string(open) + "/messages", "{\"text\":\"a\xffb\"}", http.StatusBadRequest, "not UTF-8 at byte 10"},
+		{"lone surrogate", "POST", "/api/chat", `{"session_id":"` + string(open) + `","text":"a\ud800b"}`, http.StatusBadRequest, `lone UTF-16 surrogate \ud800`},
+		{"lone low surrogate in title", "POST", "/api/sessions", `{"title":"\udc00"}`, http.StatusBadRequest, "surrogate"},
+		{"data after the object", "POST", "/api/chat", `{"session_id":"` + string(open) + `","text":"x"} {"text":"y"}`, http.StatusBadRequest, "data after its JSON object"},
+		{"wrong type", "POST", "/api/chat", `{"text":5}`, http.StatusBadRequest, `field "text" must be a JSON string, not number`},
+		{"truncated", "POST", "/api/chat", `{"text":"x`, http.StatusBadRequest, "ends before the JSON does"},
+	}
+	before, err := s.store.LastEventSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +126,18 @@ func TestErrorStatuses(t *testing.T) {
 			if err := json.Unmarshal(data, &e); err != nil || e.Error == "" {
 				t.Fatalf("error body %q is not {\"error\": …}", data)
 			}
+			if !strings.Contains(e.Error, tt.msg) {
+				t.Errorf("error %q does not say %q", e.Error, tt.msg)
+			}
+			for _, internal := range []string{"commands:", "bolt:", "core:", "json:", "web:"} {
+				if strings.Contains(e.Error, internal) {
+					t.Errorf("error %q shows the internal prefix %q", e.Error, internal)
+				}
+			}
 		})
+	}
+	if after, err := s.store.LastEventSeq(context.Background()); err != nil || after != before {
+		t.Errorf("refused requests stored events: seq %d → %d (%v)", before, after, err)
 	}
 }
 
