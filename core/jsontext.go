@@ -1,7 +1,12 @@
 package core
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"reflect"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -94,4 +99,45 @@ func hex4(b []byte, i int) (uint16, bool) {
 		v = v<<4 | uint16(c)
 	}
 	return v, true
+}
+
+// JSONProblem says what is wrong with a JSON document that encoding/json
+// refused, in the words of the JSON rather than of the Go types it was to
+// be decoded into: `field "text" must be a JSON string, not number`. The
+// HTTP API and the MCP tools answer with it.
+func JSONProblem(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("%s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Sprintf("field %q must be a JSON %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("the document must be a JSON %s, not %s", jsonKind(typ.Type), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "it ends before the JSON does"
+	}
+	// encoding/json's only other decoding error is the unknown field of a
+	// decoder that disallows them: `json: unknown field "x"`.
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names a Go type as the JSON it is decoded from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "object"
 }

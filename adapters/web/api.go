@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -281,7 +279,7 @@ func (a *Adapter) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK 
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody{"request body is not valid JSON for this endpoint: " + jsonProblem(err)})
+		writeJSON(w, http.StatusBadRequest, errorBody{"request body is not valid JSON for this endpoint: " + core.JSONProblem(err)})
 		return false
 	}
 	if dec.More() {
@@ -289,43 +287,6 @@ func (a *Adapter) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK 
 		return false
 	}
 	return true
-}
-
-// jsonProblem says what is wrong with a body in the words of its JSON, not
-// of the Go types it is decoded into.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("%s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
-	case errors.As(err, &typ) && typ.Field != "":
-		return fmt.Sprintf("field %q must be a JSON %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("the body must be a JSON %s, not %s", jsonKind(typ.Type), typ.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "it ends before the JSON does"
-	}
-	// encoding/json's only other decoding error is the unknown field:
-	// `json: unknown field "x"`.
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// jsonKind names a Go type as the JSON it is decoded from.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.Slice, reflect.Array:
-		return "array"
-	}
-	return "object"
 }
 
 // fail answers with the status that fits err, in words for the client:
