@@ -31,6 +31,11 @@ func (s *Server) addTool(name, description string, fn toolFunc, opts ...mcp.Tool
 			if err != nil {
 				return mcp.NewToolResultError(name + ": " + err.Error()), nil
 			}
+			// Bad text would reach the tool as U+FFFD: refuse it instead.
+			if err := core.CheckJSONText(raw); err != nil {
+				msg, _ := core.UserMessage(err)
+				return mcp.NewToolResultError(name + ": arguments refused: " + msg), nil
+			}
 			res, err := fn(ctx, raw)
 			if err != nil {
 				return mcp.NewToolResultError(name + ": " + s.describe(name, err)), nil
@@ -67,7 +72,7 @@ func bind(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("bad arguments: %w", err)
+		return toolError("bad arguments: " + core.JSONProblem(err))
 	}
 	return nil
 }

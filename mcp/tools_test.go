@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -242,7 +243,7 @@ func TestBadCalls(t *testing.T) {
 		{"chat.human.post", in("content", "see", "files", []string{"/etc/hostname"}), "only be sent with chat.assistant.post"},
 		{"chat.assistant.post", in("content", "hi", "session_id", string(closed)), "session " + string(closed) + " is closed"},
 		{"chat.assistant.post", in("content", "hi", "text", "typo"), `unknown field "text"`},
-		{"chat.assistant.post", in("content", 42), "bad arguments"},
+		{"chat.assistant.post", in("content", 42), `bad arguments: field "content" must be a JSON string, not number`},
 		{"chat_read_since", map[string]any{"after_id": "42"}, `after_id "42" is not a message id`},
 		{"chat_read_since", map[string]any{"limit": 5000}, "limit 5000 is out of range"},
 		{"chat_read_since", map[string]any{"session_id": missing}, "unknown session"},
@@ -257,6 +258,29 @@ func TestBadCalls(t *testing.T) {
 		{"session.create", map[string]any{"title": strings.Repeat("t", 300)}, "session.create: the title is longer than 256 bytes"},
 	} {
 		c.fails(t, tc.tool, tc.args, tc.want)
+	}
+	// Text that is not valid Unicode, sent as raw JSON: encoding/json
+	// would store it as U+FFFD.
+	for _, tc := range []struct{ raw, want string }{
+		{`{"session_id":"` + string(id) + `","content":"a\ud800b"}`, `arguments refused: the text is not valid Unicode: a lone UTF-16 surrogate \ud800`},
+		{`{"session_id":"` + string(id) + `","content":"\udfff"}`, `lone UTF-16 surrogate \udfff`},
+		{"{\"session_id\":\"" + string(id) + "\",\"content\":\"a\xffb\"}", "a byte sequence that is not UTF-8"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "chat.human.post", Arguments: json.RawMessage(tc.raw)}})
+		cancel()
+		if err != nil {
+			t.Fatalf("%q: %v", tc.raw, err)
+		}
+		text := ""
+		for _, ct := range res.Content {
+			if tc, ok := ct.(mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if !res.IsError || !strings.Contains(text, tc.want) {
+			t.Errorf("chat.human.post(%q) = %q (error %v), want an error containing %q", tc.raw, text, res.IsError, tc.want)
+		}
 	}
 	msgs, err := st.store.Inbox(context.Background(), "", "", 0)
 	if err != nil {
