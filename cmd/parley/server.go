@@ -14,7 +14,9 @@ import (
 
 // httpServer is the daemon's one HTTP listener: the web page at /, the
 // JSON/SSE API at /api/, MCP at /mcp and metrics at /metrics. Everything
-// but the page's static files requires the bearer token when one is set.
+// but the page's static files and the liveness probe (/api/health)
+// requires the bearer token when one is set; request bodies are bounded in
+// size and in time (bodies.go).
 type httpServer struct {
 	ln     net.Listener
 	srv    *http.Server
@@ -33,9 +35,12 @@ func newHTTPServer(listen, token string, page *web.Adapter, mcpHandler http.Hand
 	for _, r := range routes {
 		mux.Handle(r.path, r.handler)
 	}
-	mux.Handle("/api/", requireToken(token, page.Handler()))
+	mux.Handle("/api/", requireToken(token, boundBody(maxAPIBody, apiRefusal, page.Handler())))
+	// Liveness for probes, which hold no token: it says only whether
+	// parley runs, no data.
+	mux.Handle("GET /api/health", page.Handler())
 	if mcpHandler != nil {
-		mux.Handle("/mcp", requireToken(token, mcpHandler))
+		mux.Handle("/mcp", requireToken(token, boundBody(maxMCPBody, mcpRefusal, mcpHandler)))
 	}
 	mux.Handle("/metrics", requireToken(token, met.Handler()))
 	mux.Handle("/", page.Handler())
