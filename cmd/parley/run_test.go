@@ -92,6 +92,12 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 			t.Errorf("GET %s: %d %.200q, want %q", path, resp.StatusCode, body, want)
 		}
 	}
+	// A second parley on the same data directory says so.
+	var errOut2 bytes.Buffer
+	code := Run(context.Background(), []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0"}, nil, nil, &bytes.Buffer{}, &errOut2)
+	if want := "another parley is using " + filepath.Join(dir, "data"); code == exitOK || !strings.Contains(errOut2.String(), want) {
+		t.Errorf("second parley on the same data directory: exit %d, stderr %q; want it to say %q", code, errOut2.String(), want)
+	}
 	cancel()
 	select {
 	case code := <-done:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/parley-chat/parley/core"
 )
@@ -25,6 +26,11 @@ const (
 
 // ErrClosed is returned by writes to a Store after Close.
 var ErrClosed = errors.New("bolt: store is closed")
+
+// ErrInUse is returned by Open when another process holds the database
+// file's lock for longer than Options.LockTimeout: another parley runs on
+// the same data directory.
+var ErrInUse = errors.New("the database is in use by another process")
 
 var (
 	bucketMeta        = []byte("meta")
@@ -108,6 +114,9 @@ func Open(path string, opts Options) (*Store, error) {
 		// free pages, and the inbox only grows.
 		FreelistType: bbolt.FreelistMapType,
 	})
+	if errors.Is(err, bberrors.ErrTimeout) {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, ErrInUse)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}

@@ -123,6 +123,9 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: data directory: %w", err)
 	}
 	store, err := bolt.Open(filepath.Join(opts.DataDir, DBFile), opts.Store)
+	if errors.Is(err, bolt.ErrInUse) {
+		return nil, fmt.Errorf("another parley is using %s: stop it, or give this one another data directory (data_dir, PARLEY_DATA_DIR)", opts.DataDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
