@@ -62,9 +62,13 @@ func (a *Adapter) EventsHandler() http.Handler {
 			return
 		}
 		e.retry, _ = strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
+		if e.retry > 0 {
+			a.log.Debug("Slack retried a request", "retry", e.retry, "reason", r.Header.Get("X-Slack-Retry-Reason"))
+		}
 		done := make(chan any, 1)
 		e.ack = func(reply any) { done <- reply }
-		a.accept(*a.bgCtx.Load(), ref.h, e)
+		ctx := *a.bgCtx.Load()
+		a.accept(ctx, ref.h, e)
 		select {
 		case reply := <-done:
 			if reply == nil {
@@ -73,7 +77,16 @@ func (a *Adapter) EventsHandler() http.Handler {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(reply)
+		case <-ctx.Done():
+			// Run is stopping before the request was made durable: not
+			// acknowledged, so Slack sends it again, to this process if it
+			// is back by then (a retry of what was stored after all is
+			// recognised) or to the next one. Answering at once keeps the
+			// listener's graceful shutdown from waiting on Slack's timeout.
+			http.Error(w, "parley is stopping", http.StatusServiceUnavailable)
 		case <-r.Context().Done():
+			// Slack stopped waiting; it retries an event, and the work
+			// goes on in its lane.
 		}
 	})
 }
