@@ -126,9 +126,16 @@ func TestSlackDirectMessageStranger(t *testing.T) {
 	before := len(st.srv.Calls())
 	ts := st.srv.Post(st.stranger, dm, "", "Let me in")
 	st.srv.Post(st.stranger, dm, ts, "Please?")
-	if n := st.acked("events_api"); n != 2 {
-		t.Errorf("%d envelopes acknowledged, want 2", n)
-	}
+	// Envelopes wait while Socket Mode is still connecting.
+	st.await("both envelopes acknowledged", func() bool {
+		n := 0
+		for _, e := range st.srv.Envelopes() {
+			if e.Type == "events_api" && !e.Acked.IsZero() {
+				n++
+			}
+		}
+		return n == 2
+	})
 	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}

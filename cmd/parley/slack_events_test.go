@@ -20,8 +20,9 @@ const slackEventsSecret = "e2e0signing0secret0000000000abcd"
 
 // newSlackEventsStack starts parley serve in events mode against a fake
 // Slack and saves its Request URL there, which answers Slack's
-// url_verification challenge.
-func newSlackEventsStack(t *testing.T, opts slacktest.Options) *slackStack {
+// url_verification challenge. adjust, if any, changes how the fake
+// delivers (its timeout, its retry delays).
+func newSlackEventsStack(t *testing.T, opts slacktest.Options, adjust ...func(*slacktest.EventsAPI)) *slackStack {
 	t.Helper()
 	st := newSlackStackConfig(t, opts)
 	st.cfg.Slack.Mode = slack.ModeEvents
@@ -29,7 +30,11 @@ func newSlackEventsStack(t *testing.T, opts slacktest.Options) *slackStack {
 	st.cfg.Slack.SigningSecret = slackEventsSecret
 	st.start()
 	url := "http://" + st.m.Addr() + st.cfg.Slack.EventsPath
-	if err := st.srv.DeliverEvents(slacktest.EventsAPI{URL: url, SigningSecret: slackEventsSecret}); err != nil {
+	cfg := slacktest.EventsAPI{URL: url, SigningSecret: slackEventsSecret}
+	for _, f := range adjust {
+		f(&cfg)
+	}
+	if err := st.srv.DeliverEvents(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -86,6 +91,21 @@ func TestSlackEventsPersonAndAgent(t *testing.T) {
 	}
 	if len(mine) != 1 || mine[0].Status != http.StatusOK || mine[0].RetryNum != 0 || mine[0].Late {
 		t.Fatalf("the message's requests %+v, want one answered 200 in time", mine)
+	}
+
+	// Acknowledged only once durable: when Slack has its 200, the reply
+	// is in the inbox already.
+	st.srv.Post(st.ann, st.channel, thread, "It was green this morning")
+	st.await("the reply acknowledged", func() bool {
+		for _, r := range st.srv.Requests() {
+			if strings.Contains(string(r.Body), "It was green this morning") && r.Status == http.StatusOK {
+				return true
+			}
+		}
+		return false
+	})
+	if n := st.inboxWith("It was green this morning"); n != 1 {
+		t.Errorf("acknowledged with the reply %d times in the inbox, want once", n)
 	}
 
 	final := slackMarkdown(3000)
@@ -300,5 +320,65 @@ func TestSlackEventsSlashAndClick(t *testing.T) {
 	}
 	if len(st.srv.Envelopes()) != 0 {
 		t.Errorf("Socket Mode envelopes in events mode: %d", len(st.srv.Envelopes()))
+	}
+}
+
+// TestSlackEventsRetriedWhileHandled: Slack does not wait for a late
+// answer: it retries at its timeout while parley is still handling the
+// first request (here users.info, asked for a person's name before the
+// append, does not answer). The retries wait for the first in the
+// conversation's lane, are recognised and acknowledged, and the reply is
+// appended once.
+func TestSlackEventsRetriedWhileHandled(t *testing.T) {
+	st := newSlackEventsStack(t, slacktest.Options{}, func(c *slacktest.EventsAPI) {
+		c.Timeout, c.RetryDelays = 300*time.Millisecond, []time.Duration{0, 0, 0}
+	})
+	thread, _, last := st.session("Who broke main?")
+	// From now on users.info (Bob's name, not known yet) hangs; nothing
+	// else is touched.
+	st.srv.InjectFaults(slacktest.Faults{Every: 1, Kinds: []slacktest.Fault{slacktest.FaultHang}, Exempt: []string{
+		"auth.test", "apps.connections.open", "conversations.info", "conversations.history", "conversations.replies",
+		"chat.postMessage", "chat.update", "chat.delete", "chat.getPermalink", "reactions.add", "reactions.remove",
+		"files.getUploadURLExternal", "files.completeUploadExternal", "files.info", "assistant.threads.setStatus",
+	}})
+	st.srv.Post(st.bob, st.channel, thread, "Not me")
+	r := st.heard(last)
+	if len(r.Messages) != 1 || r.Messages[0].Content != "Not me" {
+		t.Fatalf("the agent read %+v", r.Messages)
+	}
+	// Every attempt comes within the hanging users.info call (1.5s), so
+	// every answer is late and Slack retries three times.
+	var attempts []slacktest.Request
+	st.await("every attempt answered", func() bool {
+		attempts = attempts[:0]
+		for _, r := range st.srv.Requests() {
+			if strings.Contains(string(r.Body), "Not me") {
+				if r.Answered.IsZero() && r.Err == "" {
+					return false
+				}
+				attempts = append(attempts, r)
+			}
+		}
+		return len(attempts) == 4 // the first and Slack's three retries
+	})
+	if !attempts[0].Late || !attempts[1].Sent.Before(attempts[0].Answered) || attempts[1].RetryReason != "http_timeout" {
+		t.Errorf("attempts %+v: want the first answered late, after its retry (http_timeout) was sent", attempts)
+	}
+	for _, a := range attempts {
+		if a.Status != http.StatusOK {
+			t.Errorf("attempt %d answered %d (%s), want 200", a.RetryNum, a.Status, a.Err)
+		}
+	}
+	st.srv.InjectFaults(slacktest.Faults{})
+	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.inboxWith("Not me"); n != 1 {
+		t.Errorf("the reply is %d times in the inbox, want once", n)
+	}
+	select {
+	case <-st.agent.notes:
+		t.Error("the agent was notified again")
+	default:
 	}
 }
