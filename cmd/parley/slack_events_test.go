@@ -382,3 +382,54 @@ func TestSlackEventsRetriedWhileHandled(t *testing.T) {
 	default:
 	}
 }
+
+// TestSlackEventsRetryAfterRestart: parley stored a reply and answered,
+// but the answer was lost; parley restarts; Slack's retry (to the same
+// Request URL, refused while parley was down) reaches the new process,
+// which recognises the stored reply by its channel and ts: acknowledged,
+// not appended again.
+func TestSlackEventsRetryAfterRestart(t *testing.T) {
+	st := newSlackEventsStack(t, slacktest.Options{}, func(c *slacktest.EventsAPI) {
+		c.RetryDelays = []time.Duration{0, 2 * time.Second, 5 * time.Second}
+	})
+	thread, _, last := st.session("Release today?")
+	st.srv.LoseNextAnswer()
+	st.srv.Post(st.ann, st.channel, thread, "Ship it")
+	if r := st.heard(last); len(r.Messages) != 1 || r.Messages[0].Content != "Ship it" {
+		t.Fatalf("the agent read %+v", r.Messages)
+	}
+	st.await("the lost answer", func() bool {
+		for _, r := range st.srv.Requests() {
+			if strings.Contains(string(r.Body), "Ship it") && r.Lost {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The same data and the same address, so the same Request URL.
+	addr := st.m.Addr()
+	st.stop()
+	st.cfg.HTTP.Listen = addr
+	st.start()
+
+	var retry slacktest.Request
+	st.await("a retry answered by the new process", func() bool {
+		for _, r := range st.srv.Requests() {
+			if strings.Contains(string(r.Body), "Ship it") && r.RetryNum > 0 && r.Status == http.StatusOK {
+				retry = r
+				return true
+			}
+		}
+		return false
+	})
+	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.inboxWith("Ship it"); n != 1 {
+		t.Errorf("the reply is %d times in the inbox after retry %d (%s), want once", n, retry.RetryNum, retry.RetryReason)
+	}
+	if n := len(st.sessions()); n != 1 {
+		t.Errorf("%d sessions, want 1", n)
+	}
+}

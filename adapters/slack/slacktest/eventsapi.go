@@ -274,9 +274,9 @@ func httpBody(typ string, payload json.RawMessage) (body []byte, contentType, ev
 // send delivers one request, retrying an event as Slack does until it is
 // answered with a 2xx, the retries are spent or the server closes.
 func (s *Server) send(cfg *EventsAPI, typ, eventID string, body []byte, contentType string) {
-	retries := 0
+	var delays []time.Duration // the retries, as configured when it was first sent
 	if typ == "events_api" {
-		retries = len(cfg.RetryDelays)
+		delays = cfg.RetryDelays
 	}
 	reason := ""
 	for n := 0; ; n++ {
@@ -294,14 +294,19 @@ func (s *Server) send(cfg *EventsAPI, typ, eventID string, body []byte, contentT
 		default:
 			return
 		}
-		if n >= retries {
+		if n >= len(delays) {
 			return
 		}
 		select {
 		case <-s.done:
 			return
-		case <-time.After(cfg.RetryDelays[n]):
+		case <-time.After(delays[n]):
 		}
+		// A retry goes where the app's Request URL points now, as at
+		// Slack: a URL saved again meanwhile (DeliverEvents) gets it.
+		s.mu.Lock()
+		cfg = s.events.cfg
+		s.mu.Unlock()
 	}
 }
 
