@@ -357,6 +357,15 @@ func (s *Server) attempt(cfg *EventsAPI, typ, eventID string, body []byte, conte
 	s.wg.Add(1)
 	s.mu.Unlock()
 
+	go func() {
+		// An exchange still waiting when the server closes ends with it,
+		// even after Slack stopped listening (a late answer).
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	answered := make(chan struct{})
 	go func() {
 		defer s.wg.Done()
@@ -377,7 +386,6 @@ func (s *Server) attempt(cfg *EventsAPI, typ, eventID string, body []byte, conte
 		}
 	case <-timeout.C:
 	case <-s.done:
-		cancel()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

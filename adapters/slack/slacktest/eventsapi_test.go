@@ -67,6 +67,13 @@ func newApp(t *testing.T) *app {
 	return a
 }
 
+// setAnswer sets how the app answers from now on.
+func (a *app) setAnswer(f func(r received, w http.ResponseWriter)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.answer = f
+}
+
 func (a *app) received() []received {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -106,12 +113,12 @@ func TestDeliverEvents(t *testing.T) {
 	if err := srv.DeliverEvents(slacktest.EventsAPI{URL: a.url, SigningSecret: signingSecret}); err != nil {
 		t.Fatal(err)
 	}
-	a.answer = func(r received, w http.ResponseWriter) {
+	a.setAnswer(func(r received, w http.ResponseWriter) {
 		if strings.Contains(r.body, "command=") {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"response_type":"ephemeral","text":"hi"}`)
 		}
-	}
+	})
 	after := srv.Post(ann, ch, "", "after")
 	ts := post(t, api, ch, slack.MsgOptionText("q", false), slack.MsgOptionBlocks(
 		slack.NewActionBlock("q", slack.NewButtonBlockElement("answer:1", "v1", slack.NewTextBlockObject(slack.PlainTextType, "Yes", false, false)))))
@@ -231,7 +238,7 @@ func TestEventsRetries(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := 0
-			a.answer = func(r received, w http.ResponseWriter) {
+			a.setAnswer(func(r received, w http.ResponseWriter) {
 				a.mu.Lock()
 				n++
 				k := n
@@ -242,7 +249,7 @@ func TestEventsRetries(t *testing.T) {
 				if tc.answer != nil {
 					tc.answer(k, w, release)
 				}
-			}
+			})
 			if tc.lose {
 				srv.LoseNextAnswer()
 			}
@@ -279,11 +286,11 @@ func TestSend(t *testing.T) {
 	if err := srv.DeliverEvents(slacktest.EventsAPI{URL: a.url, SigningSecret: signingSecret}); err != nil {
 		t.Fatal(err)
 	}
-	a.answer = func(r received, w http.ResponseWriter) {
+	a.setAnswer(func(r received, w http.ResponseWriter) {
 		if r.err != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 		}
-	}
+	})
 	body := srv.ForgedMessage(ann, ch, "", "forged")
 	for _, tc := range []struct {
 		name   string
