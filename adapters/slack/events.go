@@ -20,8 +20,17 @@ import (
 // carry Slack's signature of its body with the app's signing secret,
 // made within the last five minutes (a replayed request is refused). The
 // answer is the acknowledgement: 200 only once the envelope is durable,
-// with a slash command's reply as its body; Slack retries a request not
-// answered within 3 seconds.
+// with a slash command's reply as its body. Slack retries an event not
+// answered with a 2xx within 3 seconds (X-Slack-Retry-Num, up to three
+// times), without waiting for a late answer, so a retry may arrive while
+// the first request is still being handled: it queues behind it in the
+// conversation's lane and is then recognised by the message's channel and
+// ts (Adapter.handled in this process, the handler's dedup key across
+// restarts) and acknowledged without being appended again. Slash commands
+// and clicks are not retried; a person sees that the app did not answer.
+// A request Slack did not sign with the app's signing secret, or signed
+// more than five minutes from now (a replay), is refused with 401 before
+// anything is read from it.
 
 // maxBody bounds a request's body; Slack's are a few kilobytes.
 const maxBody = 1 << 20
