@@ -433,3 +433,40 @@ func TestSlackEventsRetryAfterRestart(t *testing.T) {
 		t.Errorf("%d sessions, want 1", n)
 	}
 }
+
+// TestSlackEventsDirectMessage: in events mode too, an allowed person's
+// DM starts a session in its thread, and a stranger's is acknowledged
+// (200, so Slack does not retry it) and starts nothing.
+func TestSlackEventsDirectMessage(t *testing.T) {
+	st := newSlackEventsStack(t, slacktest.Options{})
+	strangerDM := st.srv.OpenDM(st.stranger)
+	st.srv.Post(st.stranger, strangerDM, "", "Let me in")
+	dm := st.srv.OpenDM(st.ann)
+	root := st.srv.Post(st.ann, dm, "", "Plan my week")
+	r := st.heard("")
+	if len(r.Messages) != 1 || r.Messages[0].Content != "Plan my week" {
+		t.Fatalf("the agent read %+v", r.Messages)
+	}
+	if s, ok := st.dmSessionAt(dm, root); !ok || string(s.ID) != r.Messages[0].SessionID {
+		t.Errorf("the DM thread's session %q (%v), want %s", s.ID, ok, r.Messages[0].SessionID)
+	}
+	for _, req := range st.slackRequests("events_api", 2) {
+		if req.Status != http.StatusOK || req.RetryNum != 0 {
+			t.Errorf("request %+v, want answered 200 at once", req)
+		}
+	}
+	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.sessions()); n != 1 {
+		t.Errorf("%d sessions, want 1", n)
+	}
+	if n := st.inboxWith("Let me in"); n != 0 {
+		t.Errorf("the stranger's DM is in the inbox")
+	}
+	for _, m := range st.srv.Messages(strangerDM) {
+		if m.BotID != "" {
+			t.Errorf("the bot answered the stranger: %q", slackShown(m))
+		}
+	}
+}
