@@ -20,8 +20,17 @@ import (
 // carry Slack's signature of its body with the app's signing secret,
 // made within the last five minutes (a replayed request is refused). The
 // answer is the acknowledgement: 200 only once the envelope is durable,
-// with a slash command's reply as its body; Slack retries a request not
-// answered within 3 seconds.
+// with a slash command's reply as its body. Slack retries an event not
+// answered with a 2xx within 3 seconds (X-Slack-Retry-Num, up to three
+// times), without waiting for a late answer, so a retry may arrive while
+// the first request is still being handled: it queues behind it in the
+// conversation's lane and is then recognised by the message's channel and
+// ts (Adapter.handled in this process, the handler's dedup key across
+// restarts) and acknowledged without being appended again. Slash commands
+// and clicks are not retried; a person sees that the app did not answer.
+// A request Slack did not sign with the app's signing secret, or signed
+// more than five minutes from now (a replay), is refused with 401 before
+// anything is read from it.
 
 // maxBody bounds a request's body; Slack's are a few kilobytes.
 const maxBody = 1 << 20
@@ -62,9 +71,13 @@ func (a *Adapter) EventsHandler() http.Handler {
 			return
 		}
 		e.retry, _ = strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
+		if e.retry > 0 {
+			a.log.Debug("Slack retried a request", "retry", e.retry, "reason", r.Header.Get("X-Slack-Retry-Reason"))
+		}
 		done := make(chan any, 1)
 		e.ack = func(reply any) { done <- reply }
-		a.accept(*a.bgCtx.Load(), ref.h, e)
+		ctx := *a.bgCtx.Load()
+		a.accept(ctx, ref.h, e)
 		select {
 		case reply := <-done:
 			if reply == nil {
@@ -73,7 +86,16 @@ func (a *Adapter) EventsHandler() http.Handler {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(reply)
+		case <-ctx.Done():
+			// Run is stopping before the request was made durable: not
+			// acknowledged, so Slack sends it again, to this process if it
+			// is back by then (a retry of what was stored after all is
+			// recognised) or to the next one. Answering at once keeps the
+			// listener's graceful shutdown from waiting on Slack's timeout.
+			http.Error(w, "parley is stopping", http.StatusServiceUnavailable)
 		case <-r.Context().Done():
+			// Slack stopped waiting; it retries an event, and the work
+			// goes on in its lane.
 		}
 	})
 }

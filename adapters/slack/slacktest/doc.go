@@ -48,6 +48,15 @@
 //     Disconnect sends {"type":"disconnect","reason":…} and closes the
 //     connection a second later; DropConnection cuts it. Envelopes wait
 //     while no connection is open.
+//   - the Events API over HTTP instead (DeliverEvents, eventsapi.go):
+//     after a url_verification challenge, what would be an envelope is
+//     POSTed, signed with the signing secret, to the Request URL: events as
+//     JSON, clicks as payload=…, slash commands as a form; an event not
+//     answered with a 2xx within 3s is retried with X-Slack-Retry-Num and
+//     X-Slack-Retry-Reason, up to three times. Requests lists them; Send
+//     sends forged or replayed ones; LoseNextAnswer loses an answer.
+//   - direct messages (dm.go): OpenDM or conversations.open; their
+//     messages are events with channel_type "im".
 //   - files: files.getUploadURLExternal, the upload URL (multipart or raw
 //     body, answered "OK - <size>"), files.completeUploadExternal (a
 //     message of the bot with the files in channel_id and thread_ts,

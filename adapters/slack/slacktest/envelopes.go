@@ -68,6 +68,9 @@ func (s *Server) Envelopes() []Envelope {
 // enqueue queues a new envelope and sends it at once when a connection is
 // open. Callers hold s.mu.
 func (s *Server) enqueue(typ string, payload json.RawMessage) {
+	if s.deliverHTTP(typ, payload) {
+		return // the Events API over HTTP (eventsapi.go)
+	}
 	d := &delivery{typ: typ, payload: payload, accepts: typ == "slash_commands"}
 	s.sock.queue = append(s.sock.queue, d)
 	s.pump()

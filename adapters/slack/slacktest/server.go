@@ -102,6 +102,7 @@ type Server struct {
 	responses map[string]*responseURL
 	statuses  map[string]string // channel + "/" + thread ts → assistant status
 	sock      socketState
+	events    httpState // the Events API over HTTP, once DeliverEvents
 	faults    faultState
 }
 
