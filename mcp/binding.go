@@ -119,8 +119,8 @@ func (s *Server) sessionFor(ctx context.Context, tool, arg string, required bool
 	}
 	if id == "" {
 		if required {
-			return "", fmt.Errorf("%s needs session_id: this connection is not bound to a session "+
-				"(pass session_id, or connect with /mcp?%s=ID or the %s header)", tool, SessionParam, SessionHeader)
+			return "", toolError(fmt.Sprintf("%s needs session_id: this connection is not bound to a session "+
+				"(pass session_id, or connect with /mcp?%s=ID or the %s header)", tool, SessionParam, SessionHeader))
 		}
 		return "", nil
 	}

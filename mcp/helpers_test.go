@@ -324,6 +324,9 @@ func (c *conn) fails(tb testing.TB, name string, args map[string]any, want strin
 	if !strings.Contains(text, want) {
 		tb.Fatalf("%s(%v) = %q, want it to contain %q", name, args, text, want)
 	}
+	if strings.Contains(text, "internal error") {
+		tb.Fatalf("%s(%v) = %q: a refusal reported as an internal error", name, args, text)
+	}
 }
 
 func (c *conn) readInbox(tb testing.TB, uri string) inboxBody {
