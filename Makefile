@@ -52,3 +52,6 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzMatrixHTML -fuzztime $(FUZZTIME) ./adapters/markdown/
 	$(GO) test -run XXX -fuzz FuzzRender -fuzztime $(FUZZTIME) ./adapters/slack/
 	$(GO) test -run XXX -fuzz FuzzFromSlack -fuzztime $(FUZZTIME) ./adapters/slack/
+	$(GO) test -run XXX -fuzz FuzzCheckJSONText -fuzztime $(FUZZTIME) ./core/
+	$(GO) test -run XXX -fuzz FuzzToolArguments -fuzztime $(FUZZTIME) ./mcp/
+	$(GO) test -run XXX -fuzz FuzzAPIBodies -fuzztime $(FUZZTIME) ./adapters/web/
