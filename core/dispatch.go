@@ -140,6 +140,25 @@ func (d *Dispatcher) Delivering() int {
 	return len(d.deliveries)
 }
 
+// DeliveringBy is, for each adapter, the number of journaled events with
+// an operation of that adapter not confirmed yet: where the backlog is.
+func (d *Dispatcher) DeliveringBy() map[AdapterName]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[AdapterName]int{}
+	for _, j := range d.deliveries {
+		seen := map[string]bool{}
+		for key := range j.outstanding {
+			a, _, _ := strings.Cut(key, "/") // opKey
+			if !seen[a] {
+				seen[a] = true
+				out[AdapterName(a)]++
+			}
+		}
+	}
+	return out
+}
+
 // replayPage is how many journaled events Replay reads at a time.
 const replayPage = 512
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -771,6 +772,27 @@ func TestDispatchLateFinalIsNotLost(t *testing.T) {
 		slices.Sort(shown)
 		if want := "[turn 0 final turn 1 live]"; fmt.Sprint(shown) != want {
 			t.Errorf("messages %q, want %s: the late final in its own turn's message", shown, want)
+		}
+	})
+}
+
+// TestDispatchDeliveringBy: an event counts against the adapter that still
+// owes one of its operations, until the platform confirms it.
+func TestDispatchDeliveringBy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fk := newFake(core.Capabilities{})
+		r := newRig(t, fk, openStore(t), core.OutboxOptions{})
+		id := r.newSession("backlog", dm)
+		r.settle()
+		fk.FailNext("send", errors.New("502 Bad Gateway"))
+		r.post(id, "the answer")
+		synctest.Wait()
+		if got := r.d.DeliveringBy(); !maps.Equal(got, map[core.AdapterName]int{"fake": 1}) {
+			t.Errorf("while the send is retried: %v, want fake: 1", got)
+		}
+		r.settle()
+		if got := r.d.DeliveringBy(); len(got) != 0 {
+			t.Errorf("after delivery: %v, want none", got)
 		}
 	})
 }

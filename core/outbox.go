@@ -109,7 +109,11 @@ type OutboxOptions struct {
 	// Jitter returns a number in [0, 1) that shortens each backoff by up
 	// to a fifth; nil means math/rand. Tests fix it to get exact times.
 	Jitter func() float64
-	// Logger receives failures.
+	// BacklogWarn is the number of operations waiting for one adapter
+	// past which the outbox warns once (default DefaultBacklogWarn).
+	BacklogWarn int
+	// Logger receives failures, and the platform health and backlog
+	// changes (outboxhealth.go).
 	Logger *slog.Logger
 }
 
@@ -123,6 +127,11 @@ type OutboxStats struct {
 	Failed map[AdapterName]uint64
 	// Retries counts transient failures that were retried.
 	Retries map[AdapterName]uint64
+	// Backlog is the number of operations waiting, by adapter.
+	Backlog map[AdapterName]int
+	// Outcomes counts ended operations by adapter and how they ended
+	// (Outcome…).
+	Outcomes map[AdapterName]map[string]uint64
 }
 
 // Outbox runs every platform operation of every adapter: keyed and
@@ -156,15 +165,20 @@ type Outbox struct {
 	windows map[string]*window
 	// recent is, per group, when each of its conversations last ran an
 	// op, for competitors.
-	recent   map[string]map[string]time.Time
-	paused   map[string]time.Time // scope key → resume time
-	pruneAt  time.Time
-	seq      uint64
-	inflight int
-	closed   bool
-	stats    OutboxStats
-	wake     chan struct{}
-	idle     *sync.Cond
+	recent map[string]map[string]time.Time
+	paused map[string]time.Time // scope key → resume time
+	// backlog counts pending ops by adapter; backlogged marks those past
+	// BacklogWarn; failingSince, adapters whose ops are failing.
+	backlog      map[AdapterName]int
+	backlogged   map[AdapterName]bool
+	failingSince map[AdapterName]time.Time
+	pruneAt      time.Time
+	seq          uint64
+	inflight     int
+	closed       bool
+	stats        OutboxStats
+	wake         chan struct{}
+	idle         *sync.Cond
 
 	runCtx context.Context
 	stop   context.CancelFunc
@@ -199,22 +213,28 @@ func NewOutbox(opts OutboxOptions, adapters ...Adapter) *Outbox {
 	if opts.Jitter == nil {
 		opts.Jitter = rand.Float64
 	}
+	if opts.BacklogWarn <= 0 {
+		opts.BacklogWarn = DefaultBacklogWarn
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	o := &Outbox{
-		opts:    opts,
-		log:     opts.Logger,
-		caps:    map[AdapterName]Capabilities{},
-		jitter:  opts.Jitter,
-		byKey:   map[string]*entry{},
-		running: map[string]*entry{},
-		lastRun: map[string]time.Time{},
-		windows: map[string]*window{},
-		recent:  map[string]map[string]time.Time{},
-		paused:  map[string]time.Time{},
-		wake:    make(chan struct{}, 1),
-		runCtx:  ctx,
-		stop:    stop,
-		stats:   newStats(),
+		opts:         opts,
+		log:          opts.Logger,
+		caps:         map[AdapterName]Capabilities{},
+		jitter:       opts.Jitter,
+		byKey:        map[string]*entry{},
+		running:      map[string]*entry{},
+		lastRun:      map[string]time.Time{},
+		windows:      map[string]*window{},
+		recent:       map[string]map[string]time.Time{},
+		paused:       map[string]time.Time{},
+		backlog:      map[AdapterName]int{},
+		backlogged:   map[AdapterName]bool{},
+		failingSince: map[AdapterName]time.Time{},
+		wake:         make(chan struct{}, 1),
+		runCtx:       ctx,
+		stop:         stop,
+		stats:        newStats(),
 	}
 	o.idle = sync.NewCond(&o.mu)
 	for _, a := range adapters {
@@ -231,6 +251,8 @@ func newStats() OutboxStats {
 		RateLimited: map[AdapterName]map[OpKind]uint64{},
 		Failed:      map[AdapterName]uint64{},
 		Retries:     map[AdapterName]uint64{},
+		Backlog:     map[AdapterName]int{},
+		Outcomes:    map[AdapterName]map[string]uint64{},
 	}
 }
 
@@ -240,12 +262,12 @@ func (o *Outbox) Enqueue(op Op) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		finish(op, ErrOutboxClosed)
+		o.finishLocked(op, ErrOutboxClosed)
 		return
 	}
 	if op.Key != "" {
 		if e, ok := o.byKey[op.Key]; ok {
-			finish(e.op, ErrSuperseded)
+			o.finishLocked(e.op, ErrSuperseded)
 			e.op = op
 			e.attempts = 0
 			e.notBefore = o.editAfter(op)
@@ -255,7 +277,7 @@ func (o *Outbox) Enqueue(op Op) {
 	}
 	o.seq++
 	e := &entry{op: op, seq: o.seq, notBefore: o.editAfter(op)}
-	o.pending = append(o.pending, e)
+	o.pushLocked(e)
 	if op.Key != "" {
 		o.byKey[op.Key] = e
 	}
@@ -485,7 +507,7 @@ func (o *Outbox) dispatchLocked() time.Time {
 			if !e.op.Expires.IsZero() && at.After(e.op.Expires) {
 				o.removeLocked(i)
 				i--
-				finish(e.op, ErrExpired)
+				o.finishLocked(e.op, ErrExpired)
 				continue
 			}
 			if at.After(now) {
@@ -524,6 +546,7 @@ func (o *Outbox) dispatchLocked() time.Time {
 func (o *Outbox) removeLocked(i int) {
 	e := o.pending[i]
 	o.pending = append(o.pending[:i], o.pending[i+1:]...)
+	o.popLocked(e)
 	if e.op.Key != "" && o.byKey[e.op.Key] == e {
 		delete(o.byKey, e.op.Key)
 	}
@@ -619,26 +642,28 @@ func (o *Outbox) settleLocked(e *entry, err error) {
 	var rl *RateLimitError
 	switch {
 	case err == nil:
-		finish(e.op, nil)
+		o.succeededLocked(a)
+		o.finishLocked(e.op, nil)
 	case errors.As(err, &moved):
 		e.op.Place = moved.Place
 		o.requeueLocked(e, e.notBefore)
 	case o.closed || o.runCtx.Err() != nil:
-		finish(e.op, fmt.Errorf("%w: %w", ErrOutboxClosed, err))
+		o.finishLocked(e.op, fmt.Errorf("%w: %w", ErrOutboxClosed, err))
 	case IsPermanent(err):
 		o.stats.Failed[a]++
 		o.log.Error("platform operation failed for good", "adapter", a, "op", e.op.Kind, "err", err)
-		finish(e.op, err)
+		o.finishLocked(e.op, err)
 	case e.op.BestEffort:
 		o.log.Debug("best-effort operation failed", "adapter", a, "op", e.op.Kind, "err", err)
 		if errors.As(err, &rl) {
 			o.pauseLocked(e.op, rl)
 		}
-		finish(e.op, err)
+		o.finishLocked(e.op, err)
 	case errors.As(err, &rl):
 		o.pauseLocked(e.op, rl)
 		o.requeueLocked(e, time.Time{})
 	default:
+		o.failingLocked(a, e.op.Kind, err)
 		e.attempts++
 		o.stats.Retries[a]++
 		backoff := o.backoff(e.attempts)
@@ -718,19 +743,13 @@ func count(m map[AdapterName]map[OpKind]uint64, a AdapterName, k OpKind) {
 func (o *Outbox) requeueLocked(e *entry, notBefore time.Time) {
 	if e.op.Key != "" {
 		if _, newer := o.byKey[e.op.Key]; newer {
-			finish(e.op, ErrSuperseded)
+			o.finishLocked(e.op, ErrSuperseded)
 			return
 		}
 		o.byKey[e.op.Key] = e
 	}
 	e.notBefore = notBefore
-	o.pending = append(o.pending, e)
-}
-
-func finish(op Op, err error) {
-	if op.Done != nil {
-		go op.Done(err)
-	}
+	o.pushLocked(e)
 }
 
 // Pacer runs a platform call an adapter makes itself, outside any event
@@ -798,10 +817,12 @@ func (o *Outbox) Close() {
 	o.mu.Lock()
 	o.closed = true
 	for _, e := range o.pending {
-		finish(e.op, ErrOutboxClosed)
+		o.finishLocked(e.op, ErrOutboxClosed)
 	}
 	o.pending = nil
 	clear(o.byKey)
+	clear(o.backlog)
+	clear(o.backlogged)
 	o.mu.Unlock()
 	o.stop()
 	o.signal()
@@ -822,5 +843,9 @@ func (o *Outbox) Stats() OutboxStats {
 	}
 	maps.Copy(s.Failed, o.stats.Failed)
 	maps.Copy(s.Retries, o.stats.Retries)
+	maps.Copy(s.Backlog, o.backlog)
+	for a, m := range o.stats.Outcomes {
+		s.Outcomes[a] = maps.Clone(m)
+	}
 	return s
 }
