@@ -50,6 +50,8 @@ type stackOptions struct {
 	// handler, when set, serves the stack instead of a new httptest
 	// server (for a restart behind a fixed URL).
 	handler *atomic.Pointer[http.Handler]
+	// logger, when set, receives the server's log instead of testLogger.
+	logger *slog.Logger
 }
 
 func testLogger() *slog.Logger {
@@ -72,7 +74,11 @@ func newStack(tb testing.TB, dir string, o stackOptions) *stack {
 	}
 	bus := core.NewMemBus(last + 1)
 	svc := commands.New(store, bus, commands.Options{Logger: testLogger()})
-	srv, err := New(Options{Handler: svc, Store: store, Bus: bus, Logger: testLogger(), Version: "test"})
+	logger := o.logger
+	if logger == nil {
+		logger = testLogger()
+	}
+	srv, err := New(Options{Handler: svc, Store: store, Bus: bus, Logger: logger, Version: "test"})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -43,6 +43,7 @@ type Server struct {
 	sub    *core.Subscription
 	cancel func()
 	subs   *registry
+	agents *agents
 	asks   *asks
 	// known caches the session ids seen to exist (sessions are never
 	// deleted), so binding checks cost one store read per session.
@@ -96,6 +97,7 @@ func New(opts Options) (*Server, error) {
 		server.WithInstructions(instructions),
 	)
 	s.subs = newRegistry(opts.Coalesce, s.log)
+	s.agents = newAgents(s.log)
 	s.addHooks(hooks)
 	s.addResources()
 	s.addTools()
@@ -157,6 +159,10 @@ func (s *Server) handleEvent(_ context.Context, e core.Event) {
 // inbox (for metrics).
 func (s *Server) Subscribers() int { return s.subs.count() }
 
+// Agents is the number of agents connected: 2025-11-25 clients that
+// initialized and have not gone, and open 2026-07-28 listen streams.
+func (s *Server) Agents() int { return s.agents.count() }
+
 // Close ends the bus subscription, the notification workers, the open
 // streams and the pending ui.ask calls. Call it after Run returned.
 func (s *Server) Close() {
@@ -192,8 +198,14 @@ func (s *Server) addHooks(h *server.Hooks) {
 			s.subs.remove(sess.SessionID(), req.Params.URI)
 		}
 	})
+	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		if sess := server.ClientSessionFromContext(ctx); sess != nil && sess.SessionID() != "" {
+			s.agents.initialized(sess.SessionID(), req.Params.ClientInfo.Name, req.Params.ClientInfo.Version, req.Params.ProtocolVersion)
+		}
+	})
 	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
 		s.subs.removeAll(sess.SessionID())
+		s.agents.unregistered(sess.SessionID())
 	})
 	h.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
 		sess := server.ClientSessionFromContext(ctx)
@@ -214,9 +226,11 @@ func (s *Server) addHooks(h *server.Hooks) {
 			added = true
 		}
 		if added {
+			ended := s.agents.listening(uris)
 			go func() {
 				<-ctx.Done()
 				s.subs.removeAll(key)
+				ended()
 			}()
 		}
 	})
