@@ -151,8 +151,34 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 
 func (s *Service) publish(events []core.Event) {
 	for _, e := range events {
+		s.logEvent(e)
 		s.bus.Publish(e)
 	}
+}
+
+// logEvent is the operator's account of what happened, without content:
+// sessions created and closed at info level, each message in and out at
+// debug level.
+func (s *Service) logEvent(e core.Event) {
+	switch e.Kind {
+	case core.EventSessionCreated:
+		s.log.Info("session created", "session", e.Session, "origin", e.Origin)
+	case core.EventSessionUpdated:
+		if e.Status == core.StatusClosed {
+			s.log.Info("session closed", "session", e.Session, "origin", e.Origin)
+		}
+	case core.EventHumanMessage, core.EventAnswer, core.EventCancel:
+		s.log.Debug("message in", "session", e.Session, "origin", e.Origin, "kind", e.Kind, "bytes", messageSize(e))
+	case core.EventAssistant, core.EventQuestion, core.EventNotice:
+		s.log.Debug("message out", "session", e.Session, "origin", e.Origin, "kind", e.Kind, "bytes", messageSize(e))
+	}
+}
+
+func messageSize(e core.Event) int {
+	if e.Message == nil {
+		return 0
+	}
+	return len(e.Message.Content)
 }
 
 // refusal is an error whose msg is told to the person (or agent) whose
