@@ -177,6 +177,8 @@ func (m *Main) Open(ctx context.Context) error {
 	met := metrics.New(metrics.Sources{
 		Outbox:         func() core.OutboxStats { return m.daemon.Outbox.Stats() },
 		Delivering:     func() int { return m.daemon.Dispatcher.Delivering() },
+		DeliveringBy:   func() map[core.AdapterName]int { return m.daemon.Dispatcher.DeliveringBy() },
+		Agents:         func() int { return m.mcp.Agents() },
 		Cleanup:        func() (uint64, uint64) { return m.daemon.Ledger.Stats() },
 		SSEClients:     func() int { return m.web.SSEClients() },
 		MCPSubscribers: func() int { return m.mcp.Subscribers() },

@@ -25,7 +25,10 @@ type Sources struct {
 	Outbox func() core.OutboxStats
 	// Delivering is the number of journaled events not yet confirmed by
 	// every platform they go to.
-	Delivering     func() int
+	Delivering func() int
+	// DeliveringBy is Delivering by the adapter still owing an operation.
+	DeliveringBy   func() map[core.AdapterName]int
+	Agents         func() int
 	Cleanup        func() (deleted, failed uint64)
 	SSEClients     func() int
 	MCPSubscribers func() int
@@ -107,6 +110,10 @@ var (
 	descDelFailed = prometheus.NewDesc("parley_cleanup_failures_total", "Cleanup deletions that failed (kept for replay).", nil, nil)
 	descSSE       = prometheus.NewDesc("parley_sse_clients", "Connected /api/events clients.", nil, nil)
 	descMCP       = prometheus.NewDesc("parley_mcp_subscribers", "Active MCP inbox subscriptions.", nil, nil)
+	descAgents    = prometheus.NewDesc("parley_mcp_agents", "Agents connected over MCP (initialized sessions and open listen streams).", nil, nil)
+	descOutcomes  = prometheus.NewDesc("parley_operations_ended_total", "Platform operations ended, by adapter and outcome (done, refused, superseded, expired, dropped, closed).", []string{"adapter", "outcome"}, nil)
+	descBacklog   = prometheus.NewDesc("parley_outbox_backlog", "Platform operations waiting in the outbox, by adapter.", []string{"adapter"}, nil)
+	descJournalBy = prometheus.NewDesc("parley_delivery_pending_by_adapter", "Journaled messages with an operation of the adapter not yet confirmed.", []string{"adapter"}, nil)
 )
 
 // sourceCollector reads Sources at scrape time.
@@ -114,7 +121,7 @@ type sourceCollector struct{ src Sources }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descInFlight, descOps, descLimited, descFailed, descRetries, descJournal,
-		descDeleted, descDelFailed, descSSE, descMCP} {
+		descDeleted, descDelFailed, descSSE, descMCP, descAgents, descOutcomes, descBacklog, descJournalBy} {
 		ch <- d
 	}
 }
@@ -140,9 +147,25 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		for a, n := range st.Retries {
 			ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(n), string(a))
 		}
+		for a, n := range st.Backlog {
+			ch <- prometheus.MustNewConstMetric(descBacklog, prometheus.GaugeValue, float64(n), string(a))
+		}
+		for a, outcomes := range st.Outcomes {
+			for o, n := range outcomes {
+				ch <- prometheus.MustNewConstMetric(descOutcomes, prometheus.CounterValue, float64(n), string(a), o)
+			}
+		}
 	}
 	if c.src.Delivering != nil {
 		ch <- prometheus.MustNewConstMetric(descJournal, prometheus.GaugeValue, float64(c.src.Delivering()))
+	}
+	if c.src.DeliveringBy != nil {
+		for a, n := range c.src.DeliveringBy() {
+			ch <- prometheus.MustNewConstMetric(descJournalBy, prometheus.GaugeValue, float64(n), string(a))
+		}
+	}
+	if c.src.Agents != nil {
+		ch <- prometheus.MustNewConstMetric(descAgents, prometheus.GaugeValue, float64(c.src.Agents()))
 	}
 	if c.src.Cleanup != nil {
 		del, failed := c.src.Cleanup()
