@@ -25,6 +25,8 @@ type Options struct {
 	Allow map[core.Origin][]string
 	// MaxContent is the largest message content in bytes (default 64 KiB).
 	MaxContent int
+	// Pairing admits people by one-time codes (pairing.go).
+	Pairing PairingOptions
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -42,11 +44,14 @@ type Service struct {
 	// first messages there share one session. Separate from locks, which
 	// are taken while one of these is held.
 	placeLocks [64]sync.Mutex
+	// pairing is nil when the store keeps no pairings.
+	pairing *pairing
 }
 
 var (
 	_ core.Handler    = (*Service)(nil)
 	_ core.Authorizer = (*Service)(nil)
+	_ core.Pairer     = (*Service)(nil)
 )
 
 // New returns a Service over store and bus.
@@ -68,6 +73,11 @@ func New(store core.Store, bus core.Bus, opts Options) *Service {
 		}
 		s.allow[o] = set
 	}
+	p, err := newPairing(context.Background(), store, opts.Pairing)
+	if err != nil {
+		s.log.Error("the people admitted by pairing could not be read; they are not admitted until a restart", "err", err)
+	}
+	s.pairing = p
 	return s
 }
 
@@ -98,14 +108,17 @@ func (s *Service) lock(id core.SessionID) func() {
 }
 
 // Authorized implements core.Authorizer: it reports whether actor may give
-// commands from origin.
+// commands from origin — by the configured list, or admitted by a pairing.
 func (s *Service) Authorized(origin core.Origin, actor core.Actor) bool {
 	set, listed := s.allow[origin]
-	return !listed || set[actor.ID]
+	return !listed || set[actor.ID] || s.pairing.isAdmitted(origin, actor.ID)
 }
 
 // Handle implements core.Handler.
 func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, error) {
+	if cmd.Kind == core.Pair {
+		return s.pair(ctx, cmd)
+	}
 	if cmd.Origin.IsUI() && !s.Authorized(cmd.Origin, cmd.Actor) {
 		s.log.Debug("ignoring unauthorized input", "origin", cmd.Origin, "actor", cmd.Actor.ID, "kind", cmd.Kind)
 		return core.Result{}, core.ErrUnauthorized

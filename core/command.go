@@ -36,6 +36,12 @@ const (
 	// Notice is feedback from an adapter for the person who caused it
 	// ("🎤 Transcribing…"); it goes back to the origin only.
 	Notice CommandKind = "notice"
+	// Pair is sent by an adapter for a person not on the allow-list who
+	// wrote to the bot in a private chat at Place: with pairing on, the
+	// Handler gives them a one-time code (a notice at Place) for the
+	// operator to approve; otherwise it is refused with ErrUnauthorized
+	// like any other command of theirs.
+	Pair CommandKind = "pair"
 )
 
 // Command is a platform-neutral request. Fields a kind does not use are

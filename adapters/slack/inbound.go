@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -97,6 +98,17 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 	who := core.Actor{ID: m.User}
 	if !authorized(h, who) {
 		a.log.Debug("ignoring a message from someone not allowed", "user", m.User, "channel", m.Channel)
+		if isDM(m) && core.Pairs(h) {
+			// With pairing on, the handler answers with a one-time code
+			// for the operator, in the message's thread; otherwise it
+			// refuses silently. The channel never hears a word.
+			who.Name = a.userName(ctx, m.User)
+			root := cmp.Or(m.ThreadTimeStamp, m.TimeStamp)
+			_, err := h.Handle(ctx, core.Command{Kind: core.Pair, Origin: origin, Actor: who, Place: core.Place{Chat: m.Channel, Thread: root}})
+			if err != nil && !errors.Is(err, core.ErrUnauthorized) && !errors.Is(err, core.ErrInvalid) {
+				return err
+			}
+		}
 		return nil
 	}
 	who.Name = a.userName(ctx, m.User)

@@ -134,6 +134,12 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	// to them.
 	if az, ok := h.(core.Authorizer); ok && !az.Authorized(core.Origin(Name), actor(m.From)) {
 		a.log.Debug("ignoring a message from someone not allowed", "user", m.From.ID, "chat", m.Chat.ID)
+		if m.Chat.Type == models.ChatTypePrivate && core.Pairs(h) {
+			// With pairing on, the handler answers with a one-time code
+			// for the operator; otherwise it refuses silently. Groups
+			// never hear a word.
+			return a.pair(ctx, h, core.Command{Kind: core.Pair, Origin: core.Origin(Name), Actor: actor(m.From), Place: place(m.Chat.ID, 0)})
+		}
 		return nil
 	}
 	thread := 0
@@ -336,4 +342,14 @@ func withQuote(m *models.Message, thread int, text string) string {
 		return text
 	}
 	return "> " + shorten(quoted, 200) + "\n\n" + text
+}
+
+// pair asks the handler to pair a stranger who wrote in a private chat;
+// only a failure to store the request is worth a redelivery.
+func (a *Adapter) pair(ctx context.Context, h core.Handler, cmd core.Command) error {
+	_, err := h.Handle(ctx, cmd)
+	if err == nil || errors.Is(err, core.ErrUnauthorized) || errors.Is(err, core.ErrInvalid) {
+		return nil
+	}
+	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
+	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp"
 )
@@ -36,6 +37,7 @@ const usage = `parley puts AI agent sessions in front of people where they alrea
 Usage:
   parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
   parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
+  parley pairing list|approve CODE|deny CODE [--config FILE] [--url URL] [--token TOKEN]
   parley version
 
 Every configuration key can also be set with an environment variable
@@ -55,6 +57,8 @@ func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stder
 		return serve(ctx, args[1:], env, stderr)
 	case "mcp":
 		return stdioProxy(ctx, args[1:], env, stdin, stdout, stderr)
+	case "pairing":
+		return pairingCmd(ctx, args[1:], env, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", Version())
 		return exitOK
@@ -187,6 +191,7 @@ func (m *Main) Open(ctx context.Context) error {
 		DataDir:  c.DataDir,
 		Adapters: m.Adapters,
 		Allow:    m.allowLists(),
+		Pairing:  commands.PairingOptions{Enabled: c.Access.Pairing},
 		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
 			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Bus, Logger: m.Logger.With("adapter", "web")})
 			adapters := []core.Adapter{m.web}
@@ -218,6 +223,8 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.metrics = met
+	pairing := requireToken(c.HTTP.Token, boundBody(maxAPIBody, apiRefusal, pairingHandler(d.Service)))
+	m.routes = append(m.routes, route{"/api/pairing", pairing}, route{"/api/pairing/", pairing})
 	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, m.mcp.Handler(), met, m.routes...)
 	if err != nil {
 		m.mcp.Close()

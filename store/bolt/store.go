@@ -48,7 +48,7 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketPlaces, bucketInbox,
 		bucketBySess, bucketRecent, bucketDedup, bucketEvents, bucketLedger, bucketCursors,
-		bucketJournal, bucketJournalDone}
+		bucketJournal, bucketJournalDone, bucketPairing, bucketAdmitted}
 
 	keySchema = []byte("schema")
 	keyLastID = []byte("last_id")

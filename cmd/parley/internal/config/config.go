@@ -68,6 +68,8 @@ type Config struct {
 	Cleanup Cleanup `toml:"cleanup"`
 	// Routing decides where events go besides the default rules.
 	Routing Routing `toml:"routing"`
+	// Access admits people beyond the platforms' allow-lists.
+	Access Access `toml:"access"`
 	// Telegram is the Telegram adapter's section, defined and validated by
 	// the adapter; enabled when its token is set.
 	Telegram telegram.Config `toml:"telegram"`
@@ -122,6 +124,15 @@ type Cleanup struct {
 	// TurnComplete deletes progress and status messages when the turn
 	// completes. Default true.
 	TurnComplete bool `toml:"turn_complete"`
+}
+
+// Access configures how people are admitted beyond the platforms'
+// allowed_users lists.
+type Access struct {
+	// Pairing gives a person not on a platform's allow-list who writes to
+	// the bot in a private chat a one-time code; `parley pairing approve
+	// CODE` admits them. Default false.
+	Pairing bool `toml:"pairing"`
 }
 
 // Routing configures event routing.

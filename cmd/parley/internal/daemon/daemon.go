@@ -45,6 +45,8 @@ type Options struct {
 	OnOutputShown func(core.AdapterName, time.Duration)
 	// Allow is the per-origin allow-list (see commands.Options.Allow).
 	Allow map[core.Origin][]string
+	// Pairing admits people by one-time codes (commands.PairingOptions).
+	Pairing commands.PairingOptions
 	// Reflect copies a person's input to the session's other platforms.
 	Reflect bool
 	// EditInterval is the least time between two edits of one message,
@@ -136,7 +138,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{Store: store, opts: opts, log: opts.Logger, startSeq: last}
 	d.Bus = core.NewMemBus(last + 1)
-	d.Service = commands.New(store, d.Bus, commands.Options{Allow: opts.Allow, Logger: opts.Logger.With("component", "commands")})
+	d.Service = commands.New(store, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
 	if opts.NewAdapters != nil {
 		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
