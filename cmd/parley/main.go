@@ -3,6 +3,7 @@
 //
 //	parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
 //	parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
+//	parley doctor [--config FILE] [--json]
 //	parley version
 //
 // Configuration comes from one TOML file, every key overridable by a

@@ -36,6 +36,7 @@ const usage = `parley puts AI agent sessions in front of people where they alrea
 Usage:
   parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
   parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
+  parley doctor [--config FILE] [--json]
   parley version
 
 Every configuration key can also be set with an environment variable
@@ -55,6 +56,8 @@ func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stder
 		return serve(ctx, args[1:], env, stderr)
 	case "mcp":
 		return stdioProxy(ctx, args[1:], env, stdin, stdout, stderr)
+	case "doctor":
+		return doctor(ctx, args[1:], env, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", Version())
 		return exitOK
@@ -118,6 +121,24 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr)
 	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG")) {
 		log.Warn("unknown environment variable ignored", "name", name)
+	}
+	// The checks doctor makes of the address, the data directory and the
+	// transcription endpoint, so that serve stops on the same findings;
+	// the platforms are checked as Open builds them. Transcription is
+	// optional to a running parley: a failure there is only a warning.
+	stop := false
+	for _, f := range (&checkup{cfg: cfg, serving: true}).preflight(ctx) {
+		switch {
+		case f.OK:
+		case f.Check == "transcription":
+			log.Warn("voice messages will not be transcribed", "problem", f.Problem, "fix", f.Fix)
+		default:
+			log.Error("cannot start", "check", f.Check, "problem", f.Problem, "fix", f.Fix)
+			stop = true
+		}
+	}
+	if stop {
+		return exitUsage
 	}
 	m := &Main{Config: cfg, Logger: log}
 	if err := m.Open(ctx); err != nil {
