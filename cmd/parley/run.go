@@ -37,6 +37,8 @@ Usage:
   parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
   parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
   parley doctor [--config FILE] [--json]
+  parley init [PATH]
+  parley service install [--user|--system] [--config FILE] [--dry-run] [--force]
   parley version
 
 Every configuration key can also be set with an environment variable
@@ -58,6 +60,10 @@ func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stder
 		return stdioProxy(ctx, args[1:], env, stdin, stdout, stderr)
 	case "doctor":
 		return doctor(ctx, args[1:], env, stdout, stderr)
+	case "init":
+		return initConfig(args[1:], env, stdout, stderr)
+	case "service":
+		return service(args[1:], env, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", Version())
 		return exitOK
