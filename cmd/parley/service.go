@@ -225,9 +225,9 @@ func renderUnit(s unitSpec) string {
 	w("# Sandboxing: parley talks HTTP and writes only its data directory.")
 	w("ProtectSystem=strict")
 	home := "yes"
-	for _, p := range []string{s.config, s.dataDir} {
+	for _, p := range []string{s.exe, s.config, s.dataDir} {
 		if underHome(p) {
-			home = "read-only" // its configuration or data live there
+			home = "read-only" // its binary, configuration or data live there
 		}
 	}
 	w("ProtectHome=%s", home)
@@ -330,6 +330,11 @@ func nextSteps(s unitSpec) string {
 		b.WriteString("To keep it running while you are logged out:\n")
 		b.WriteString("  loginctl enable-linger\n")
 		return b.String()
+	}
+	if underHome(s.exe) {
+		b.WriteString("parley's binary is in a home directory, which the user " + systemUser + " may not reach: install it\n")
+		b.WriteString("  install -m 0755 " + s.exe + " /usr/local/bin/parley\n")
+		b.WriteString("and run /usr/local/bin/parley service install again, or edit ExecStart.\n")
 	}
 	if _, err := user.Lookup(systemUser); err != nil {
 		b.WriteString("Create the user it runs as:\n")

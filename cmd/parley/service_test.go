@@ -190,3 +190,21 @@ func verifyUnit(t *testing.T, path string) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
+
+// TestServiceUnitHomePaths: a system unit hides home directories unless
+// its binary, configuration or data live there, and then says how to move
+// the binary out.
+func TestServiceUnitHomePaths(t *testing.T) {
+	s := unitSpec{system: true, exe: "/usr/local/bin/parley", config: "/etc/parley/parley.toml"}
+	wantLines(t, renderUnit(s), "ProtectHome=yes")
+	s.exe = "/home/ann/go/bin/parley"
+	wantLines(t, renderUnit(s), "ProtectHome=read-only")
+	if !strings.Contains(nextSteps(s), "install -m 0755 /home/ann/go/bin/parley /usr/local/bin/parley") {
+		t.Errorf("no advice to install the binary:\n%s", nextSteps(s))
+	}
+	s.exe, s.dataDir = "/usr/local/bin/parley", "/root/parley-data"
+	wantLines(t, renderUnit(s), "ProtectHome=read-only", "ReadWritePaths=/root/parley-data")
+	// Signs systemd would expand are escaped, spaces quoted.
+	s.config = "/etc/parley/100% $HOME.toml"
+	wantLines(t, renderUnit(s), `ExecStart=/usr/local/bin/parley serve --config "/etc/parley/100%% $$HOME.toml"`)
+}
