@@ -171,7 +171,7 @@ func (c *checkup) checkListen(ctx context.Context) finding {
 	case ok && c.serving:
 		c.running = true
 		return finding{Check: check, Problem: "a parley is already serving " + addr,
-			Fix: "stop it first (two daemons would share nothing), or " + fix}
+			Fix: "stop it first, or " + fix}
 	case ok:
 		c.running = true
 		return finding{Check: check, OK: true, Detail: addr + " is served by a running parley (/api/health answers ok)"}

@@ -431,3 +431,41 @@ func TestServeStopsOnDoctorFindings(t *testing.T) {
 		})
 	}
 }
+
+// TestServeWarnsOfTranscription: an unreachable transcription endpoint
+// does not stop serve (voice notes are optional), it is logged with the
+// fix.
+func TestServeWarnsOfTranscription(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	env := []string{"PARLEY_DATA_DIR=" + t.TempDir(), "PARLEY_HTTP_LISTEN=127.0.0.1:0", "PARLEY_TRANSCRIPTION_API_URL=" + gone.URL + "/v1"}
+	go func() { done <- Run(ctx, []string{"serve"}, env, nil, &bytes.Buffer{}, &errOut) }()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(errOut.String(), "parley started") {
+		select {
+		case code := <-done:
+			t.Fatalf("exited with %d: %s", code, errOut.String())
+		case <-deadline:
+			t.Fatalf("did not start: %s", errOut.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	for _, w := range []string{"level=WARN", "voice messages will not be transcribed", "cannot reach the transcription endpoint", "PARLEY_TRANSCRIPTION_API_URL"} {
+		if !strings.Contains(errOut.String(), w) {
+			t.Errorf("log does not say %q:\n%s", w, errOut.String())
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop")
+	}
+}
