@@ -12,8 +12,9 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
-// doctor is `parley doctor [--config FILE] [--json]`: it checks what
-// `parley serve` needs, with the same configuration, and prints one finding
+// doctor is `parley doctor [--config FILE] [--data-dir DIR] [--listen
+// ADDR] [--json]`: it checks what `parley serve` needs, with the same
+// configuration and flags, and prints one finding
 // per check — what is wrong and the exact fix — instead of stopping at the
 // first problem as serve does. The exit status is 1 when any check failed.
 //
@@ -32,9 +33,18 @@ func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("parley doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "TOML configuration `file` (default: none; PARLEY_CONFIG)")
+	dataDir := fs.String("data-dir", "", "data `directory`, as given to parley serve (PARLEY_DATA_DIR)")
+	listen := fs.String("listen", "", "HTTP listen `address`, as given to parley serve (PARLEY_HTTP_LISTEN)")
 	asJSON := fs.Bool("json", false, "print the findings as a JSON list of {check, ok, problem, fix}")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
+	}
+	// The flags stand for their variables, as in serve.
+	if *dataDir != "" {
+		env = append(env, "PARLEY_DATA_DIR="+*dataDir)
+	}
+	if *listen != "" {
+		env = append(env, "PARLEY_HTTP_LISTEN="+*listen)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "parley doctor: unexpected argument %q\n", fs.Arg(0))

@@ -378,12 +378,17 @@ func TestDoctorText(t *testing.T) {
 	defer other.Close()
 	addr := strings.TrimPrefix(other.URL, "http://")
 	var out, errOut bytes.Buffer
-	code := Run(context.Background(), []string{"doctor"}, []string{"HOME=" + t.TempDir(), "PARLEY_HTTP_LISTEN=" + addr}, nil, &out, &errOut)
+	// The flags are serve's, and win over the file as there.
+	cfg := filepath.Join(t.TempDir(), "parley.toml")
+	os.WriteFile(cfg, []byte("[http]\nlisten = \"127.0.0.1:0\"\n"), 0o600)
+	code := Run(context.Background(), []string{"doctor", "--config", cfg, "--listen", addr, "--data-dir", t.TempDir()},
+		[]string{"HOME=" + t.TempDir()}, nil, &out, &errOut)
 	if code != exitFailed {
 		t.Errorf("exit %d", code)
 	}
 	for _, w := range []string{
-		"ok    config: loaded no file",
+		"ok    config: loaded " + cfg,
+		"ok    data_dir: ",
 		"FAIL  listen: " + addr + " is taken by another program",
 		"      fix: stop that program, or set [http] listen",
 		"\n1 check failed.\n",

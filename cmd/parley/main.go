@@ -3,7 +3,7 @@
 //
 //	parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
 //	parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
-//	parley doctor [--config FILE] [--json]
+//	parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
 //	parley init [PATH]
 //	parley service install [--user|--system] [--config FILE] [--dry-run] [--force]
 //	parley version
