@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"reflect"
 	"strings"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
@@ -67,6 +69,9 @@ func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) i
 			where = *configPath
 		}
 		findings = append(findings, finding{Check: "config", OK: true, Detail: "loaded " + where})
+		if f, bad := exposedSecrets(*configPath, cfg); bad {
+			findings = append(findings, f)
+		}
 		for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG")) {
 			findings = append(findings, finding{Check: "config", OK: true,
 				Detail: "warning: " + name + " matches no key and is ignored (misspelt?)"})
@@ -98,6 +103,22 @@ type finding struct {
 	Fix string `json:"fix"`
 	// Detail says what was found when OK ("served by a running parley").
 	Detail string `json:"detail,omitempty"`
+}
+
+// exposedSecrets reports a configuration file that holds secrets (any
+// key tagged secret is set, or a URL carries a password) and that every
+// user of the machine may read. Group-readable is left alone: a system
+// service reads its file through its group.
+func exposedSecrets(path string, cfg config.Config) (finding, bool) {
+	if path == "" || reflect.DeepEqual(cfg, cfg.Redacted()) {
+		return finding{}, false
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm()&0o004 == 0 {
+		return finding{}, false
+	}
+	return finding{Check: "config", Problem: fmt.Sprintf("%s holds secrets (tokens, keys) and every user of this machine can read it (mode %04o)", path, info.Mode().Perm()),
+		Fix: fmt.Sprintf("chmod 600 %s (or 640, with the group the service runs as)", path)}, true
 }
 
 // fixer is an error that carries its fix apart from its message.

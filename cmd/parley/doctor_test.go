@@ -474,3 +474,39 @@ func TestServeWarnsOfTranscription(t *testing.T) {
 		t.Fatal("did not stop")
 	}
 }
+
+// TestDoctorExposedSecrets: a configuration file with a token that every
+// user can read is a finding; without secrets, or readable by its owner
+// and group only, it is not.
+func TestDoctorExposedSecrets(t *testing.T) {
+	write := func(text string, mode os.FileMode) string {
+		path := filepath.Join(t.TempDir(), "parley.toml")
+		os.WriteFile(path, []byte(text), mode)
+		os.Chmod(path, mode)
+		return path
+	}
+	run := func(path string) []finding {
+		var out bytes.Buffer
+		Run(context.Background(), []string{"doctor", "--json", "--config", path, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()},
+			[]string{"HOME=" + t.TempDir()}, nil, &out, &bytes.Buffer{})
+		var fs []finding
+		if err := json.Unmarshal(out.Bytes(), &fs); err != nil {
+			t.Fatal(err)
+		}
+		return only(fs, "config")
+	}
+	secret := "[http]\ntoken = \"s3cret\"\n"
+	path := write(secret, 0o644)
+	fs := run(path)
+	if len(fs) != 2 || fs[1].OK || !strings.Contains(fs[1].Problem, "every user of this machine can read it (mode 0644)") || fs[1].Fix != "chmod 600 "+path+" (or 640, with the group the service runs as)" {
+		t.Errorf("findings %+v", fs)
+	}
+	if strings.Contains(fs[1].Problem, "s3cret") {
+		t.Error("the finding quotes the secret")
+	}
+	for _, p := range []string{write(secret, 0o640), write("[log]\nlevel = \"debug\"\n", 0o644)} {
+		if fs := run(p); len(fs) != 1 || !fs[0].OK {
+			t.Errorf("%s: findings %+v", p, fs)
+		}
+	}
+}
