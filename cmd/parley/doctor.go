@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"reflect"
 	"strings"
@@ -59,7 +60,11 @@ func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) i
 	cfg, err := loadConfig(*configPath, env)
 	if err != nil {
 		for _, e := range splitErr(err) {
-			findings = append(findings, failed("config", e))
+			f := failed("config", e)
+			if errors.Is(e, iofs.ErrNotExist) {
+				f.Fix = "write one with parley init " + *configPath + ", or give another --config"
+			}
+			findings = append(findings, f)
 		}
 		findings = append(findings, finding{Check: "checks", Problem: "the other checks did not run: they need a valid configuration",
 			Fix: "fix the configuration as above, then run parley doctor again"})

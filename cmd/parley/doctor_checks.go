@@ -183,6 +183,10 @@ func (c *checkup) checkListen(ctx context.Context) finding {
 		Fix: "stop that program, or " + fix}
 }
 
+// localClient asks parley's own address directly: a proxy set in the
+// environment is for the outside world.
+var localClient = &http.Client{Transport: &http.Transport{Proxy: nil}}
+
 // health asks the server at a listen address for parley's /api/health:
 // ok when it answers 200 {"ok": true}, else the status it answered (0 for
 // none). The probe holds no token: the route needs none.
@@ -193,7 +197,7 @@ func (c *checkup) health(ctx context.Context, addr string) (ok bool, status int)
 	if err != nil {
 		return false, 0
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := localClient.Do(req)
 	if err != nil {
 		return false, 0
 	}

@@ -211,6 +211,13 @@ func TestDoctorConfigFindings(t *testing.T) {
 	if len(only(fs, "listen")) != 0 {
 		t.Errorf("checks ran on an invalid configuration: %+v", fs)
 	}
+
+	missing := filepath.Join(t.TempDir(), "parley.toml")
+	code, fs = runDoctor(t, "PARLEY_CONFIG="+missing)
+	if code != exitFailed {
+		t.Errorf("missing file: exit %d", code)
+	}
+	wantFinding(t, fs, "config", false, missing, "parley init "+missing)
 }
 
 func TestDoctorDataDirFindings(t *testing.T) {
