@@ -50,6 +50,10 @@ type checkup struct {
 	// running is learnt by checkListen: a parley answers /api/health at
 	// the listen address.
 	running bool
+	// storeFree is learnt by checkDataDir: the data directory's database
+	// exists and no other process holds it, so the platforms' checks may
+	// use it as serve's do.
+	storeFree bool
 }
 
 // run runs every check. The listen address is probed first, since whether
@@ -129,6 +133,7 @@ func (c *checkup) checkDataDir() finding {
 			Fix: "check its owner and permissions; if it is damaged, restore it from a backup, or move it away to start afresh"}
 	}
 	_ = st.Close()
+	c.storeFree = true
 	return finding{Check: check, OK: true, Detail: fmt.Sprintf("%s is writable; its database opens (schema version %d or older)", dir, bolt.SchemaVersion)}
 }
 
@@ -227,10 +232,13 @@ func (c *checkup) checkPlatforms(ctx context.Context) []finding {
 }
 
 // checkPlatform builds row's adapter and runs its Check exactly as serve
-// does (Main.buildAdapters, on a table of this one row), but on a
-// throwaway store and directory: doctor must not touch the data of a
-// parley that may be running, and what an adapter's Check reads or writes
-// there (cursors) is a cache.
+// does (Main.buildAdapters, on a table of this one row), on the data
+// directory's store when it is free: what a Check keeps there (a Matrix
+// password login's token, reused rather than making a new device at every
+// login) is then what serve will find. When a running parley holds the
+// store, or there is none yet, the Check gets a throwaway store, so doctor
+// never creates or waits on the real one. Received files would go to a
+// throwaway directory; a Check writes none.
 func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 	fail := func(err error) []finding { return []finding{failed(row.name, err)} }
 	dir, err := os.MkdirTemp("", "parley-doctor-")
@@ -238,7 +246,14 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 		return fail(fmt.Errorf("doctor: scratch directory: %w", err))
 	}
 	defer os.RemoveAll(dir)
-	st, err := bolt.Open(filepath.Join(dir, daemon.DBFile), bolt.Options{NoSync: true})
+	var st *bolt.Store
+	if c.storeFree {
+		st, err = bolt.Open(filepath.Join(c.cfg.DataDir, daemon.DBFile), bolt.Options{LockTimeout: c.lockTimeout})
+	}
+	if st == nil {
+		// Not free, or taken since checkDataDir looked.
+		st, err = bolt.Open(filepath.Join(dir, daemon.DBFile), bolt.Options{NoSync: true})
+	}
 	if err != nil {
 		return fail(fmt.Errorf("doctor: scratch store: %w", err))
 	}

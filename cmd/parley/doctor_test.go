@@ -517,3 +517,55 @@ func TestDoctorExposedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// cursorChecker's Check keeps something in the store, as Matrix keeps a
+// password login's token.
+type cursorChecker struct {
+	*fake.Adapter
+	st core.Store
+}
+
+func (c cursorChecker) Check(ctx context.Context) error {
+	return c.st.SetCursor(ctx, "test.login", "kept")
+}
+
+// TestDoctorPlatformsUseTheFreeStore: a platform's Check runs on the data
+// directory's store when no parley holds it, so what it keeps there is
+// what serve finds; doctor creates no store, and waits on none in use.
+func TestDoctorPlatformsUseTheFreeStore(t *testing.T) {
+	row := platformOf("fake", func(c config.Config) config.Fake { return c.Fake },
+		func(_ context.Context, _ config.Fake, d deps) (core.Adapter, error) {
+			return cursorChecker{Adapter: fake.New("fake", core.Capabilities{}), st: d.Store}, nil
+		})
+	cfg := config.Default()
+	cfg.HTTP.Listen, cfg.Fake.Enable = "127.0.0.1:0", true
+	db := func(dir string) string { return filepath.Join(dir, daemon.DBFile) }
+
+	// No database yet: none is created.
+	cfg.DataDir = t.TempDir()
+	wantFinding(t, (&checkup{cfg: cfg, table: []platform{row}}).run(context.Background()), "fake", true)
+	if _, err := os.Stat(db(cfg.DataDir)); err == nil {
+		t.Error("doctor created the database")
+	}
+
+	// A free database: the Check's cursor is kept there.
+	st, err := bolt.Open(db(cfg.DataDir), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	wantFinding(t, (&checkup{cfg: cfg, table: []platform{row}}).run(context.Background()), "fake", true)
+	st, err = bolt.Open(db(cfg.DataDir), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if v, err := st.Cursor(context.Background(), "test.login"); err != nil || v != "kept" {
+		t.Errorf("cursor %q, %v: the Check did not run on the data directory's store", v, err)
+	}
+
+	// Held by another parley: the Check still runs, on a throwaway store.
+	fs := (&checkup{cfg: cfg, table: []platform{row}, lockTimeout: 50 * time.Millisecond}).run(context.Background())
+	wantFinding(t, fs, "fake", true)
+	wantFinding(t, fs, "data_dir", false, "another parley is using")
+}
