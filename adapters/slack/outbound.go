@@ -114,7 +114,7 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 		return err
 	}
 	if st := a.openStream(r); st != nil {
-		if handled, err := a.editStream(ctx, r, st, m); handled || err != nil {
+		if handled, err := a.editStream(ctx, st, m); handled || err != nil {
 			return err
 		}
 	}

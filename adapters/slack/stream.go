@@ -196,14 +196,17 @@ func (a *Adapter) forget(st *liveStream) {
 	delete(a.streams.open, streamKey(st.channel, st.ts))
 }
 
-// editStream edits the output message r while its stream is open: growth
+// editStream edits the output message of st while its stream is open: growth
 // is appended; anything else ends the stream and returns handled false
 // for chat.update to show m.
-func (a *Adapter) editStream(ctx context.Context, r core.MessageRef, st *liveStream, m core.OutMessage) (handled bool, err error) {
-	if m.Text == st.shown {
+func (a *Adapter) editStream(ctx context.Context, st *liveStream, m core.OutMessage) (handled bool, err error) {
+	a.streams.mu.Lock()
+	shown := st.shown
+	a.streams.mu.Unlock()
+	if m.Text == shown {
 		return true, nil // nothing new
 	}
-	if grown, ok := strings.CutPrefix(m.Text, st.shown); ok && len(m.Buttons) == 0 {
+	if grown, ok := strings.CutPrefix(m.Text, shown); ok && len(m.Buttons) == 0 {
 		if !a.streams.append.take(time.Now()) {
 			return true, spent("chat.appendStream", a.streams.append)
 		}
