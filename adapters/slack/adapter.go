@@ -199,16 +199,20 @@ var limits = []core.Limit{
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 50, Per: time.Minute}},
 }
 
-// streamLimits replace, with streaming on, chat.update's 50 edits a
-// minute: an output edit is chat.appendStream (Tier 4, 100 a minute) while
-// the text grows and chat.update otherwise, so edits are paced at both
-// budgets together, and the adapter keeps each method within its own
-// (budget.go). Renames stay at chat.update's budget, which they share with
-// the edits that use it.
+// streamLimits replace limits with streaming on. An output edit is then
+// chat.appendStream (Tier 4, 100 a minute per workspace) while the text
+// grows: edits are paced at that budget, and the few that take chat.update
+// (rewrites, the tail past the length limit, a stream Slack ended) are kept
+// within chat.update's own 50 a minute by the adapter (budget.go), as are
+// renames, which share it. Edits leave the channel's one call a second to
+// posts and status changes: an append posts nothing, and the one edit that
+// may post — the output message gone, sent anew — is held to the channel's
+// second by the adapter itself (a.post). That lets threads of one channel
+// stream at appendStream's budget instead of the channel's second.
 var streamLimits = []core.Limit{
-	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpRename}, Rate: core.Rate{N: 1, Per: time.Second}},
+	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend, core.OpRename}, Rate: core.Rate{N: 1, Per: time.Second}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 300, Per: time.Minute}},
-	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit}, Rate: core.Rate{N: updateRate.N + appendRate.N, Per: time.Minute}},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit}, Rate: appendRate},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpRename}, Rate: updateRate},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpRename}, Rate: core.Rate{N: 20, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpDelete}, Rate: core.Rate{N: 50, Per: time.Minute}},

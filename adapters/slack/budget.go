@@ -18,6 +18,9 @@ var (
 	updateRate = core.Rate{N: 50, Per: time.Minute}  // chat.update, Tier 3
 )
 
+// postRate is chat.postMessage's limit in a channel.
+var postRate = core.Rate{N: 1, Per: time.Second}
+
 // budget is one method's sliding window in the workspace, counted by the
 // adapter itself. With streaming on, one output edit may become any of
 // three methods, which the outbox cannot tell apart (it knows operation
@@ -65,11 +68,12 @@ func (b *budget) expire(now time.Time) {
 }
 
 // spent is the answer when method's budget has no room: a rate limit of
-// the operation's conversation only, for as long as the budget needs, with
+// the operation's conversation only (all its kinds: the operation that
+// wanted the method may be of any), for as long as the budget needs, with
 // no call made. The outbox holds the operation back and retries it with
 // the newest content.
 func spent(method string, b *budget) error {
 	wait := max(b.wait(time.Now()), 100*time.Millisecond)
-	return &core.RateLimitError{RetryAfter: wait, Scope: core.ScopeConversation, Kinds: kindsOf(method),
+	return &core.RateLimitError{RetryAfter: wait, Scope: core.ScopeConversation,
 		Err: fmt.Errorf("slack: %s: the workspace's budget for it is spent for %s (counted by parley; Slack was not called)", method, wait.Round(time.Millisecond))}
 }

@@ -65,10 +65,17 @@ func fit(m core.OutMessage) (payload, error) {
 	return payload{Text: text}, nil
 }
 
-// post posts at p and checks that a reply landed in its thread.
+// post posts at p and checks that a reply landed in its thread. With
+// streaming on it keeps to the channel's one post a second itself (see
+// streamLimits).
 func (a *Adapter) post(ctx context.Context, p core.Place, opts []slack.MsgOption) (string, error) {
 	if p.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(p.Thread))
+	}
+	if a.opts.Stream {
+		if b := a.postBudget(p.Chat); !b.take(time.Now()) {
+			return "", spent("chat.postMessage", b)
+		}
 	}
 	_, ts, msg, err := a.api.PostMessageWithResponseContext(ctx, p.Chat, opts...)
 	if err != nil {

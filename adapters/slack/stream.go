@@ -39,12 +39,14 @@ import (
 // kept with the binding.
 //
 // Pacing. The outbox knows operation kinds, not methods, so with
-// streaming on the adapter declares edits at the sum of chat.update's and
-// chat.appendStream's budgets (adapter.go) and keeps each method's own
-// budget itself (budget.go): an edit uses a method whose budget has room,
-// and when none has, the outbox is asked to retry the conversation later
-// without a call. A start with no budget left posts instead (the outbox
-// paced the op as a post).
+// streaming on the adapter declares edits at chat.appendStream's budget
+// and outside the channel's one post a second (adapter.go: streamLimits),
+// and keeps every method within its own budget itself (budget.go):
+// chat.update for the edits and renames that need it, chat.startStream,
+// chat.stopStream, and chat.postMessage per channel. When the method an
+// operation needs has no room, the outbox is asked to retry the
+// conversation later, without a call. A start with no budget left posts
+// instead (the outbox paced the op as a post).
 
 // streamRefusals are the answers of a workspace or app that does not offer
 // the streaming methods (Slack documents no dedicated code).
@@ -75,10 +77,12 @@ type streamState struct {
 	// recipients are, per thread, the member who last wrote there: a
 	// stream in a channel is addressed to a person.
 	recipients map[string]string
-	start      *budget
-	append     *budget
-	stop       *budget
-	update     *budget
+	// posts are chat.postMessage's windows per channel (see post).
+	posts  map[string]*budget
+	start  *budget
+	append *budget
+	stop   *budget
+	update *budget
 }
 
 // liveStream is one open stream: the markdown it shows.
@@ -91,10 +95,25 @@ func (s *streamState) init() {
 	s.open = map[string]*liveStream{}
 	s.refused = map[string]string{}
 	s.recipients = map[string]string{}
+	s.posts = map[string]*budget{}
 	s.start, s.append, s.stop, s.update = newBudget(startRate), newBudget(appendRate), newBudget(stopRate), newBudget(updateRate)
 }
 
 func streamKey(channel, ts string) string { return channel + "/" + ts }
+
+// postBudget is chat.postMessage's window in channel: with streaming on,
+// the outbox no longer counts edits against the channel's second, and an
+// edit whose message is gone posts a new one.
+func (a *Adapter) postBudget(channel string) *budget {
+	a.streams.mu.Lock()
+	defer a.streams.mu.Unlock()
+	b := a.streams.posts[channel]
+	if b == nil {
+		b = newBudget(postRate)
+		a.streams.posts[channel] = b
+	}
+	return b
+}
 
 // heard records that member wrote in the thread at p, the recipient of
 // the thread's next stream.

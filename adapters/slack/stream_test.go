@@ -157,7 +157,18 @@ func TestStreamRefusedFallsBack(t *testing.T) {
 	if got := a.StreamRefused(); got != "access_denied" {
 		t.Fatalf("StreamRefused = %q, want access_denied", got)
 	}
+	// The next turn's output: within the second of the last post, the
+	// adapter keeps to the channel's one post a second itself (with
+	// streaming on the outbox does not count edits against it); then the
+	// refusal is remembered and it is posted.
+	posted := e.srv.Calls()[len(e.srv.Calls())-2].Time
 	n = len(e.srv.Calls())
+	_, err = a.Send(t.Context(), e.place, output("Next turn"))
+	var rl *core.RateLimitError
+	if !errors.As(err, &rl) || rl.Scope != core.ScopeConversation || len(e.srv.Calls()) != n {
+		t.Fatalf("a second post within the second: %v, %d calls; want a wait and no call", err, len(e.srv.Calls())-n)
+	}
+	<-time.After(time.Until(posted.Add(time.Second)))
 	if _, err := a.Send(t.Context(), e.place, output("Next turn")); err != nil {
 		t.Fatal(err)
 	}
@@ -244,8 +255,9 @@ func TestStreamBudgetSpent(t *testing.T) {
 	}
 }
 
-// The declared limits: with streaming, edits are paced at chat.update's
-// and chat.appendStream's budgets together and every second.
+// The declared limits: with streaming, edits are paced at
+// chat.appendStream's budget, every second, and not against the channel's
+// one post a second.
 func TestStreamCapabilities(t *testing.T) {
 	e := newStreamEnv(t, slacktest.Options{Streaming: true})
 	c := e.adapter(t).Capabilities()
@@ -254,6 +266,9 @@ func TestStreamCapabilities(t *testing.T) {
 	}
 	edits := 0
 	for _, l := range c.Limits {
+		if l.Scope == core.ScopeGroup && (l.Applies(core.OpEdit) || !l.Applies(core.OpSend)) {
+			t.Errorf("limit %+v: the channel's second is for posts, not appends", l)
+		}
 		if l.Scope == core.ScopeAccount && l.Applies(core.OpEdit) {
 			edits = l.Rate.N
 			if l.Applies(core.OpRename) {
@@ -261,7 +276,7 @@ func TestStreamCapabilities(t *testing.T) {
 			}
 		}
 	}
-	if edits != 150 {
-		t.Errorf("edits per minute = %d, want 150 (50 chat.update + 100 chat.appendStream)", edits)
+	if edits != 100 {
+		t.Errorf("edits per minute = %d, want 100, chat.appendStream's", edits)
 	}
 }
