@@ -269,7 +269,7 @@ func TestStreamCapabilities(t *testing.T) {
 		if l.Scope == core.ScopeGroup && (l.Applies(core.OpEdit) || !l.Applies(core.OpSend)) {
 			t.Errorf("limit %+v: the channel's second is for posts, not appends", l)
 		}
-		if l.Scope == core.ScopeAccount && l.Applies(core.OpEdit) {
+		if l.Scope == core.ScopeAccount && l.Applies(core.OpEdit) && l.Rate.Per == time.Minute {
 			edits = l.Rate.N
 			if l.Applies(core.OpRename) {
 				t.Errorf("limit %+v: renames would share the appends' budget", l)
