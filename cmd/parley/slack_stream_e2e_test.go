@@ -109,6 +109,9 @@ func TestSlackStreamPersonAndAgent(t *testing.T) {
 		case "chat.stopStream":
 			stopped = true
 		case "chat.update":
+			if c.Error == "cant_update_message" {
+				continue // the status's probe of Ann's root: not parley's to edit
+			}
 			updates++
 			if !stopped {
 				t.Errorf("chat.update while the output streamed: %+v", c)
@@ -119,7 +122,7 @@ func TestSlackStreamPersonAndAgent(t *testing.T) {
 		t.Errorf("%d chat.update calls after the stream, want at most the final one", updates)
 	}
 	for _, c := range st.srv.Calls() {
-		if c.Error != "" {
+		if c.Error != "" && !(c.Method == "chat.update" && c.Error == "cant_update_message") {
 			t.Errorf("%s answered %s", c.Method, c.Error)
 		}
 	}
