@@ -118,6 +118,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 		root = m.TimeStamp
 	}
 	p := core.Place{Chat: m.Channel, Thread: root}
+	a.heard(p, m.User)
 	base := core.Command{Origin: origin, Actor: who, Place: p, PlatformID: messageID(m.Channel, m.TimeStamp), Ref: ref(p, m.TimeStamp)}
 	text := fromSlack(m.Text, a.me().UserID, a.cachedName)
 	if parsed, ok, perr := threadCommands.Parse(text); ok {
