@@ -33,6 +33,7 @@ var keyDocs = map[string]string{
 	"slack.events_path":         "events_path is where parley's HTTP listener receives Slack's requests\nin events mode: the path of the Request URL of the app's event\nsubscriptions, interactivity and slash command. Default /slack/events.",
 	"slack.mode":                "mode is how parley hears from Slack: socket (default) or events.",
 	"slack.signing_secret":      "signing_secret verifies the requests Slack sends in events mode\n(Basic Information → App Credentials). Required in events mode.",
+	"slack.stream":              "stream carries the live output with Slack's streaming methods\n(chat.startStream, appendStream, stopStream) instead of chat.update\nedits, where the workspace offers them; refused, parley falls back\nto chat.update by itself. Default false: see the package doc for\nthe measurements behind it.",
 	"telegram":                  "Telegram is the Telegram adapter's section, defined and validated by\nthe adapter; enabled when its token is set.",
 	"telegram.allowed_users":    "allowed_users are the Telegram user ids whose messages are accepted;\neveryone else is ignored. Required with token.",
 	"telegram.api_url":          "api_url is the Bot API server, for self-hosted ones. Default\nhttps://api.telegram.org.",
