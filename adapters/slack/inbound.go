@@ -159,9 +159,13 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 func (a *Adapter) startSession(ctx context.Context, h core.Handler, base core.Command, title string) (core.SessionID, error) {
 	cmd := base
 	cmd.Kind, cmd.Title, cmd.Ref, cmd.PlatformID = core.CreateSession, title, core.MessageRef{}, "new:"+base.PlatformID
+	// Known before Handle: the new session's status may be shown (by the
+	// dispatcher, on the events Handle publishes) before Handle returns,
+	// and without it ShowStatus would have to probe the root.
+	a.remember(base.Place, ownerPerson)
 	res, err := h.Handle(ctx, cmd)
-	if err == nil && !res.Duplicate {
-		a.remember(base.Place, ownerPerson)
+	if err != nil {
+		a.roots.Delete(base.Place)
 	}
 	_, err = a.settled(ctx, h, base, err)
 	return res.Session, err
