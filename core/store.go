@@ -66,6 +66,17 @@ type AppendResult struct {
 	Duplicate bool
 }
 
+// SessionQuery selects a page of sessions for Store.SessionsPage.
+type SessionQuery struct {
+	// After is the cursor a previous page returned: only sessions older
+	// than it (ids before it) are listed. Empty starts at the newest.
+	After SessionID
+	// Status, when set, lists only sessions with that status.
+	Status Status
+	// Limit is the most sessions returned; <= 0 means no limit.
+	Limit int
+}
+
 // Delivery is a journaled event whose platform operations are not all
 // confirmed yet. The journal is written in the same transaction as the
 // event, so whatever an agent or a person was told was accepted reaches
@@ -89,6 +100,11 @@ type Store interface {
 	Session(ctx context.Context, id SessionID) (Session, error)
 	// Sessions returns all sessions, oldest first.
 	Sessions(ctx context.Context) ([]Session, error)
+	// SessionsPage returns up to q.Limit sessions, newest first by id
+	// (that is, by creation), and the cursor of the next page: "" when
+	// there is no more. Its cost follows the page, not the number of
+	// sessions stored (plus the sessions skipped by q.Status).
+	SessionsPage(ctx context.Context, q SessionQuery) ([]Session, SessionID, error)
 	// SessionAt returns the session bound at place on adapter.
 	SessionAt(ctx context.Context, adapter AdapterName, place Place) (Session, error)
 	// UpdateSession applies fn to the stored session and stores the result

@@ -50,6 +50,19 @@
 // trimming costs one bulk delete per many appends. EventsSince reports
 // core.ErrEventsTruncated when the caller's position fell off the front.
 //
+// # Growth
+//
+// Messages and sessions are kept for good; everything else is bounded. The
+// event log keeps Options.MaxEvents events. Dedup keys, the reservation
+// cursors of session creation and cleanup-ledger rows are removed by Prune
+// once older than the retention the daemon passes (30 days by default):
+// long past any platform's redelivery, and past the age at which platforms
+// let bots delete messages. Prune scans in short read transactions and
+// deletes in small batches through the committer, so it never holds up
+// appends. The delivery journal is never pruned by age: it empties as
+// platforms confirm. Sessions are listed a page at a time (SessionsPage)
+// by walking their time-ordered keys backwards from a cursor.
+//
 // # Writes
 //
 // Every write goes through one committer goroutine that runs all writes
