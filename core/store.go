@@ -66,6 +66,13 @@ type AppendResult struct {
 	Duplicate bool
 }
 
+// Page sizes of session lists offered to clients (the HTTP API, MCP): a
+// page when the client names no size, and the largest it may ask for.
+const (
+	DefaultSessionPage = 100
+	MaxSessionPage     = 1000
+)
+
 // SessionQuery selects a page of sessions for Store.SessionsPage.
 type SessionQuery struct {
 	// After is the cursor a previous page returned: only sessions older
