@@ -87,8 +87,14 @@ func (s *Store) decodeUncached(id core.SessionID, raw []byte) (core.Session, err
 
 // storedStatus reads the "status" member of a stored session's JSON object,
 // stopping there: the members before it (id, title) are short, the ones
-// after it (output, questions, bindings) may be long.
+// after it (output, questions, bindings) may be long. Sessions are stored
+// as json.Marshal writes core.Session, id, title and status first; that
+// layout is read directly (a filter over 10,000 sessions took 38 ms through
+// a json.Decoder, 437,000 allocations), anything else through the decoder.
 func storedStatus(raw []byte) (core.Status, error) {
+	if st, ok := leadingStatus(raw); ok {
+		return st, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", errors.New("not a JSON object")
@@ -109,4 +115,50 @@ func storedStatus(raw []byte) (core.Status, error) {
 		}
 	}
 	return "", nil // no status: matches no filter
+}
+
+// leadingStatus reads the status of a session stored as
+// {"id":"…","title":"…","status":"…",…}, or reports false when raw does not
+// start that way.
+func leadingStatus(raw []byte) (core.Status, bool) {
+	rest, ok := bytes.CutPrefix(raw, []byte(`{"id":`))
+	if !ok {
+		return "", false
+	}
+	if rest, ok = skipString(rest); !ok {
+		return "", false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"title":`)); !ok {
+		return "", false
+	}
+	if rest, ok = skipString(rest); !ok {
+		return "", false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"status":"`)); !ok {
+		return "", false
+	}
+	// Statuses are plain lower-case words: anything escaped is left to the
+	// decoder.
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return core.Status(rest[:end]), true
+}
+
+// skipString skips the JSON string at the start of b and returns what
+// follows it.
+func skipString(b []byte) ([]byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped byte; \uXXXX's digits are plain bytes
+		case '"':
+			return b[i+1:], true
+		}
+	}
+	return nil, false
 }

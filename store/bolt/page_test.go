@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -112,8 +113,25 @@ func TestStoredStatus(t *testing.T) {
 		{`{"id":"x","title":"a \"status\":\"closed\"","status":"idle","output":"…"}`, core.StatusIdle, true},
 		{`{"title":{"nested":["status"]},"status":"working"}`, core.StatusWorking, true},
 		{`{"id":"x"}`, "", true},
+		{`{"id":"x","title":"ends in a backslash \\","status":"waiting"}`, core.StatusWaiting, true},
+		{`{"id":"x","title":"\u0022","status":"closed"}`, core.StatusClosed, true},
+		{`{"title":"t","id":"x","status":"closed"}`, core.StatusClosed, true},
+		{`{"id":"x","title":"t","status":"\u0063losed"}`, core.StatusClosed, true},
 		{`[1]`, "", false},
 		{`{"status":`, "", false},
+	}
+	// Whatever the title, a session as the store writes it reads back its
+	// status.
+	for _, title := range []string{"", `"`, `\`, `\"`, `","status":"closed`, "naïve \x00 \u2028", `\u0022`} {
+		raw, err := json.Marshal(core.Session{ID: "01ARZ3NDEKTSV4RRFFQ69G5FAV", Title: title, Status: core.StatusWorking})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct {
+			raw  string
+			want core.Status
+			ok   bool
+		}{string(raw), core.StatusWorking, true})
 	}
 	for _, tt := range tests {
 		got, err := storedStatus([]byte(tt.raw))
