@@ -19,6 +19,8 @@
 //	dedup             Append.DedupKey → message id
 //	events            8-byte big-endian seq → flag, [message id], Event JSON
 //	ledger            lp(adapter) lp(chat) lp(thread) lp(message id) → CleanupEntry JSON
+//	ledger_by_session lp(session id) ledger key → empty, so that a session's
+//	                  rows are found without reading every row
 //	cursors           name → value
 //	journal           8-byte seq → the event log's value, for events still to
 //	                  be delivered (core.Event.Journaled)

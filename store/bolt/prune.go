@@ -75,7 +75,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneStats, error
 	cut := opts.Before.UnixMilli()
 	var st PruneStats
 	var err error
-	st.Dedup, err = s.pruneBucket(ctx, bucketDedup, opts.Batch, func(_, v []byte) bool {
+	st.Dedup, err = s.pruneBucket(ctx, bucketDedup, opts.Batch, nil, func(_, v []byte) bool {
 		ms, ok := idMillis(v)
 		return ok && ms < cut
 	})
@@ -83,7 +83,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneStats, error
 		return st, fmt.Errorf("bolt: prune dedup keys: %w", err)
 	}
 	if len(opts.CursorPrefixes) > 0 {
-		st.Cursors, err = s.pruneBucket(ctx, bucketCursors, opts.Batch, func(k, v []byte) bool {
+		st.Cursors, err = s.pruneBucket(ctx, bucketCursors, opts.Batch, nil, func(k, v []byte) bool {
 			for _, p := range opts.CursorPrefixes {
 				if p != "" && strings.HasPrefix(string(k), p) {
 					ms, ok := idMillis(v)
@@ -96,7 +96,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneStats, error
 			return st, fmt.Errorf("bolt: prune cursors: %w", err)
 		}
 	}
-	st.Ledger, err = s.pruneBucket(ctx, bucketLedger, opts.Batch, func(_, v []byte) bool {
+	st.Ledger, err = s.pruneBucket(ctx, bucketLedger, opts.Batch, deleteCleanup, func(_, v []byte) bool {
 		var row struct {
 			Created time.Time `json:"created"`
 		}
@@ -110,8 +110,10 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneStats, error
 }
 
 // pruneBucket deletes the records of bucket for which old holds, batch at a
-// time, and returns how many it deleted.
-func (s *Store) pruneBucket(ctx context.Context, bucket []byte, batch int, old func(k, v []byte) bool) (int, error) {
+// time, and returns how many it deleted. del, when set, deletes a record
+// with whatever indexes it.
+func (s *Store) pruneBucket(ctx context.Context, bucket []byte, batch int, del func(tx *bbolt.Tx, k, v []byte) error,
+	old func(k, v []byte) bool) (int, error) {
 	type kv struct{ k, v []byte }
 	var (
 		from    []byte // the next read starts at the first key after it
@@ -155,7 +157,13 @@ func (s *Store) pruneBucket(ctx context.Context, bucket []byte, batch int, old f
 					if !bytes.Equal(b.Get(r.k), r.v) {
 						continue
 					}
-					if err := b.Delete(r.k); err != nil {
+					var err error
+					if del != nil {
+						err = del(w.Tx, r.k, r.v)
+					} else {
+						err = b.Delete(r.k)
+					}
+					if err != nil {
 						return err
 					}
 					n++
