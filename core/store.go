@@ -82,6 +82,10 @@ type SessionQuery struct {
 	Status Status
 	// Limit is the most sessions returned; <= 0 means no limit.
 	Limit int
+	// Streaming, when set, lists only sessions whose live output is not
+	// final yet (Output set, OutputFinal not): what a restarted daemon
+	// shows again.
+	Streaming bool
 }
 
 // Delivery is a journaled event whose platform operations are not all

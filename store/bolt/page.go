@@ -21,6 +21,9 @@ import (
 // cursor is the id of the page's last session; "" when nothing older
 // matches.
 //
+// Streaming skips, without decoding, every session whose JSON has no
+// top-level output (it is omitted when empty), which is nearly all of them.
+//
 // Unlike Session and Append, a page does not go through the session cache:
 // paging through every session would otherwise leave every session decoded
 // in memory.
@@ -44,6 +47,12 @@ func (s *Store) SessionsPage(ctx context.Context, q core.SessionQuery) ([]core.S
 			}
 		}
 		for ; k != nil; k, v = c.Prev() {
+			// Output is omitted when empty, and the bytes "output":"
+			// cannot occur inside a JSON string (its quotes are escaped):
+			// without them there is no top-level Output to check.
+			if q.Streaming && !bytes.Contains(v, []byte(`"output":"`)) {
+				continue
+			}
 			if q.Status != "" {
 				st, err := storedStatus(v)
 				if err != nil {
@@ -53,14 +62,32 @@ func (s *Store) SessionsPage(ctx context.Context, q core.SessionQuery) ([]core.S
 					continue
 				}
 			}
+			var (
+				sess    core.Session
+				decoded bool
+			)
+			if q.Streaming {
+				var err error
+				if sess, err = s.decodeUncached(core.SessionID(k), v); err != nil {
+					return fmt.Errorf("session %s: %w", k, err)
+				}
+				if sess.Output == "" || sess.OutputFinal {
+					// A binding's adapter metadata may hold the
+					// same bytes: decoded, but not listed.
+					continue
+				}
+				decoded = true
+			}
 			if q.Limit > 0 && len(out) == q.Limit {
 				// One more matches: there is a next page.
 				next = out[len(out)-1].ID
 				return nil
 			}
-			sess, err := s.decodeUncached(core.SessionID(k), v)
-			if err != nil {
-				return fmt.Errorf("session %s: %w", k, err)
+			if !decoded {
+				var err error
+				if sess, err = s.decodeUncached(core.SessionID(k), v); err != nil {
+					return fmt.Errorf("session %s: %w", k, err)
+				}
 			}
 			out = append(out, sess)
 		}

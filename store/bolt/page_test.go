@@ -104,6 +104,45 @@ func TestSessionsPage(t *testing.T) {
 	}
 }
 
+func TestSessionsPageStreaming(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t, Options{})
+	var ids []core.SessionID
+	for i := range 10 {
+		ids = append(ids, createSession(t, s, core.Session{ID: core.SessionID(idAt(time.Unix(int64(i), 0))), Title: "s"}).ID)
+	}
+	// Streaming lists the sessions with a live output not yet final,
+	// whatever their titles or their bindings' metadata hold.
+	must(t, func() error {
+		_, _, err := s.UpdateSession(ctx, ids[3], func(ss *core.Session) error { ss.Output = "half"; return nil })
+		return err
+	}())
+	must(t, func() error {
+		_, _, err := s.UpdateSession(ctx, ids[4], func(ss *core.Session) error {
+			ss.Output, ss.OutputFinal = "done", true
+			return nil
+		})
+		return err
+	}())
+	must(t, func() error {
+		_, _, err := s.UpdateSession(ctx, ids[7], func(ss *core.Session) error {
+			ss.Title = `"output":"`
+			ss.Bindings = map[core.AdapterName]core.Binding{"fake": {Adapter: "fake",
+				Place: core.Place{Chat: "c"}, Meta: []byte(`{"output":"not the session's"}`)}}
+			return nil
+		})
+		return err
+	}())
+	for _, limit := range []int{0, 1} {
+		got, next, err := s.SessionsPage(ctx, core.SessionQuery{Streaming: true, Limit: limit})
+		must(t, err)
+		if len(got) != 1 || got[0].ID != ids[3] || next != "" {
+			t.Errorf("Streaming, limit %d: %d sessions (next %q), want only %s", limit, len(got), next, ids[3])
+		}
+	}
+
+}
+
 func TestStoredStatus(t *testing.T) {
 	tests := []struct {
 		raw  string

@@ -221,10 +221,10 @@ func (d *Daemon) recover(ctx context.Context) error {
 	if n > 0 {
 		d.log.Info("replaying undelivered messages", "events", n)
 	}
-	// A page at a time: with many sessions, holding (and caching) all of
-	// them decoded at once cost more memory than the daemon otherwise
-	// uses.
-	q := core.SessionQuery{Limit: 1000}
+	// Only the sessions with a streaming output, a page at a time: with
+	// 100,000 sessions, decoding (and caching) all of them took most of
+	// the start-up and more memory than the daemon otherwise uses.
+	q := core.SessionQuery{Limit: 1000, Streaming: true}
 	for {
 		sessions, next, err := d.Store.SessionsPage(ctx, q)
 		if err != nil {
@@ -233,7 +233,7 @@ func (d *Daemon) recover(ctx context.Context) error {
 		for _, s := range sessions {
 			// A final output is journaled until every platform has it;
 			// only a streaming one is derived from the session here.
-			if s.Output == "" || s.OutputFinal || s.Status == core.StatusClosed {
+			if s.Status == core.StatusClosed {
 				continue
 			}
 			e := core.Event{Kind: core.EventOutput, Session: s.ID, Text: s.Output, Turn: s.Turn, Final: s.OutputFinal}
