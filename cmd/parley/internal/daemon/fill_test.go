@@ -24,6 +24,9 @@ import (
 // delivered, confirmed) and its turn ended; one in a hundred is closed.
 //
 //	PARLEY_FILL_DIR=/tmp/parley-100k go test ./cmd/parley/internal/daemon -run '^TestFillDataDir$' -v -timeout 1h
+//
+// testdata/measure-serve.sh then measures a parley binary on it: start-up
+// until /api/health answers, /api/sessions latency and the daemon's memory.
 func TestFillDataDir(t *testing.T) {
 	dir := os.Getenv("PARLEY_FILL_DIR")
 	if dir == "" {
