@@ -45,7 +45,9 @@ type Append struct {
 	Message Message
 	// DedupKey, when set, makes the append happen at most once: a second
 	// Append with the same key writes nothing and returns the first
-	// message with Duplicate set.
+	// message with Duplicate set. Keys are kept for the daemon's
+	// retention (30 days by default), far longer than platforms
+	// redeliver, and then pruned.
 	DedupKey string
 	// Update, when set, changes the session in the same transaction. It
 	// may run more than once and must only assign.
