@@ -236,6 +236,7 @@ func (m *Main) Open(ctx context.Context) error {
 		EditInterval:    c.Outbox.FlushInterval.Duration,
 		DrainTimeout:    c.Outbox.DrainTimeout.Duration,
 		DisabledCleanup: disabled,
+		Retention:       c.Retention.Duration,
 		Reflect:         c.Routing.ReflectInput,
 		Logger:          m.Logger,
 	})
