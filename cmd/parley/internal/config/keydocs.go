@@ -22,6 +22,7 @@ var keyDocs = map[string]string{
 	"outbox":                    "Outbox paces platform operations.",
 	"outbox.drain_timeout":      "drain_timeout is how long shutdown waits for pending operations to\nreach the platforms before giving up on them. Default 5s.",
 	"outbox.flush_interval":     "flush_interval is the pacing fallback: how often pending edits are\nflushed when nothing else triggers a send, so a stalled agent still\nshows its latest output. Default 1s.",
+	"retention":                 "retention is how long parley keeps what only serves to recognise a\nrepeated delivery (dedup keys, session reservations) or to finish a\ndeletion (cleanup-ledger rows); older ones are pruned hourly.\nMessages, sessions and undelivered messages are never pruned.\nDefault 30d. At least 24h: platforms redeliver for up to a day.",
 	"routing":                   "Routing decides where events go besides the default rules.",
 	"routing.reflect_input":     "reflect_input copies what a person writes on one platform to the\nsession's other platforms, so everyone sees the whole conversation.\nDefault false: replies go to where the person wrote, input stays\nwhere it was written.",
 	"slack":                     "Slack is the Slack adapter's section, defined and validated by the\nadapter; enabled when its bot token is set.",
