@@ -85,8 +85,8 @@ type UiItem struct {
 	Role    Role       `json:"author,omitempty"`
 	Actor   Actor      `json:"actor,omitzero"`
 	// MessageID is the inbox message the item shows, if any.
-	MessageID   MessageID      `json:"message_id,omitempty"`
-	Mime        string         `json:"mime,omitempty"`
+	MessageID MessageID `json:"message_id,omitempty"`
+	Mime      string    `json:"mime,omitempty"`
 	// Content is the item's text: "text" or "md" on the wire by kind.
 	Content     string         `json:"-"`
 	Attachments []UiAttachment `json:"attachments,omitempty"`
