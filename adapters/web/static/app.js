@@ -197,8 +197,8 @@ async function loadSnapshot() {
   try {
     const snap = await api('GET', '/api/sessions/' + encodeURIComponent(v.id) + '/state');
     if (app.view !== v) return;
-    if (snap.version !== 'ui_state_v1') throw new Error('this page is older than the daemon: reload it');
-    v.state = snap.state;
+    if (snap.v !== 'ui_state_v1') throw new Error('this page is older than the daemon: reload it');
+    v.state = Object.assign({}, snap.state, { items: (snap.state.items || []).map(norm) });
     showBanner('');
     renderAll();
   } catch (err) {
@@ -227,6 +227,14 @@ function onSessionEvent(v, d) {
   renderUpdate(before, d.ui);
 }
 
+// KIND_TYPE names the wire kinds (ui_state_v1) the way the page's renderer
+// does; norm gives an item its text as content, from text or md.
+const KIND_TYPE = { UserMessage: 'user', AssistantMarkdown: 'assistant', Output: 'output', Notice: 'notice',
+  Question: 'question', ToolCalls: 'tools', ToolGroup: 'toolgroup' };
+function norm(it) {
+  return Object.assign({}, it, { type: KIND_TYPE[it.kind] || it.kind, content: it.text !== undefined ? it.text : it.md });
+}
+
 // applyUpdate mirrors core.ApplyUpdate.
 function applyUpdate(s, u) {
   const n = Object.assign({}, s, { session_id: u.session_id, seq: u.seq });
@@ -240,7 +248,8 @@ function applyUpdate(s, u) {
   }
   if (u.items && u.items.length) {
     const pos = new Map(items.map((it, i) => [it.id, i]));
-    for (const it of u.items) {
+    for (const raw of u.items) {
+      const it = norm(raw);
       if (pos.has(it.id)) items[pos.get(it.id)] = it;
       else { pos.set(it.id, items.length); items.push(it); }
     }
@@ -342,7 +351,7 @@ function renderUpdate(before, u) {
     if (e) e.remove();
     v.els.delete(id);
   }
-  for (const it of u.items || []) {
+  for (const it of (u.items || []).map(norm)) {
     const e = renderItem(it);
     const old = v.els.get(it.id);
     if (old) old.replaceWith(e); else tl.append(e);
@@ -438,7 +447,10 @@ function renderQuestion(it, box) {
     opts.append(btn);
   });
   box.append(el('div', 'q-label', 'Question'), b, opts);
-  if (it.answer) {
+  if (it.closed && !it.answer) {
+    for (const btn of opts.querySelectorAll('button')) btn.disabled = true;
+    box.append(meta(it, [it.closed === 'cancelled' ? 'withdrawn — no longer open' : 'expired — no longer open']));
+  } else if (it.answer) {
     const who = (it.answer.actor && it.answer.actor.name) || it.answer.origin || 'someone';
     box.append(el('div', 'item-meta', 'Answered “' + it.answer.content + '” · ' + who + ' · ' + when(it.answer.ts)));
   } else {
@@ -482,7 +494,8 @@ function renderTools(it, box) {
 
 function connect() {
   if (app.es) app.es.close();
-  const url = '/api/events' + (app.token ? '?access_token=' + encodeURIComponent(app.token) : '');
+  // ui=delta: each event carries what it changed (parley's extension).
+  const url = '/api/events?ui=delta' + (app.token ? '&access_token=' + encodeURIComponent(app.token) : '');
   const es = new EventSource(url);
   app.es = es;
   setConn('connecting');
