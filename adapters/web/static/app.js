@@ -9,7 +9,7 @@
 'use strict';
 
 const KINDS = ['session_created', 'session_updated', 'human_message', 'queued', 'assistant_message',
-  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity'];
+  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity', 'question_closed'];
 const TOKEN_KEY = 'parley.token';
 // Status words; the colours are in style.css (no emoji: a headless or
 // minimal system may have no emoji font).
@@ -295,7 +295,9 @@ function renderHeader(st, info) {
   meta.replaceChildren();
   if (app.view) {
     meta.append(el('code', 'sid', app.view.id));
-    if (st && st.busy) meta.append(el('span', 'busy', 'agent is working'));
+    // Presence first: "working" means nothing when nobody listens.
+    if (app.agents && !listening(app.agents, app.view.id)) meta.append(el('span', 'noagent', 'no agent connected'));
+    else if (st && st.busy) meta.append(el('span', 'busy', 'agent is working'));
   }
   const closed = status === 'closed';
   $('input').disabled = !app.view || closed;
@@ -516,6 +518,10 @@ function connect() {
     }
   };
   for (const k of KINDS) es.addEventListener(k, onEvent);
+  es.addEventListener('agents', (ev) => {
+    try { app.agents = JSON.parse(ev.data); } catch (_) { return; }
+    if (app.view) renderHeader(app.view.state, app.sessions.find((s) => s.id === app.view.id));
+  });
   es.addEventListener('resync', () => {
     refreshSessions();
     if (app.view) loadSnapshot();
@@ -528,6 +534,11 @@ function onEvent(ev) {
   if (d.kind === 'session_created' || d.kind === 'session_updated') scheduleSessions();
   const v = app.view;
   if (v && d.session_id === v.id) onSessionEvent(v, d);
+}
+
+// listening mirrors core.AgentStatus.Listening.
+function listening(a, id) {
+  return a.ready && (a.all_sessions > 0 || (a.sessions && a.sessions[id] > 0));
 }
 
 function setConn(state) {
