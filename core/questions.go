@@ -35,14 +35,14 @@ func ClosedQuestionText(question, why string) string {
 func (d *Dispatcher) questionShown(ctx context.Context, s Sent) {
 	open := false
 	_, _, err := d.store.UpdateSession(context.WithoutCancel(ctx), s.Session, func(ss *Session) error {
-		open = false
-		for i := range ss.Questions {
-			if ss.Questions[i].ID == s.Question {
-				open = true
-				if !slices.Contains(ss.Questions[i].Shown, s.Ref) {
-					ss.Questions[i].Shown = append(slices.Clone(ss.Questions[i].Shown), s.Ref)
-				}
-			}
+		// The session may share its slices with the store's cache: only
+		// assign, to copies.
+		i := slices.IndexFunc(ss.Questions, func(q Question) bool { return q.ID == s.Question })
+		open = i >= 0
+		if open && !slices.Contains(ss.Questions[i].Shown, s.Ref) {
+			qs := slices.Clone(ss.Questions)
+			qs[i].Shown = append(slices.Clone(qs[i].Shown), s.Ref)
+			ss.Questions = qs
 		}
 		return nil
 	})
