@@ -54,3 +54,52 @@ func TestAskTimeoutWithdraws(t *testing.T) {
 		t.Fatalf("a late answer was appended: %d messages, were %d", len(after), len(before))
 	}
 }
+
+// A person's /cancel while ui.ask waits ends the call and withdraws the
+// question as cancelled.
+func TestAskCancelledWithdraws(t *testing.T) {
+	st := newStack(t, t.TempDir(), stackOptions{})
+	id := st.createSession("")
+	events, cancel := st.bus.Subscribe(64, false)
+	defer cancel()
+	go func() {
+		for e := range events.C {
+			if e.Kind == core.EventQuestion {
+				_, _ = st.svc.Handle(context.Background(), core.Command{Kind: core.Cancel, Session: id, Origin: core.OriginAPI})
+				return
+			}
+		}
+	}()
+	c := mustDial(t, st.url, connOptions{})
+	c.fails(t, "ui.ask", map[string]any{"question": "Go on?", "options": []string{"yes"}, "session_id": string(id)}, "cancelled")
+	closed, cancel2 := st.bus.Subscribe(64, false)
+	defer cancel2()
+	deadline := time.After(10 * time.Second)
+	for {
+		sess, err := st.store.Session(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sess.Questions) == 0 {
+			break
+		}
+		select {
+		case <-closed.C:
+		case <-deadline:
+			t.Fatalf("the cancelled question is still open: %+v", sess.Questions)
+		}
+	}
+	evs, err := st.store.EventsSince(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Kind == core.EventQuestionClosed {
+			if e.Text != core.QuestionCancelled {
+				t.Fatalf("withdrawn as %q", e.Text)
+			}
+			return
+		}
+	}
+	t.Fatal("no question_closed event")
+}
