@@ -589,6 +589,9 @@ func (s *Service) control(ctx context.Context, cmd core.Command) (core.Result, e
 		return core.Result{Session: sess.ID, Message: res.Message, Duplicate: true}, nil
 	}
 	s.publish(res.Events)
+	if cmd.Kind == core.Close {
+		s.withdrawAll(ctx, sess)
+	}
 	return core.Result{Session: sess.ID, Message: res.Message}, nil
 }
 

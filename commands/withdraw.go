@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/parley-chat/parley/core"
 )
@@ -39,9 +40,7 @@ func (s *Service) withdraw(ctx context.Context, cmd core.Command) (core.Result, 
 			fmt.Sprintf("question %q is not open (answered already?)", cmd.QuestionID))
 	}
 	q := sess.Questions[i]
-	events := []core.Event{{Kind: core.EventQuestionClosed, Session: sess.ID, Origin: cmd.Origin, QuestionID: q.ID,
-		Text: why, Options: q.Options, Refs: slices.Clone(q.Shown),
-		Message: &core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: q.Text}}}
+	events := []core.Event{closedEvent(sess, q, cmd.Origin, why)}
 	// The agent's turn goes on (ui.ask returned to it): the session
 	// stops waiting once no question is open.
 	rest := len(sess.Questions) - 1
@@ -60,4 +59,38 @@ func (s *Service) withdraw(ctx context.Context, cmd core.Command) (core.Result, 
 	}
 	s.publish(events)
 	return core.Result{Session: sess.ID}, nil
+}
+
+// closedEvent is the EventQuestionClosed of q.
+func closedEvent(sess core.Session, q core.Question, origin core.Origin, why string) core.Event {
+	return core.Event{Kind: core.EventQuestionClosed, Session: sess.ID, Origin: origin, QuestionID: q.ID,
+		Text: why, Options: q.Options, Refs: slices.Clone(q.Shown),
+		Message: &core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: origin, Mime: core.MimeQuestion, Content: q.Text}}
+}
+
+// withdrawTimeout bounds logging the withdrawals of a closed session's
+// questions, which runs once the close is durable.
+const withdrawTimeout = 5 * time.Second
+
+// withdrawAll withdraws the questions that were open in sess, just closed,
+// so that their buttons go too. The close itself is durable already (it
+// emptied the open questions); these events follow it in their own write,
+// so a crash in between leaves the buttons shown, while a click on them is
+// refused all the same (the session is closed).
+func (s *Service) withdrawAll(ctx context.Context, sess core.Session) {
+	if len(sess.Questions) == 0 {
+		return
+	}
+	events := make([]core.Event, 0, len(sess.Questions))
+	for _, q := range sess.Questions {
+		events = append(events, closedEvent(sess, q, core.OriginSystem, core.QuestionCancelled))
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+	defer cancel()
+	events, err := s.store.AppendEvents(ctx, events...)
+	if err != nil {
+		s.log.Warn("the questions of a closed session keep their buttons", "session", sess.ID, "err", err)
+		return
+	}
+	s.publish(events)
 }
