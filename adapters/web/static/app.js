@@ -591,12 +591,15 @@ async function send(ev) {
   const text = input.value;
   if (!v || !text.trim()) return;
   $('send').disabled = true;
+  // Cleared at once, so what is typed while the request runs stays; put
+  // back if the message was refused, unless something new was typed.
+  input.value = '';
+  autosize();
   try {
     await api('POST', '/api/sessions/' + encodeURIComponent(v.id) + '/messages', { text, client_id: clientID() });
-    input.value = '';
-    autosize();
     showBanner('');
   } catch (err) {
+    if (!input.value) { input.value = text; autosize(); }
     reportError(err);
   } finally {
     $('send').disabled = !app.view || (app.view.state && app.view.state.status === 'closed');
@@ -677,6 +680,9 @@ function init() {
   $('token-form').addEventListener('submit', submitToken);
   $('menu').addEventListener('click', () => setDrawer(!document.body.classList.contains('drawer-open')));
   $('backdrop').addEventListener('click', () => setDrawer(false));
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && document.body.classList.contains('drawer-open') && app.view) setDrawer(false);
+  });
   $('sessions').addEventListener('click', (ev) => {
     if (ev.target.closest('a.session')) setDrawer(false);
   });
