@@ -10,7 +10,11 @@
 // cleanup-ledger rows — and only then publishes the events on the bus. A
 // redelivered platform update is recognised by its dedup key and neither
 // appended nor published again: at-least-once delivery from platforms plus
-// this dedup gives exactly-once input in the inbox.
+// this dedup gives exactly-once input in the inbox. Dedup keys (and the
+// session reservations of ReservationPrefix) are kept for the daemon's
+// retention (30 days by default) and pruned after: a redelivery is
+// recognised as long as it comes within that time, which is far longer
+// than any platform redelivers (Telegram keeps updates for 24 hours).
 //
 // Commands of one session are executed one at a time (striped locks), so
 // status transitions are decided on the state they change: a message that

@@ -272,6 +272,13 @@ func (s *Service) checkContent(text string, atts []core.Attachment) error {
 	return nil
 }
 
+// ReservationPrefix starts the name of every store cursor that reserves a
+// session id for a platform update creating a session. Its value is the
+// session id, whose time says when it was made; like a dedup key it only
+// needs to outlive the platform's redeliveries, so the daemon prunes these
+// cursors with the dedup keys (bolt.PruneOptions.CursorPrefixes).
+const ReservationPrefix = "create\x00"
+
 // createSession makes a session. A platform update that creates a session
 // (Telegram's /new) is deduplicated through a reservation cursor written
 // before the session: a redelivery finds the reserved id and returns (or
@@ -281,7 +288,7 @@ func (s *Service) createSession(ctx context.Context, cmd core.Command) (core.Res
 	id := core.NewSessionID(now)
 	dup := false
 	if key := dedupKey(cmd); key != "" {
-		cursor := "create\x00" + key
+		cursor := ReservationPrefix + key
 		prev, err := s.store.Cursor(ctx, cursor)
 		if err != nil {
 			return core.Result{}, fmt.Errorf("commands: create session: %w", err)

@@ -17,6 +17,15 @@ const (
 	StatusClosed  Status = "closed"  // closed; input is refused
 )
 
+// Valid reports whether s is one of the session statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusIdle, StatusWorking, StatusWaiting, StatusClosed:
+		return true
+	}
+	return false
+}
+
 // Emoji is the status marker adapters put in front of titles.
 func (s Status) Emoji() string {
 	switch s {

@@ -45,7 +45,9 @@ type Append struct {
 	Message Message
 	// DedupKey, when set, makes the append happen at most once: a second
 	// Append with the same key writes nothing and returns the first
-	// message with Duplicate set.
+	// message with Duplicate set. Keys are kept for the daemon's
+	// retention (30 days by default), far longer than platforms
+	// redeliver, and then pruned.
 	DedupKey string
 	// Update, when set, changes the session in the same transaction. It
 	// may run more than once and must only assign.
@@ -64,6 +66,28 @@ type AppendResult struct {
 	Session   Session
 	Events    []Event
 	Duplicate bool
+}
+
+// Page sizes of session lists offered to clients (the HTTP API, MCP): a
+// page when the client names no size, and the largest it may ask for.
+const (
+	DefaultSessionPage = 100
+	MaxSessionPage     = 1000
+)
+
+// SessionQuery selects a page of sessions for Store.SessionsPage.
+type SessionQuery struct {
+	// After is the cursor a previous page returned: only sessions older
+	// than it (ids before it) are listed. Empty starts at the newest.
+	After SessionID
+	// Status, when set, lists only sessions with that status.
+	Status Status
+	// Limit is the most sessions returned; <= 0 means no limit.
+	Limit int
+	// Streaming, when set, lists only sessions whose live output is not
+	// final yet (Output set, OutputFinal not): what a restarted daemon
+	// shows again.
+	Streaming bool
 }
 
 // Delivery is a journaled event whose platform operations are not all
@@ -89,6 +113,11 @@ type Store interface {
 	Session(ctx context.Context, id SessionID) (Session, error)
 	// Sessions returns all sessions, oldest first.
 	Sessions(ctx context.Context) ([]Session, error)
+	// SessionsPage returns up to q.Limit sessions, newest first by id
+	// (that is, by creation), and the cursor of the next page: "" when
+	// there is no more. Its cost follows the page, not the number of
+	// sessions stored (plus the sessions skipped by q.Status).
+	SessionsPage(ctx context.Context, q SessionQuery) ([]Session, SessionID, error)
 	// SessionAt returns the session bound at place on adapter.
 	SessionAt(ctx context.Context, adapter AdapterName, place Place) (Session, error)
 	// UpdateSession applies fn to the stored session and stores the result

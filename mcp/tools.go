@@ -164,7 +164,11 @@ func (s *Server) addTools() {
 	s.addTool("session.create", "Create a session.", s.createSession,
 		mcp.WithString("title", mcp.Description("The title people see (optional).")), mcp.WithDestructiveHintAnnotation(false),
 	)
-	s.addTool("session.list", "List the sessions, oldest first, with their status.", s.listSessions,
+	s.addTool("session.list", "List the sessions, newest first, with their status, a page at a time: "+
+		"pass the answer's next as cursor for the following page (absent on the last).", s.listSessions,
+		mcp.WithNumber("limit", mcp.Description(fmt.Sprintf("Sessions per page (default %d, at most %d).", core.DefaultSessionPage, core.MaxSessionPage))),
+		mcp.WithString("cursor", mcp.Description("The next of the previous page.")),
+		mcp.WithString("status", mcp.Enum("idle", "working", "waiting", "closed"), mcp.Description("Only sessions with this status.")),
 		mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
 	)
 	s.addTool("session.close", "Close a session; later input to it is refused.", s.closeSession, sessionArg)
@@ -354,21 +358,48 @@ type sessionInfo struct {
 	Inbox           string         `json:"inbox"`
 }
 
+type listArgs struct {
+	Limit  int    `json:"limit"`
+	Cursor string `json:"cursor"`
+	Status string `json:"status"`
+}
+
+// listSessions is session.list: a page of sessions, newest first, read
+// from the store alone (core.Store.SessionsPage), with the cursor of the
+// next page when there is one.
 func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := bind(raw, &struct{}{}); err != nil {
+	var args listArgs
+	if err := bind(raw, &args); err != nil {
 		return nil, err
 	}
-	all, err := s.opts.Store.Sessions(ctx)
+	q := core.SessionQuery{Limit: core.DefaultSessionPage, After: core.SessionID(args.Cursor), Status: core.Status(args.Status)}
+	switch {
+	case args.Limit < 0 || args.Limit > core.MaxSessionPage:
+		return nil, toolError(fmt.Sprintf("limit %d is not from 1 to %d", args.Limit, core.MaxSessionPage))
+	case args.Limit > 0:
+		q.Limit = args.Limit
+	}
+	if args.Cursor != "" && !core.ValidID(args.Cursor) {
+		return nil, toolError(fmt.Sprintf("cursor %q is not one session.list gave (pass the next of the previous page)", args.Cursor))
+	}
+	if args.Status != "" && !q.Status.Valid() {
+		return nil, toolError(fmt.Sprintf("status %q is not one of idle, working, waiting, closed", args.Status))
+	}
+	page, next, err := s.opts.Store.SessionsPage(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
-	out := make([]sessionInfo, 0, len(all))
-	for _, ss := range all {
+	out := make([]sessionInfo, 0, len(page))
+	for _, ss := range page {
 		out = append(out, sessionInfo{ID: ss.ID, Title: ss.Title, Status: ss.Status,
 			Created: ss.Created, Updated: ss.Updated,
 			Turn: ss.Turn, LastInputOrigin: ss.LastInputOrigin, OpenQuestions: len(ss.Questions), Inbox: SessionInboxURI(ss.ID)})
 	}
-	return map[string]any{"sessions": out}, nil
+	answer := map[string]any{"sessions": out}
+	if next != "" {
+		answer["next"] = next
+	}
+	return answer, nil
 }
 
 // maxFiles and maxFileSize bound what one assistant message may attach.

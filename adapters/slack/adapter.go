@@ -52,6 +52,15 @@ type Options struct {
 	// HTTPClient makes every Web API call and download; default one with
 	// a 60 s timeout. The websocket is dialled separately.
 	HTTPClient *http.Client
+	// Stream carries the live output with Slack's streaming methods
+	// (chat.startStream, appendStream, stopStream) where the workspace
+	// offers them, instead of editing it with chat.update (stream.go).
+	Stream bool
+	// Recipients are the members a stream in a channel is addressed to
+	// when nobody wrote in its thread yet (a session started elsewhere):
+	// the first is used. Slack requires a recipient for streams outside
+	// direct messages; without one such a thread's output is posted.
+	Recipients []string
 	// PingInterval is how long Socket Mode waits for Slack's websocket
 	// ping before it deems the connection dead and opens another (default
 	// 30 s, as slack-go).
@@ -92,6 +101,8 @@ type Adapter struct {
 	rootPosted sync.Map
 	// typing holds the assistant-status state (see typing.go).
 	typing typingState
+	// streams holds the streaming state (see stream.go).
+	streams streamState
 	// handler is the Handler of a running Run, for EventsHandler.
 	handler atomic.Pointer[handlerRef]
 	// bg tracks work done after an acknowledgement (showing a question's
@@ -146,6 +157,7 @@ func New(opts Options) (*Adapter, error) {
 		slack.OptionHTTPClient(opts.HTTPClient), slack.OptionLog(discardLog{}))
 	a := &Adapter{opts: opts, api: api, log: opts.Logger}
 	a.handled.init(4096)
+	a.streams.init()
 	a.clicked.init(1024)
 	bg := context.Background()
 	a.bgCtx.Store(&bg)
@@ -187,7 +199,53 @@ var limits = []core.Limit{
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 50, Per: time.Minute}},
 }
 
+// appendSteady spreads appends at their budget's steady rate (100 a
+// minute: one every 0.6 s). Measured without it, twenty threads spent the
+// minute's budget in its first seconds and then waited for it to slide:
+// the stalest thread went 50 s without news.
+var appendSteady = core.Rate{N: 5, Per: 3 * time.Second}
+
+// streamLimits replace limits with streaming on. An output edit is then
+// chat.appendStream (Tier 4, 100 a minute per workspace) while the text
+// grows: edits are paced at that budget, and the few that take chat.update
+// (rewrites, the tail past the length limit, a stream Slack ended) are kept
+// within chat.update's own 50 a minute by the adapter (budget.go), as are
+// renames, which share it. Edits leave the channel's one call a second to
+// posts and status changes: an append posts nothing, and the one edit that
+// may post — the output message gone, sent anew — is held to the channel's
+// second by the adapter itself (a.post). That lets threads of one channel
+// stream at appendStream's budget instead of the channel's second.
+var streamLimits = []core.Limit{
+	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend, core.OpRename}, Rate: core.Rate{N: 1, Per: time.Second}},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 300, Per: time.Minute}},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit}, Rate: appendRate},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpEdit}, Rate: appendSteady},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpRename}, Rate: updateRate},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpRename}, Rate: core.Rate{N: 20, Per: time.Minute}},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpDelete}, Rate: core.Rate{N: 50, Per: time.Minute}},
+	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 50, Per: time.Minute}},
+}
+
+func (a *Adapter) limits() []core.Limit {
+	if a.opts.Stream {
+		return streamLimits
+	}
+	return limits
+}
+
+// editInterval is how often one output message is edited: with streaming
+// on, every second — appends cost little of their budget, and the
+// channel's one call a second bounds them anyway.
+func (a *Adapter) editInterval() time.Duration {
+	if a.opts.Stream {
+		return streamEditInterval
+	}
+	return editInterval
+}
+
 const (
+	// streamEditInterval: see editInterval.
+	streamEditInterval = time.Second
 	// maxMarkdown is Slack's limit for the markdown blocks of one message
 	// (12,000 characters), counted in bytes, which are never fewer than
 	// characters however Slack counts them.
@@ -214,8 +272,8 @@ func (a *Adapter) Capabilities() core.Capabilities {
 		FileThreshold: fileThreshold,
 		DeleteOthers:  false, // bots delete only their own messages
 		Buttons:       true,
-		Limits:        limits,
-		EditInterval:  editInterval,
+		Limits:        a.limits(),
+		EditInterval:  a.editInterval(),
 	}
 }
 

@@ -49,6 +49,12 @@ type Config struct {
 	// in events mode: the path of the Request URL of the app's event
 	// subscriptions, interactivity and slash command. Default /slack/events.
 	EventsPath string `toml:"events_path"`
+	// Stream carries the live output with Slack's streaming methods
+	// (chat.startStream, appendStream, stopStream) instead of chat.update
+	// edits, where the workspace offers them; refused, parley falls back
+	// to chat.update by itself. Default false: see the package doc for
+	// the measurements behind it.
+	Stream bool `toml:"stream"`
 }
 
 // DefaultConfig is the section when the file and the environment say
@@ -78,6 +84,7 @@ func (c Config) Options() Options {
 	return Options{
 		BotToken: c.BotToken, AppToken: c.AppToken, APIURL: c.APIURL, Channel: c.Channel,
 		Events: c.Mode == ModeEvents, SigningSecret: c.SigningSecret,
+		Stream: c.Stream, Recipients: c.Allowed(),
 	}
 }
 
@@ -100,7 +107,7 @@ func (c Config) Validate(report func(key, problem string)) {
 	}
 	if !c.Enabled() {
 		def := DefaultConfig()
-		if c.AppToken != "" || c.Channel != "" || len(c.AllowedUsers) > 0 || c.SigningSecret != "" || c.Mode != def.Mode {
+		if c.AppToken != "" || c.Channel != "" || len(c.AllowedUsers) > 0 || c.SigningSecret != "" || c.Mode != def.Mode || c.Stream != def.Stream {
 			report("bot_token", "empty, but other [slack] keys are set; set the bot token to enable Slack, or remove them")
 		}
 		return

@@ -37,6 +37,9 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown mode", valid(func(c *Config) { c.Mode = "webhook" }), []string{`mode: "webhook" is not one of socket, events`}},
 		{"api url without slash", valid(func(c *Config) { c.APIURL = "https://slack.com/api" }), []string{"api_url: \"https://slack.com/api\" must end with a slash"}},
 		{"empty api url", valid(func(c *Config) { c.APIURL = "" }), []string{"api_url: empty; the default is https://slack.com/api/"}},
+		{"streaming on", valid(func(c *Config) { c.Stream = true }), nil},
+		{"streaming without a token", func() Config { c := DefaultConfig(); c.Stream = true; return c }(),
+			[]string{"bot_token: empty, but other [slack] keys are set"}},
 		{"events path", valid(func(c *Config) { c.EventsPath = "slack" }), []string{"events_path: \"slack\" must be a path starting with /"}},
 	}
 	for _, tt := range tests {
@@ -73,6 +76,13 @@ func TestConfigAllowedAndOptions(t *testing.T) {
 	o := c.Options()
 	if !o.Events || o.SigningSecret != "s" || o.Channel != "C1" || o.APIURL != DefaultAPIURL {
 		t.Errorf("Options = %+v", o)
+	}
+	if o.Stream || strings.Join(o.Recipients, ",") != "U1,U2" {
+		t.Errorf("Options = %+v: streaming off, recipients the allowed users", o)
+	}
+	c.Stream = true
+	if !c.Options().Stream {
+		t.Error("Options: stream = true not passed on")
 	}
 	if !c.Enabled() || DefaultConfig().Enabled() {
 		t.Error("Enabled should follow the bot token")

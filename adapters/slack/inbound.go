@@ -118,6 +118,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 		root = m.TimeStamp
 	}
 	p := core.Place{Chat: m.Channel, Thread: root}
+	a.heard(p, m.User)
 	base := core.Command{Origin: origin, Actor: who, Place: p, PlatformID: messageID(m.Channel, m.TimeStamp), Ref: ref(p, m.TimeStamp)}
 	text := fromSlack(m.Text, a.me().UserID, a.cachedName)
 	if parsed, ok, perr := threadCommands.Parse(text); ok {
@@ -158,9 +159,13 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 func (a *Adapter) startSession(ctx context.Context, h core.Handler, base core.Command, title string) (core.SessionID, error) {
 	cmd := base
 	cmd.Kind, cmd.Title, cmd.Ref, cmd.PlatformID = core.CreateSession, title, core.MessageRef{}, "new:"+base.PlatformID
+	// Known before Handle: the new session's status may be shown (by the
+	// dispatcher, on the events Handle publishes) before Handle returns,
+	// and without it ShowStatus would have to probe the root.
+	a.remember(base.Place, ownerPerson)
 	res, err := h.Handle(ctx, cmd)
-	if err == nil && !res.Duplicate {
-		a.remember(base.Place, ownerPerson)
+	if err != nil {
+		a.roots.Delete(base.Place)
 	}
 	_, err = a.settled(ctx, h, base, err)
 	return res.Session, err

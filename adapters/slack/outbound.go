@@ -32,6 +32,12 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	if err != nil {
 		return core.MessageRef{}, err
 	}
+	if ts, ok, err := a.startStream(ctx, p, m); ok || err != nil {
+		return ref(p, ts), err
+	}
+	if m.Kind != core.KindOutput {
+		a.endStreams(ctx, p) // the turn's answer, question or "done" follows its output
+	}
 	ts, err := a.post(ctx, p, pl.options(false))
 	if len(pl.Blocks) > 0 && hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
 		a.log.Warn("Slack refused the message's blocks; sending it as text", "channel", p.Chat, "err", err)
@@ -59,10 +65,17 @@ func fit(m core.OutMessage) (payload, error) {
 	return payload{Text: text}, nil
 }
 
-// post posts at p and checks that a reply landed in its thread.
+// post posts at p and checks that a reply landed in its thread. With
+// streaming on it keeps to the channel's one post a second itself (see
+// streamLimits).
 func (a *Adapter) post(ctx context.Context, p core.Place, opts []slack.MsgOption) (string, error) {
 	if p.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(p.Thread))
+	}
+	if a.opts.Stream {
+		if b := a.postBudget(p.Chat); !b.take(time.Now()) {
+			return "", spent("chat.postMessage", b)
+		}
 	}
 	_, ts, msg, err := a.api.PostMessageWithResponseContext(ctx, p.Chat, opts...)
 	if err != nil {
@@ -107,16 +120,26 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 	if err != nil {
 		return err
 	}
-	err = a.update(ctx, r.Place.Chat, r.ID, pl.options(true))
+	if st := a.openStream(r); st != nil {
+		if handled, err := a.editStream(ctx, st, m); handled || err != nil {
+			return err
+		}
+	}
+	err = a.updateStreamed(ctx, r.Place.Chat, r.ID, pl.options(true))
 	if len(pl.Blocks) > 0 && hasCode(err, codeInvalidBlocks, codeMsgTooLong) {
 		a.log.Warn("Slack refused the message's blocks; editing it to text", "channel", r.Place.Chat, "err", err)
-		err = a.update(ctx, r.Place.Chat, r.ID, renderText(m).options(true))
+		err = a.updateStreamed(ctx, r.Place.Chat, r.ID, renderText(m).options(true))
 	}
 	return classify("chat.update", err)
 }
 
-// update is chat.update; its error is slack-go's, unclassified.
+// update is chat.update; its error is slack-go's, unclassified, or, with
+// streaming on, spent when chat.update's own budget has no room (see
+// budget.go).
 func (a *Adapter) update(ctx context.Context, channel, ts string, opts []slack.MsgOption) error {
+	if a.opts.Stream && !a.streams.update.take(time.Now()) {
+		return spent("chat.update", a.streams.update)
+	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, channel, ts, opts...)
 	return err
 }

@@ -88,20 +88,6 @@ func viewOf(s core.Session) sessionView {
 	return v
 }
 
-// listSessions serves GET /api/sessions: every session, oldest first.
-func (a *Adapter) listSessions(w http.ResponseWriter, r *http.Request, c call) {
-	all, err := c.back.store.Sessions(r.Context())
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	out := make([]sessionView, 0, len(all))
-	for _, s := range all {
-		out = append(out, viewOf(s))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
-}
-
 // createSession serves POST /api/sessions {title?} (origin api).
 func (a *Adapter) createSession(w http.ResponseWriter, r *http.Request, c call) {
 	var req struct {

@@ -4,6 +4,9 @@
 //	parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
 //	parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
 //	parley pairing list|approve CODE|deny CODE
+//	parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
+//	parley init [PATH]
+//	parley service install [--user|--system] [--config FILE] [--dry-run] [--force]
 //	parley version
 //
 // Configuration comes from one TOML file, every key overridable by a

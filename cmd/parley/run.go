@@ -38,6 +38,9 @@ Usage:
   parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
   parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
   parley pairing list|approve CODE|deny CODE [--config FILE] [--url URL] [--token TOKEN]
+  parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
+  parley init [PATH]
+  parley service install [--user|--system] [--config FILE] [--dry-run] [--force]
   parley version
 
 Every configuration key can also be set with an environment variable
@@ -59,6 +62,12 @@ func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stder
 		return stdioProxy(ctx, args[1:], env, stdin, stdout, stderr)
 	case "pairing":
 		return pairingCmd(ctx, args[1:], env, stdout, stderr)
+	case "doctor":
+		return doctor(ctx, args[1:], env, stdout, stderr)
+	case "init":
+		return initConfig(args[1:], env, stdout, stderr)
+	case "service":
+		return service(args[1:], env, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "parley", Version())
 		return exitOK
@@ -122,6 +131,24 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr)
 	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG")) {
 		log.Warn("unknown environment variable ignored", "name", name)
+	}
+	// The checks doctor makes of the address, the data directory and the
+	// transcription endpoint, so that serve stops on the same findings;
+	// the platforms are checked as Open builds them. Transcription is
+	// optional to a running parley: a failure there is only a warning.
+	stop := false
+	for _, f := range (&checkup{cfg: cfg, serving: true}).preflight(ctx) {
+		switch {
+		case f.OK:
+		case f.Check == "transcription":
+			log.Warn("voice messages will not be transcribed", "problem", f.Problem, "fix", f.Fix)
+		default:
+			log.Error("cannot start", "check", f.Check, "problem", f.Problem, "fix", f.Fix)
+			stop = true
+		}
+	}
+	if stop {
+		return exitUsage
 	}
 	m := &Main{Config: cfg, Logger: log}
 	if err := m.Open(ctx); err != nil {
@@ -209,6 +236,7 @@ func (m *Main) Open(ctx context.Context) error {
 		EditInterval:    c.Outbox.FlushInterval.Duration,
 		DrainTimeout:    c.Outbox.DrainTimeout.Duration,
 		DisabledCleanup: disabled,
+		Retention:       c.Retention.Duration,
 		Reflect:         c.Routing.ReflectInput,
 		Logger:          m.Logger,
 	})

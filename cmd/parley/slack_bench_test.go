@@ -15,13 +15,19 @@ import (
 // BenchmarkSlackStreaming streams agents' output into 1, 5 and 20 threads
 // of one channel through parley serve and the fake Slack with Slack's
 // limits on: chat.postMessage one a second per channel, chat.update 50 a
-// minute per workspace, which every thread's output message shares. Each
+// minute per workspace, which every thread's output message shares. It
+// runs both ways of carrying the live output: mode=update edits it with
+// chat.update ([slack] stream = false), mode=stream appends to it with
+// Slack's streaming methods ([slack] stream = true: chat.appendStream, 100
+// a minute per workspace, started by chat.startStream and stopped by
+// chat.stopStream, 20 a minute each). Each
 // session streams about 8.6k characters of markdown in 100 steps over
 // 15 s, then marks the output final. Before measuring, every session has
 // its thread (a root parley posts) and its output message, and a minute
 // passes so that Slack's sliding windows are empty.
 //
-// It reports the platform calls made while measuring, the 429s received
+// It reports the platform calls made while measuring (all, and per method:
+// post, update, start, append, stop), the 429s received
 // from the start (target: none), how stale each thread is while streaming
 // — for each update, the time until its thread shows it or a later one:
 // the median and the maximum — and how long after the agent's final output
@@ -30,33 +36,51 @@ import (
 //
 //	go test -run XXX -bench SlackStreaming -benchtime 1x ./cmd/parley/
 func BenchmarkSlackStreaming(b *testing.B) {
-	for _, n := range []int{1, 5, 20} {
-		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
-			var stale, final []time.Duration
-			var calls, limited int
-			for range b.N {
-				r := slBenchStreaming(b, n)
-				stale = append(stale, r.stale...)
-				final = append(final, r.final)
-				calls += r.calls
-				limited += r.limited
-			}
-			slices.Sort(stale)
-			slices.Sort(final)
-			b.ReportMetric(float64(calls)/float64(b.N), "calls")
-			b.ReportMetric(float64(limited)/float64(b.N), "429s")
-			b.ReportMetric(stale[len(stale)/2].Seconds(), "stale-p50-s")
-			b.ReportMetric(stale[len(stale)-1].Seconds(), "stale-max-s")
-			b.ReportMetric(final[len(final)/2].Seconds(), "final-all-s")
-		})
+	for _, stream := range []bool{false, true} {
+		mode := "update"
+		if stream {
+			mode = "stream"
+		}
+		for _, n := range []int{1, 5, 20} {
+			b.Run(fmt.Sprintf("mode=%s/threads=%d", mode, n), func(b *testing.B) {
+				var stale, final []time.Duration
+				var calls, limited int
+				methods := map[string]int{}
+				for range b.N {
+					r := slBenchStreaming(b, n, stream)
+					stale = append(stale, r.stale...)
+					final = append(final, r.final)
+					calls += r.calls
+					limited += r.limited
+					for m, k := range r.methods {
+						methods[m] += k
+					}
+				}
+				slices.Sort(stale)
+				slices.Sort(final)
+				b.ReportMetric(float64(calls)/float64(b.N), "calls")
+				for _, m := range slBenchMethods {
+					b.ReportMetric(float64(methods["chat."+m])/float64(b.N), m)
+				}
+				b.ReportMetric(float64(limited)/float64(b.N), "429s")
+				b.ReportMetric(stale[len(stale)/2].Seconds(), "stale-p50-s")
+				b.ReportMetric(stale[len(stale)-1].Seconds(), "stale-max-s")
+				b.ReportMetric(final[len(final)/2].Seconds(), "final-all-s")
+			})
+		}
 	}
 }
+
+// slBenchMethods are the methods whose calls the benchmark reports, by
+// their names after "chat.".
+var slBenchMethods = []string{"postMessage", "update", "startStream", "appendStream", "stopStream"}
 
 // slBenchResult is one run of the streaming benchmark.
 type slBenchResult struct {
 	stale   []time.Duration // per update
 	final   time.Duration   // until every thread showed its final text
 	calls   int             // platform calls while measuring
+	methods map[string]int  // the same, by method
 	limited int             // 429s, warm-up included
 }
 
@@ -65,11 +89,13 @@ const (
 	slBenchPace  = 150 * time.Millisecond
 )
 
-func slBenchStreaming(b *testing.B, n int) slBenchResult {
+func slBenchStreaming(b *testing.B, n int, stream bool) slBenchResult {
 	b.StopTimer()
-	srv := slacktest.NewServer(b, slacktest.Options{Limits: true})
+	srv := slacktest.NewServer(b, slacktest.Options{Limits: true, Streaming: stream})
 	channel := srv.NewChannel("bench")
-	m := &Main{Config: slConfig(b, srv, channel, srv.NewUser("Ann"))}
+	cfg := slConfig(b, srv, channel, srv.NewUser("Ann"))
+	cfg.Slack.Stream = stream
+	m := &Main{Config: cfg}
 	ctx := context.Background()
 	if err := m.Open(ctx); err != nil {
 		b.Fatal(err)
@@ -92,10 +118,12 @@ func slBenchStreaming(b *testing.B, n int) slBenchResult {
 		}
 		ids = append(ids, res.Session)
 	}
-	// Warm up: every session gets its thread and its output message, and
-	// its status shows; what follows is the steady state.
-	for _, id := range ids {
-		post(id, "warming up", false)
+	// Warm up: every session gets its thread and its output message
+	// (showing the heading its output grows from, so that a stream has
+	// something to grow), and its status shows; what follows is the
+	// steady state.
+	for i, id := range ids {
+		post(id, slStream(i, 0), false)
 	}
 	warm, stop := context.WithTimeout(ctx, time.Duration(n)*5*time.Second+time.Minute)
 	defer stop()
@@ -141,7 +169,9 @@ func slBenchStreaming(b *testing.B, n int) slBenchResult {
 			for i, ref := range outputs {
 				msg, _ := srv.Message(channel, ref.ID)
 				newest := -1
-				for _, mm := range stepMarker.FindAllSubmatch(msg.Blocks, -1) {
+				// What the message shows: its markdown block, or the
+				// markdown a stream appended.
+				for _, mm := range stepMarker.FindAllStringSubmatch(slMarkdown(msg), -1) {
 					k, _ := strconv.Atoi(string(mm[1]))
 					newest = max(newest, k)
 				}
@@ -194,7 +224,10 @@ func slBenchStreaming(b *testing.B, n int) slBenchResult {
 	}
 	b.StopTimer()
 
-	r := slBenchResult{calls: len(srv.Calls()) - calls0, limited: srv.RateLimited()}
+	r := slBenchResult{calls: len(srv.Calls()) - calls0, methods: map[string]int{}, limited: srv.RateLimited()}
+	for _, c := range srv.Calls()[calls0:] {
+		r.methods[c.Method]++
+	}
 	for i := range n {
 		for k := range slBenchSteps {
 			r.stale = append(r.stale, shown[i][k].Sub(at[i][k]))

@@ -19,6 +19,8 @@
 //	dedup             Append.DedupKey → message id
 //	events            8-byte big-endian seq → flag, [message id], Event JSON
 //	ledger            lp(adapter) lp(chat) lp(thread) lp(message id) → CleanupEntry JSON
+//	ledger_by_session lp(session id) ledger key → empty, so that a session's
+//	                  rows are found without reading every row
 //	cursors           name → value
 //	journal           8-byte seq → the event log's value, for events still to
 //	                  be delivered (core.Event.Journaled)
@@ -49,6 +51,19 @@
 // in the transaction that lets the log grow past the bound by an eighth, so
 // trimming costs one bulk delete per many appends. EventsSince reports
 // core.ErrEventsTruncated when the caller's position fell off the front.
+//
+// # Growth
+//
+// Messages and sessions are kept for good; everything else is bounded. The
+// event log keeps Options.MaxEvents events. Dedup keys, the reservation
+// cursors of session creation and cleanup-ledger rows are removed by Prune
+// once older than the retention the daemon passes (30 days by default):
+// long past any platform's redelivery, and past the age at which platforms
+// let bots delete messages. Prune scans in short read transactions and
+// deletes in small batches through the committer, so it never holds up
+// appends. The delivery journal is never pruned by age: it empties as
+// platforms confirm. Sessions are listed a page at a time (SessionsPage)
+// by walking their time-ordered keys backwards from a cursor.
 //
 // # Writes
 //

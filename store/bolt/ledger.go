@@ -18,6 +18,7 @@ import (
 // ledgerRow is a cleanup row encoded outside the transaction.
 type ledgerRow struct {
 	key, val []byte
+	session  core.SessionID
 }
 
 // prepareCleanup fills defaults (Session session when empty, Created now
@@ -38,30 +39,80 @@ func prepareCleanup(now time.Time, session core.SessionID, rows []core.CleanupEn
 			r.Created = now
 		}
 		key := ledgerKey(r.Ref)
-		if err := checkKey("cleanup ref", key); err != nil {
+		if err := checkKey("cleanup ref", ledgerIndexKey(r.Session, key)); err != nil {
 			return nil, err
 		}
 		val, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("cleanup row %d: %w", i, err)
 		}
-		out[i] = ledgerRow{key: key, val: val}
+		out[i] = ledgerRow{key: key, val: val, session: r.Session}
 	}
 	return out, nil
 }
 
-// putCleanup stores rows, replacing earlier rows for the same Ref.
+// putCleanup stores rows, replacing earlier rows for the same Ref, and keeps
+// ledger_by_session in step.
 func putCleanup(tx *bbolt.Tx, rows []ledgerRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	b := tx.Bucket(bucketLedger)
+	idx := tx.Bucket(bucketLedgerBySes)
 	for _, r := range rows {
+		if old := b.Get(r.key); old != nil {
+			if err := unindexRow(idx, r.key, old); err != nil {
+				return err
+			}
+		}
 		if err := b.Put(r.key, r.val); err != nil {
+			return err
+		}
+		if err := idx.Put(ledgerIndexKey(r.session, r.key), nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteCleanup deletes the row at key, whose value is val, and its index
+// entry.
+func deleteCleanup(tx *bbolt.Tx, key, val []byte) error {
+	if err := unindexRow(tx.Bucket(bucketLedgerBySes), key, val); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketLedger).Delete(key)
+}
+
+// unindexRow deletes the index entry of the row at key whose value is val.
+func unindexRow(idx *bbolt.Bucket, key, val []byte) error {
+	var row struct {
+		Session core.SessionID `json:"session_id"`
+	}
+	if err := json.Unmarshal(val, &row); err != nil {
+		return fmt.Errorf("cleanup row %q: %w", key, err)
+	}
+	return idx.Delete(ledgerIndexKey(row.Session, key))
+}
+
+// ledgerIndexKey is the ledger_by_session key of the row at key.
+func ledgerIndexKey(session core.SessionID, key []byte) []byte {
+	return append(sessionPrefix(session), key...)
+}
+
+// indexLedger builds ledger_by_session from the ledger (the upgrade from
+// schema version 1).
+func indexLedger(tx *bbolt.Tx) error {
+	idx := tx.Bucket(bucketLedgerBySes)
+	return tx.Bucket(bucketLedger).ForEach(func(k, v []byte) error {
+		var row struct {
+			Session core.SessionID `json:"session_id"`
+		}
+		if err := json.Unmarshal(v, &row); err != nil {
+			return fmt.Errorf("cleanup row %q: %w", k, err)
+		}
+		return idx.Put(ledgerIndexKey(row.Session, k), nil)
+	})
 }
 
 // AddCleanup records ledger rows, replacing rows for the same Ref (adapter,
@@ -82,25 +133,43 @@ func (s *Store) AddCleanup(ctx context.Context, rows ...core.CleanupEntry) error
 }
 
 // Cleanup returns the ledger rows of a session (all rows for an empty
-// session), oldest first by Created. The ledger holds only messages still
-// waiting for deletion, so a scan is cheap.
+// session), oldest first by Created. A session's rows are found through
+// ledger_by_session: rules fire on every input and turn, and reading the
+// whole ledger each time made them cost as much as the ledger is long.
 func (s *Store) Cleanup(ctx context.Context, session core.SessionID) ([]core.CleanupEntry, error) {
 	type keyed struct {
 		key []byte
 		row core.CleanupEntry
 	}
 	var rows []keyed
+	add := func(k, v []byte) error {
+		var r core.CleanupEntry
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("row %q: %w", k, err)
+		}
+		if session == "" || r.Session == session {
+			rows = append(rows, keyed{bytes.Clone(k), r})
+		}
+		return nil
+	}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketLedger).ForEach(func(k, v []byte) error {
-			var r core.CleanupEntry
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("row %q: %w", k, err)
+		ledger := tx.Bucket(bucketLedger)
+		if session == "" {
+			return ledger.ForEach(add)
+		}
+		prefix := sessionPrefix(session)
+		c := tx.Bucket(bucketLedgerBySes).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			key := k[len(prefix):]
+			v := ledger.Get(key)
+			if v == nil {
+				return fmt.Errorf("indexed cleanup row %q is missing", key)
 			}
-			if session == "" || r.Session == session {
-				rows = append(rows, keyed{bytes.Clone(k), r})
+			if err := add(key, v); err != nil {
+				return err
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: cleanup %s: %w", session, err)
@@ -131,7 +200,11 @@ func (s *Store) RemoveCleanup(ctx context.Context, refs ...core.MessageRef) erro
 			if len(k) > bbolt.MaxKeySize {
 				continue // never stored
 			}
-			if err := b.Delete(k); err != nil {
+			v := b.Get(k)
+			if v == nil {
+				continue
+			}
+			if err := deleteCleanup(w.Tx, k, v); err != nil {
 				return err
 			}
 		}

@@ -96,7 +96,9 @@ func (s *Store) Session(ctx context.Context, id core.SessionID) (core.Session, e
 	return sess, nil
 }
 
-// Sessions returns all sessions, oldest first by Created, then by id.
+// Sessions returns all sessions, oldest first by Created, then by id. It
+// decodes (and caches) every session: what serves clients or runs at
+// start-up pages through SessionsPage instead.
 func (s *Store) Sessions(ctx context.Context) ([]core.Session, error) {
 	var out []core.Session
 	err := s.view(ctx, func(tx *bbolt.Tx) error {

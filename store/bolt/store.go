@@ -15,8 +15,11 @@ import (
 )
 
 // SchemaVersion is the layout version this code writes. Open refuses a file
-// with a higher version rather than misreading it.
-const SchemaVersion = 1
+// with a higher version rather than misreading it, and upgrades an older one
+// in place: version 2 added ledger_by_session, built from the ledger when a
+// version 1 file is opened (an older parley then refuses the file rather
+// than leave the index behind its writes).
+const SchemaVersion = 2
 
 // Defaults for Options.
 const (
@@ -42,12 +45,13 @@ var (
 	bucketDedup       = []byte("dedup")
 	bucketEvents      = []byte("events")
 	bucketLedger      = []byte("ledger")
+	bucketLedgerBySes = []byte("ledger_by_session")
 	bucketCursors     = []byte("cursors")
 	bucketJournal     = []byte("journal")
 	bucketJournalDone = []byte("journal_done")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketPlaces, bucketInbox,
-		bucketBySess, bucketRecent, bucketDedup, bucketEvents, bucketLedger, bucketCursors,
+		bucketBySess, bucketRecent, bucketDedup, bucketEvents, bucketLedger, bucketLedgerBySes, bucketCursors,
 		bucketJournal, bucketJournalDone, bucketPairing, bucketAdmitted}
 
 	keySchema = []byte("schema")
@@ -159,10 +163,15 @@ func initSchema(tx *bbolt.Tx) error {
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if meta.Get(keySchema) == nil {
-		return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+	if v := meta.Get(keySchema); v != nil && string(v) != "1" {
+		return nil // current
 	}
-	return nil
+	// New, or version 1: index the ledger by session (a new file's ledger
+	// is empty).
+	if err := indexLedger(tx); err != nil {
+		return fmt.Errorf("upgrade to schema %d: %w", SchemaVersion, err)
+	}
+	return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
 }
 
 // Close waits for queued writes to commit and closes the file. Later writes

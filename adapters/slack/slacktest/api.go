@@ -52,8 +52,10 @@ type method struct {
 	// enabled reports whether the workspace offers the method; nil means
 	// always.
 	enabled func(Options) bool
-	// disabledErr is the answer when it is not offered.
+	// disabledErr is the answer when it is not offered; refusal, when
+	// set, picks it from the options instead.
 	disabledErr string
+	refusal     func(Options) string
 }
 
 // Slack's rate tiers, per method and workspace.
@@ -67,6 +69,7 @@ var methods map[string]method
 
 func init() {
 	streaming := func(o Options) bool { return o.Streaming }
+	streamRefusal := func(o Options) string { return o.StreamingRefusal }
 	methods = map[string]method{
 		"auth.test":                    {handle: (*Server).authTest},
 		"apps.connections.open":        {handle: (*Server).connectionsOpen, app: true, scope: "connections:write"},
@@ -83,9 +86,9 @@ func init() {
 		"files.getUploadURLExternal":   {handle: (*Server).getUploadURL, scope: "files:write", rate: tier2},
 		"files.completeUploadExternal": {handle: (*Server).completeUpload, scope: "files:write", rate: tier2},
 		"files.info":                   {handle: (*Server).filesInfo, scope: "files:read", rate: tier2},
-		"chat.startStream":             {handle: (*Server).startStream, scope: "chat:write", rate: tier2, enabled: streaming, disabledErr: "unknown_method"},
-		"chat.appendStream":            {handle: (*Server).appendStream, scope: "chat:write", rate: tier4, enabled: streaming, disabledErr: "unknown_method"},
-		"chat.stopStream":              {handle: (*Server).stopStream, scope: "chat:write", rate: tier2, enabled: streaming, disabledErr: "unknown_method"},
+		"chat.startStream":             {handle: (*Server).startStream, scope: "chat:write", rate: tier2, enabled: streaming, refusal: streamRefusal},
+		"chat.appendStream":            {handle: (*Server).appendStream, scope: "chat:write", rate: tier4, enabled: streaming, refusal: streamRefusal},
+		"chat.stopStream":              {handle: (*Server).stopStream, scope: "chat:write", rate: tier2, enabled: streaming, refusal: streamRefusal},
 		"assistant.threads.setStatus": {
 			handle: (*Server).setStatus, scope: "chat:write,assistant:write", rate: tier3,
 			enabled: func(o Options) bool { return o.AssistantThreads }, disabledErr: "not_allowed",
@@ -163,6 +166,9 @@ func (s *Server) dispatch(r *request, m method) (obj, *apiError) {
 		return nil, errCode("not_allowed_token_type")
 	}
 	if m.enabled != nil && !m.enabled(s.opts) {
+		if m.refusal != nil {
+			return nil, errCode(m.refusal(s.opts))
+		}
 		return nil, errCode(m.disabledErr)
 	}
 	if m.scope != "" {
@@ -171,7 +177,7 @@ func (s *Server) dispatch(r *request, m method) (obj, *apiError) {
 		}
 	}
 	if m.rate.N > 0 {
-		if e := s.limit(r.now, window{"method:" + r.method, m.rate}); e != nil {
+		if e := s.limit(r.now, methodWindow(s.TeamID, r.method, m.rate)); e != nil {
 			return nil, e
 		}
 	}

@@ -144,6 +144,7 @@ func (s *Server) updateMessage(r *request) (obj, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	s.expireStream(m, r.now)
 	if m.streaming {
 		return nil, errCode("streaming_state_conflict")
 	}

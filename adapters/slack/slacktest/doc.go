@@ -76,8 +76,14 @@
 //   - streaming (Options.Streaming) and assistant threads
 //     (Options.AssistantThreads): chat.startStream needs a thread and, in
 //     channels, the recipient's team and user; chat.appendStream only
-//     appends; chat.update of a streaming message is
-//     streaming_state_conflict. assistant.threads.setStatus sets a thread's
+//     appends (markdown_text is required: no_text); chat.update of a
+//     streaming message is streaming_state_conflict; a stream ends on its
+//     own Options.StreamLifetime (5 minutes) after it started, and then
+//     appends and stops answer message_not_in_streaming_state. Without
+//     Options.Streaming the three methods are refused with
+//     Options.StreamingRefusal (unknown_method by default), as in a
+//     workspace or app Slack does not offer them to. Limits count each
+//     method per workspace (methodWindow). assistant.threads.setStatus sets a thread's
 //     status (ThreadStatus), cleared when the bot replies there.
 //   - response URLs of commands and clicks: replace_original and
 //     delete_original act on the clicked message, response_type

@@ -25,6 +25,14 @@ var (
 // unevenly.
 const jitter = 100 * time.Millisecond
 
+// methodWindow is the window of a Web API method in a workspace: Slack
+// counts each method on its own, at its tier's rate, per workspace and app
+// (one app here), so chat.update's 50 a minute do not hold back
+// chat.appendStream's 100, nor one workspace another's.
+func methodWindow(team, method string, rate quota) window {
+	return window{key: "method:" + team + ":" + method, rate: rate}
+}
+
 // limiter keeps sliding windows of accepted calls, by key.
 type limiter struct {
 	windows map[string][]time.Time

@@ -27,8 +27,22 @@ type Options struct {
 	// before it is redelivered; 0 means 3s, as at Slack.
 	AckTimeout time.Duration
 	// Streaming makes chat.startStream, chat.appendStream and
-	// chat.stopStream work; without it they answer "unknown_method".
+	// chat.stopStream work; without it they are refused with
+	// StreamingRefusal, as in a workspace or app Slack does not offer them
+	// to.
 	Streaming bool
+	// StreamingRefusal is the error code of the streaming methods when
+	// Streaming is off: "" means "unknown_method" (Slack's "This method is
+	// currently not available"); "access_denied", "no_permission" and
+	// "channel_type_not_supported" are the other refusals Slack documents
+	// for them.
+	StreamingRefusal string
+	// StreamLifetime is how long a stream lasts after chat.startStream
+	// before Slack ends it on its own (appends and stops then answer
+	// message_not_in_streaming_state, and the message keeps what it
+	// showed); 0 means 5 minutes, as observed at Slack (appends do not
+	// extend it).
+	StreamLifetime time.Duration
 	// AssistantThreads makes assistant.threads.setStatus work; without it
 	// it answers "not_allowed", as in a workspace or app without the
 	// Agents & AI Apps feature.
@@ -143,6 +157,12 @@ func NewServer(tb testing.TB, opts Options) *Server {
 	}
 	if opts.Scopes == nil {
 		opts.Scopes = DefaultScopes
+	}
+	if opts.StreamingRefusal == "" {
+		opts.StreamingRefusal = "unknown_method"
+	}
+	if opts.StreamLifetime <= 0 {
+		opts.StreamLifetime = 5 * time.Minute
 	}
 	if opts.AppScopes == nil {
 		opts.AppScopes = []string{"connections:write"}

@@ -73,6 +73,7 @@ type message struct {
 	reactedBy    map[string][]string // emoji name → user ids
 	files        []*file
 	streaming    bool
+	streamEnds   time.Time  // when Slack ends the stream on its own
 	replies      []*message // a root's replies, oldest first
 }
 

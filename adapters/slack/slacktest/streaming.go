@@ -2,6 +2,7 @@ package slacktest
 
 import (
 	"encoding/json"
+	"time"
 	"unicode/utf8"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) startStream(r *request) (obj, *apiError) {
 		return nil, e
 	}
 	m := s.botMessage(c, r.p["thread_ts"])
-	m.text, m.streaming = text, true
+	m.text, m.streaming, m.streamEnds = text, true, r.now.Add(s.opts.StreamLifetime)
 	s.addMessage(c, m)
 	s.notify(c, s.messageEvent(c, m))
 	return obj{"channel": c.id, "ts": m.ts}, nil
@@ -86,6 +87,9 @@ func (s *Server) streaming(r *request) (*channel, *message, *apiError) {
 		return nil, nil, e
 	}
 	m := c.msgs[r.p["ts"]]
+	if m != nil {
+		s.expireStream(m, r.now)
+	}
 	switch {
 	case m == nil || m.deleted:
 		return nil, nil, errCode("message_not_found")
@@ -95,6 +99,15 @@ func (s *Server) streaming(r *request) (*channel, *message, *apiError) {
 		return nil, nil, errCode("message_not_in_streaming_state")
 	}
 	return c, m, nil
+}
+
+// expireStream ends m's stream when its lifetime is over: Slack ends a
+// stream about five minutes after it started, whether or not text keeps
+// coming, and the message keeps what it showed. Callers hold s.mu.
+func (s *Server) expireStream(m *message, now time.Time) {
+	if m.streaming && !now.Before(m.streamEnds) {
+		m.streaming = false
+	}
 }
 
 // appendStream is chat.appendStream: it only appends.

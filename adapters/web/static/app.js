@@ -31,6 +31,8 @@ const $ = (id) => document.getElementById(id);
 const app = {
   token: '',
   sessions: [],
+  sessionPages: 1, // pages of GET /api/sessions shown
+  sessionsNext: '', // the cursor of the next page, '' when all are shown
   view: null, // {id, state, loading, again, queue, els: Map}
   es: null,
   sessionsTimer: 0,
@@ -162,14 +164,31 @@ async function submitToken(ev) {
 
 // ---- sessions list ----------------------------------------------------------
 
+// The list shows the newest sessions, a page (100) at a time: "Older
+// sessions" asks for one more page, and a refresh re-reads as many pages as
+// are shown, so that thousands of sessions cost the page nothing until
+// someone scrolls back to them.
 async function refreshSessions() {
   try {
-    const data = await api('GET', '/api/sessions');
-    app.sessions = data.sessions || [];
+    const all = [];
+    let next = '';
+    for (let i = 0; i < app.sessionPages; i++) {
+      const data = await api('GET', '/api/sessions' + (next ? '?cursor=' + encodeURIComponent(next) : ''));
+      all.push(...(data.sessions || []));
+      next = data.next || '';
+      if (!next) break;
+    }
+    app.sessions = all;
+    app.sessionsNext = next;
     renderSessions();
   } catch (err) {
     reportError(err);
   }
+}
+
+function olderSessions() {
+  app.sessionPages++;
+  refreshSessions();
 }
 
 function scheduleSessions() {
@@ -202,6 +221,12 @@ function renderSessions() {
     a.append(dot, el('span', 'title', s.title || s.id),
       el('span', 'when', (STATUS[s.status] || s.status) + ' · ' + when(s.updated)));
     nav.append(a);
+  }
+  if (app.sessionsNext) {
+    const more = el('button', 'more', 'Older sessions');
+    more.type = 'button';
+    more.addEventListener('click', olderSessions);
+    nav.append(more);
   }
   const cur = app.view && app.sessions.find((s) => s.id === app.view.id);
   if (cur) renderHeader(app.view.state, cur);

@@ -58,6 +58,12 @@ type Config struct {
 	// Default: $XDG_DATA_HOME/parley, else ~/.local/share/parley. A leading
 	// "~/" is expanded to $HOME.
 	DataDir string `toml:"data_dir"`
+	// Retention is how long parley keeps what only serves to recognise a
+	// repeated delivery (dedup keys, session reservations) or to finish a
+	// deletion (cleanup-ledger rows); older ones are pruned hourly.
+	// Messages, sessions and undelivered messages are never pruned.
+	// Default 30d. At least 24h: platforms redeliver for up to a day.
+	Retention Duration `toml:"retention"`
 	// HTTP is the daemon's one HTTP listener: web page, /api, /mcp, /metrics.
 	HTTP HTTP `toml:"http"`
 	// Log configures logging.
@@ -209,11 +215,21 @@ type Platforms struct {
 }
 
 // Duration is a time.Duration written as a string like "2s" or "1m30s", in
-// the file and in environment variables.
+// the file and in environment variables; a whole number of days may be
+// written like "30d", as retentions are.
 type Duration struct{ time.Duration }
 
-// UnmarshalText parses a duration like 2s.
+// day is the unit of durations written like 30d.
+const day = 24 * time.Hour
+
+// UnmarshalText parses a duration like 2s, or a number of days like 30d.
 func (d *Duration) UnmarshalText(b []byte) error {
+	if days, ok := strings.CutSuffix(string(b), "d"); ok {
+		if n, err := strconv.ParseUint(days, 10, 16); err == nil {
+			d.Duration = time.Duration(n) * day
+			return nil
+		}
+	}
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
 		return fmt.Errorf("%q is not a duration like 2s", b)
@@ -222,8 +238,17 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// MarshalText writes the duration like 2s.
+// MarshalText writes the duration like 2s, or like 30d when it is a whole
+// number of days.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// String is the duration as MarshalText writes it.
+func (d Duration) String() string {
+	if d.Duration > 0 && d.Duration%day == 0 {
+		return strconv.FormatInt(int64(d.Duration/day), 10) + "d"
+	}
+	return d.Duration.String()
+}
 
 // Default returns the configuration used when there is no file and no
 // variables: web page, API and MCP on 127.0.0.1:8765, no platform adapters.
@@ -232,9 +257,10 @@ func Default() Config { return defaults(os.Environ()) }
 
 func defaults(env []string) Config {
 	return Config{
-		DataDir: DefaultDataDir(env),
-		HTTP:    HTTP{Listen: "127.0.0.1:8765"},
-		Log:     Log{Level: "info", Format: "text"},
+		DataDir:   DefaultDataDir(env),
+		Retention: Duration{30 * day},
+		HTTP:      HTTP{Listen: "127.0.0.1:8765"},
+		Log:       Log{Level: "info", Format: "text"},
 		Outbox: Outbox{
 			FlushInterval: Duration{time.Second},
 			DrainTimeout:  Duration{5 * time.Second},
@@ -339,6 +365,10 @@ func (c *Config) validate() []error {
 
 	if c.DataDir == "" {
 		bad("data_dir", "empty, and there is no default because neither XDG_DATA_HOME nor HOME is set")
+	}
+
+	if c.Retention.Duration < day {
+		bad("retention", "%s is shorter than a day: platforms redeliver updates for up to 24 hours (Telegram), and a redelivery is recognised only while its key is kept; use 30d, or at least 24h", c.Retention)
 	}
 
 	if host, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {

@@ -64,9 +64,10 @@ func loadErr(tb testing.TB, text string, env []string) (path, msg string) {
 
 func TestDefaults(t *testing.T) {
 	want := Config{
-		DataDir: "/home/ada/.local/share/parley",
-		HTTP:    HTTP{Listen: "127.0.0.1:8765"},
-		Log:     Log{Level: "info", Format: "text"},
+		DataDir:   "/home/ada/.local/share/parley",
+		Retention: Duration{30 * 24 * time.Hour},
+		HTTP:      HTTP{Listen: "127.0.0.1:8765"},
+		Log:       Log{Level: "info", Format: "text"},
 		Outbox: Outbox{
 			FlushInterval: Duration{time.Second},
 			DrainTimeout:  Duration{5 * time.Second},
@@ -120,9 +121,10 @@ func TestLoadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		DataDir: "/srv/parley",
-		HTTP:    HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token"},
-		Log:     Log{Level: "debug", Format: "json"},
+		DataDir:   "/srv/parley",
+		Retention: Duration{90 * 24 * time.Hour},
+		HTTP:      HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token"},
+		Log:       Log{Level: "debug", Format: "json"},
 		Outbox: Outbox{
 			FlushInterval: Duration{250 * time.Millisecond},
 			DrainTimeout:  Duration{10 * time.Second},
@@ -360,6 +362,10 @@ func TestValidation(t *testing.T) {
 			want: []string{`transcription.api_url: "stt.example.org" is not an http or https URL`, "PARLEY_TRANSCRIPTION_API_URL"}},
 		{name: "transcription without url", env: []string{"PARLEY_TRANSCRIPTION_MODEL=whisper-1"},
 			want: []string{"transcription.api_url: empty, but other [transcription] keys are set", "PARLEY_TRANSCRIPTION_API_URL"}},
+		{name: "retention shorter than a day", env: []string{"PARLEY_RETENTION=1h"},
+			want: []string{"config: retention: 1h0m0s is shorter than a day", "use 30d, or at least 24h", "(set retention or PARLEY_RETENTION)"}},
+		{name: "retention not a duration", file: "retention = \"a month\"\n",
+			want: []string{`retention: "a month" is not a duration like 2s`}},
 		{name: "no data dir", noHome: true,
 			want: []string{"data_dir: empty", "(set data_dir or PARLEY_DATA_DIR)"}},
 	}
@@ -576,5 +582,38 @@ func TestSlogLevel(t *testing.T) {
 		if got := (Log{Level: level}).SlogLevel(); got != want {
 			t.Errorf("SlogLevel(%q) = %v, want %v", level, got, want)
 		}
+	}
+}
+
+func TestDurationDays(t *testing.T) {
+	tests := []struct {
+		text string
+		want time.Duration
+		back string
+	}{
+		{"30d", 30 * 24 * time.Hour, "30d"},
+		{"720h", 30 * 24 * time.Hour, "30d"},
+		{"36h", 36 * time.Hour, "36h0m0s"},
+		{"2s", 2 * time.Second, "2s"},
+		{"0d", 0, "0s"},
+	}
+	for _, tt := range tests {
+		var d Duration
+		if err := d.UnmarshalText([]byte(tt.text)); err != nil || d.Duration != tt.want {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", tt.text, d.Duration, err, tt.want)
+		}
+		if b, _ := d.MarshalText(); string(b) != tt.back {
+			t.Errorf("MarshalText(%v) = %q, want %q", d.Duration, b, tt.back)
+		}
+	}
+	for _, bad := range []string{"d", "-3d", "1.5d", "30 d", "99999999d"} {
+		var d Duration
+		if err := d.UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("UnmarshalText(%q) = %v, want an error", bad, d.Duration)
+		}
+	}
+	c := load(t, "retention = \"90d\"\n", home)
+	if c.Retention.Duration != 90*24*time.Hour {
+		t.Errorf("retention = %v, want 90 days", c.Retention)
 	}
 }

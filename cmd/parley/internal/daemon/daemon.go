@@ -11,6 +11,11 @@
 // re-shows each session's streaming output (the persisted digest turns that
 // into no platform call when the platform already shows it, and into an
 // edit of the same message when the daemon died mid-stream).
+//
+// Growth: while it runs, the daemon prunes dedup keys, session reservations
+// and cleanup-ledger rows older than Options.Retention every PruneInterval
+// (bolt.Store.Prune); a redelivered platform update is recognised for that
+// long. Messages, sessions and undelivered journal entries are never pruned.
 // Run runs the adapters and the event consumers until its context ends, then
 // stops the adapters, drains the outbox for at most DrainTimeout and returns;
 // Close closes the store.
@@ -64,6 +69,13 @@ type Options struct {
 	DrainTimeout time.Duration
 	// DisabledCleanup lifetimes are never deleted.
 	DisabledCleanup map[core.Lifetime]bool
+	// Retention is how long dedup keys, session reservations and
+	// cleanup-ledger rows are kept (see Prune). Zero means
+	// DefaultRetention; negative never prunes.
+	Retention time.Duration
+	// PruneInterval is how often the pruner runs. Zero means
+	// DefaultPruneInterval.
+	PruneInterval time.Duration
 	// Store tunes the bbolt store (tests set NoSync for speed).
 	Store  bolt.Options
 	Logger *slog.Logger
@@ -107,6 +119,12 @@ type Daemon struct {
 	startSeq uint64
 }
 
+// Defaults for Options.
+const (
+	DefaultRetention     = 30 * 24 * time.Hour
+	DefaultPruneInterval = time.Hour
+)
+
 // DBFile is the database's name inside the data directory.
 const DBFile = "parley.db"
 
@@ -117,6 +135,12 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 5 * time.Second
+	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.PruneInterval <= 0 {
+		opts.PruneInterval = DefaultPruneInterval
 	}
 	if opts.DataDir == "" {
 		return nil, errors.New("daemon: no data directory")
@@ -197,22 +221,31 @@ func (d *Daemon) recover(ctx context.Context) error {
 	if n > 0 {
 		d.log.Info("replaying undelivered messages", "events", n)
 	}
-	sessions, err := d.Store.Sessions(ctx)
-	if err != nil {
-		return fmt.Errorf("daemon: %w", err)
-	}
-	for _, s := range sessions {
-		// A final output is journaled until every platform has it; only
-		// a streaming one is derived from the session here.
-		if s.Output == "" || s.OutputFinal || s.Status == core.StatusClosed {
-			continue
+	// Only the sessions with a streaming output, a page at a time: with
+	// 100,000 sessions, decoding (and caching) all of them took most of
+	// the start-up and more memory than the daemon otherwise uses.
+	q := core.SessionQuery{Limit: 1000, Streaming: true}
+	for {
+		sessions, next, err := d.Store.SessionsPage(ctx, q)
+		if err != nil {
+			return fmt.Errorf("daemon: %w", err)
 		}
-		e := core.Event{Kind: core.EventOutput, Session: s.ID, Text: s.Output, Turn: s.Turn, Final: s.OutputFinal}
-		if err := d.Dispatcher.Dispatch(ctx, e); err != nil {
-			d.log.Warn("resume output", "session", s.ID, "err", err)
+		for _, s := range sessions {
+			// A final output is journaled until every platform has it;
+			// only a streaming one is derived from the session here.
+			if s.Status == core.StatusClosed {
+				continue
+			}
+			e := core.Event{Kind: core.EventOutput, Session: s.ID, Text: s.Output, Turn: s.Turn, Final: s.OutputFinal}
+			if err := d.Dispatcher.Dispatch(ctx, e); err != nil {
+				d.log.Warn("resume output", "session", s.ID, "err", err)
+			}
 		}
+		if next == "" {
+			return nil
+		}
+		q.After = next
 	}
-	return nil
 }
 
 // Run runs the adapters and event consumers until ctx ends, then shuts
@@ -234,9 +267,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 	}
 	var consumers sync.WaitGroup
-	consumers.Add(2)
+	consumers.Add(3)
 	go func() { defer consumers.Done(); d.Dispatcher.Run(ctx, d.dispatchSub) }()
 	go func() { defer consumers.Done(); d.Ledger.Run(ctx, d.ledgerSub) }()
+	go func() { defer consumers.Done(); d.prune(ctx) }()
 	<-ctx.Done()
 	wg.Wait()
 	d.log.Info("adapters stopped; draining the outbox", "timeout", d.opts.DrainTimeout)
