@@ -13,6 +13,8 @@ require (
 	github.com/yuin/goldmark v1.8.7
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/text v0.42.0
+	gopkg.in/yaml.v3 v3.0.1
+	maunium.net/go/mautrix v0.31.0
 )
 
 require (
@@ -43,5 +45,4 @@ require (
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	maunium.net/go/mautrix v0.31.0 // indirect
 )

@@ -1,0 +1,460 @@
+package matrixtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+)
+
+// Person plays a person in a test: a plain Matrix client acting for one
+// account, and a sync loop that records what the account sees.
+//
+// Actions (Send, CreateRoom, …) are made directly, with a deadline, and
+// fail the test when the homeserver refuses them. Observations come from
+// the sync loop: Events and RoomName return what has been seen so far, and
+// the Wait methods block until a match is seen or the timeout passes (then
+// fail the test). Every event the account saw is kept, so a Wait also
+// matches events seen before it was called: match on content, not on
+// "the next event".
+//
+// The methods are safe for concurrent use; the ones taking a testing.TB
+// call tb.Fatal and so belong to the test's goroutine.
+type Person struct {
+	User *User
+	// Client is the person's client; use it for what Person does not offer.
+	Client *mautrix.Client
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every recorded change
+	events   map[id.RoomID][]*event.Event
+	names    map[id.RoomID]string
+	invites  []invite // in arrival order; kept after joining
+	joined   map[id.RoomID]bool
+	syncErr  error // the last failed sync, for the failure message
+	syncDone chan struct{}
+}
+
+type invite struct {
+	room id.RoomID
+	from id.UserID
+}
+
+// NewPerson starts the sync loop of u on hsURL (the homeserver's, or a
+// Proxy's) and stops it when the test ends.
+func NewPerson(tb testing.TB, hsURL string, u *User) *Person {
+	tb.Helper()
+	p := &Person{
+		User:     u,
+		Client:   u.Client(tb, hsURL),
+		changed:  make(chan struct{}),
+		events:   map[id.RoomID][]*event.Event{},
+		names:    map[id.RoomID]string{},
+		joined:   map[id.RoomID]bool{},
+		syncDone: make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go p.syncLoop(ctx)
+	tb.Cleanup(func() { cancel(); <-p.syncDone })
+	return p
+}
+
+// syncLoop long-polls /sync until ctx ends. A failed sync is retried after
+// a short pause (a test may stop the homeserver under a person).
+func (p *Person) syncLoop(ctx context.Context) {
+	defer close(p.syncDone)
+	since := ""
+	for ctx.Err() == nil {
+		timeout := 30000
+		if since == "" {
+			timeout = 0
+		}
+		callCtx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond+callTimeout)
+		resp, err := p.Client.SyncRequest(callCtx, timeout, since, "", false, event.PresenceOffline)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.mu.Lock()
+			p.syncErr = err
+			p.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		since = resp.NextBatch
+		p.record(resp)
+	}
+}
+
+func (p *Person) record(resp *mautrix.RespSync) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for roomID, room := range resp.Rooms.Invite {
+		var from id.UserID
+		for _, evt := range room.State.Events {
+			prepare(roomID, evt)
+			if evt.Type == event.StateMember && evt.GetStateKey() == p.User.ID.String() {
+				from = evt.Sender
+			}
+			p.noteName(roomID, evt)
+		}
+		if !p.invited(roomID) {
+			p.invites = append(p.invites, invite{room: roomID, from: from})
+		}
+	}
+	for roomID, room := range resp.Rooms.Join {
+		p.joined[roomID] = true
+		for _, evt := range room.State.Events {
+			prepare(roomID, evt)
+			p.noteName(roomID, evt)
+		}
+		for _, evt := range room.Timeline.Events {
+			prepare(roomID, evt)
+			p.noteName(roomID, evt)
+			p.events[roomID] = append(p.events[roomID], evt)
+		}
+	}
+	for roomID, room := range resp.Rooms.Leave {
+		delete(p.joined, roomID)
+		for _, evt := range room.Timeline.Events {
+			prepare(roomID, evt)
+			p.noteName(roomID, evt)
+			p.events[roomID] = append(p.events[roomID], evt)
+		}
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *Person) invited(roomID id.RoomID) bool {
+	for _, inv := range p.invites {
+		if inv.room == roomID {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Person) noteName(roomID id.RoomID, evt *event.Event) {
+	if evt.Type != event.StateRoomName || evt.GetStateKey() != "" {
+		return
+	}
+	if c, ok := evt.Content.Parsed.(*event.RoomNameEventContent); ok {
+		p.names[roomID] = c.Name
+	}
+}
+
+// prepare does what mautrix's syncer does before dispatching: the room id,
+// the type's class, and the parsed content (left nil for types mautrix
+// does not know; Content.Raw still has them).
+func prepare(roomID id.RoomID, evt *event.Event) {
+	evt.RoomID = roomID
+	if evt.StateKey != nil {
+		evt.Type.Class = event.StateEventType
+	} else {
+		evt.Type.Class = event.MessageEventType
+	}
+	_ = evt.Content.ParseRaw(evt.Type)
+}
+
+// Events returns the timeline events of the room seen so far, oldest first.
+func (p *Person) Events(roomID id.RoomID) []*event.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*event.Event(nil), p.events[roomID]...)
+}
+
+// RoomName returns the room's name as last seen, or "" if none was seen.
+func (p *Person) RoomName(roomID id.RoomID) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.names[roomID]
+}
+
+// Joined reports whether the account is in the room, as the last sync said.
+func (p *Person) Joined(roomID id.RoomID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.joined[roomID]
+}
+
+// wait calls check under the lock whenever something was recorded, until
+// it reports true or timeout passes; then it fails the test with what.
+func (p *Person) wait(tb testing.TB, timeout time.Duration, what string, check func() bool) {
+	tb.Helper()
+	deadline := time.After(timeout)
+	for {
+		p.mu.Lock()
+		ok, changed, syncErr := check(), p.changed, p.syncErr
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			msg := ""
+			if syncErr != nil {
+				msg = " (last sync error: " + syncErr.Error() + ")"
+			}
+			tb.Fatalf("%s: %s not seen within %v%s", p.User.ID, what, timeout, msg)
+		}
+	}
+}
+
+// WaitFor returns the first event of the room, oldest first, for which
+// match reports true, waiting up to timeout for it.
+func (p *Person) WaitFor(tb testing.TB, roomID id.RoomID, match func(*event.Event) bool, timeout time.Duration) *event.Event {
+	tb.Helper()
+	var found *event.Event
+	p.wait(tb, timeout, "a matching event in "+roomID.String(), func() bool {
+		for _, evt := range p.events[roomID] {
+			if match(evt) {
+				found = evt
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// WaitInvite waits for an invite from the given user (any user when from
+// is empty) to a room the account has not joined, and returns the room.
+func (p *Person) WaitInvite(tb testing.TB, from id.UserID, timeout time.Duration) id.RoomID {
+	tb.Helper()
+	var room id.RoomID
+	p.wait(tb, timeout, "an invite from "+string(from), func() bool {
+		for _, inv := range p.invites {
+			if (from == "" || inv.from == from) && !p.joined[inv.room] {
+				room = inv.room
+				return true
+			}
+		}
+		return false
+	})
+	return room
+}
+
+// WaitRoomName waits until the room's name satisfies match and returns it.
+func (p *Person) WaitRoomName(tb testing.TB, roomID id.RoomID, match func(name string) bool, timeout time.Duration) string {
+	tb.Helper()
+	var name string
+	p.wait(tb, timeout, "a matching name of "+roomID.String(), func() bool {
+		name = p.names[roomID]
+		return match(name)
+	})
+	return name
+}
+
+// Text returns the text of a message event as a person reads it: the
+// latest edit's new content is not applied (use Edited for that), the body
+// of an edit event is its new content's body.
+func Text(evt *event.Event) string {
+	c, ok := evt.Content.Parsed.(*event.MessageEventContent)
+	if !ok {
+		return ""
+	}
+	if c.NewContent != nil {
+		return c.NewContent.Body
+	}
+	return c.Body
+}
+
+// ReplaceOf returns the event id that evt edits (m.replace), or "".
+func ReplaceOf(evt *event.Event) id.EventID {
+	c, ok := evt.Content.Parsed.(*event.MessageEventContent)
+	if !ok || c.RelatesTo == nil || c.RelatesTo.Type != event.RelReplace {
+		return ""
+	}
+	return c.RelatesTo.EventID
+}
+
+// Edited returns the current text of the message original in the room as a
+// client shows it: the body of the latest m.replace edit by the same
+// sender, or the original's body; "" when the original was not seen.
+func (p *Person) Edited(roomID id.RoomID, original id.EventID) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var orig *event.Event
+	text := ""
+	for _, evt := range p.events[roomID] {
+		switch {
+		case evt.ID == original:
+			orig, text = evt, Text(evt)
+		case orig != nil && ReplaceOf(evt) == original && evt.Sender == orig.Sender:
+			text = Text(evt)
+		}
+	}
+	return text
+}
+
+func (p *Person) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), callTimeout)
+}
+
+func (p *Person) check(tb testing.TB, what string, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("%s: %s: %v", p.User.ID, what, err)
+	}
+}
+
+// SendContent sends a message event of the given type and returns its id.
+func (p *Person) SendContent(tb testing.TB, roomID id.RoomID, typ event.Type, content any) id.EventID {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	resp, err := p.Client.SendMessageEvent(ctx, roomID, typ, content)
+	p.check(tb, "send "+typ.Type+" to "+roomID.String(), err)
+	return resp.EventID
+}
+
+// Send writes a plain m.text message.
+func (p *Person) Send(tb testing.TB, roomID id.RoomID, text string) id.EventID {
+	tb.Helper()
+	return p.SendContent(tb, roomID, event.EventMessage, &event.MessageEventContent{MsgType: event.MsgText, Body: text})
+}
+
+// Reply writes an m.text message replying to the event to (m.in_reply_to,
+// without a quoted fallback, as current clients send).
+func (p *Person) Reply(tb testing.TB, roomID id.RoomID, to id.EventID, text string) id.EventID {
+	tb.Helper()
+	c := &event.MessageEventContent{MsgType: event.MsgText, Body: text}
+	c.RelatesTo = (&event.RelatesTo{}).SetReplyTo(to)
+	return p.SendContent(tb, roomID, event.EventMessage, c)
+}
+
+// Edit replaces the text of the person's own message original (m.replace,
+// with the "* " fallback body clients send).
+func (p *Person) Edit(tb testing.TB, roomID id.RoomID, original id.EventID, text string) id.EventID {
+	tb.Helper()
+	c := &event.MessageEventContent{MsgType: event.MsgText, Body: text}
+	c.SetEdit(original)
+	return p.SendContent(tb, roomID, event.EventMessage, c)
+}
+
+// React annotates the event with key (an emoji such as "1️⃣").
+func (p *Person) React(tb testing.TB, roomID id.RoomID, eventID id.EventID, key string) id.EventID {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	resp, err := p.Client.SendReaction(ctx, roomID, eventID, key)
+	p.check(tb, "react to "+eventID.String(), err)
+	return resp.EventID
+}
+
+// Redact deletes an event (the person's own, or another's where the
+// person's power level allows) and returns the redaction's id.
+func (p *Person) Redact(tb testing.TB, roomID id.RoomID, eventID id.EventID) id.EventID {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	resp, err := p.Client.RedactEvent(ctx, roomID, eventID)
+	p.check(tb, "redact "+eventID.String(), err)
+	return resp.EventID
+}
+
+// UploadFile uploads data and posts it in the room as m.image, m.audio or
+// m.file according to contentType, with name as its body and file name.
+func (p *Person) UploadFile(tb testing.TB, roomID id.RoomID, name, contentType string, data []byte) id.EventID {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	up, err := p.Client.UploadBytesWithName(ctx, data, contentType, name)
+	p.check(tb, "upload "+name, err)
+	msgType := event.MsgFile
+	switch {
+	case strings.HasPrefix(contentType, "image/"):
+		msgType = event.MsgImage
+	case strings.HasPrefix(contentType, "audio/"):
+		msgType = event.MsgAudio
+	}
+	return p.SendContent(tb, roomID, event.EventMessage, &event.MessageEventContent{
+		MsgType:  msgType,
+		Body:     name,
+		FileName: name,
+		URL:      up.ContentURI.CUString(),
+		Info:     &event.FileInfo{MimeType: contentType, Size: len(data)},
+	})
+}
+
+// CreateRoom creates a room with the given name (preset private_chat: the
+// creator has power level 100, invitees 0) and invites the users.
+func (p *Person) CreateRoom(tb testing.TB, name string, invite ...id.UserID) id.RoomID {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	resp, err := p.Client.CreateRoom(ctx, &mautrix.ReqCreateRoom{
+		Name:   name,
+		Preset: "private_chat",
+		Invite: invite,
+	})
+	p.check(tb, "create room "+name, err)
+	return resp.RoomID
+}
+
+// SetRoomName renames the room (an m.room.name state event).
+func (p *Person) SetRoomName(tb testing.TB, roomID id.RoomID, name string) {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	_, err := p.Client.SendStateEvent(ctx, roomID, event.StateRoomName, "", &event.RoomNameEventContent{Name: name})
+	p.check(tb, "rename "+roomID.String(), err)
+}
+
+// Invite invites the user to the room.
+func (p *Person) Invite(tb testing.TB, roomID id.RoomID, userID id.UserID) {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	_, err := p.Client.InviteUser(ctx, roomID, &mautrix.ReqInviteUser{UserID: userID})
+	p.check(tb, "invite "+userID.String(), err)
+}
+
+// Kick removes the user from the room.
+func (p *Person) Kick(tb testing.TB, roomID id.RoomID, userID id.UserID) {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	_, err := p.Client.KickUser(ctx, roomID, &mautrix.ReqKickUser{UserID: userID})
+	p.check(tb, "kick "+userID.String(), err)
+}
+
+// Join joins the room (accepting an invite).
+func (p *Person) Join(tb testing.TB, roomID id.RoomID) {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	_, err := p.Client.JoinRoomByID(ctx, roomID)
+	p.check(tb, "join "+roomID.String(), err)
+}
+
+// Leave leaves the room (or declines an invite).
+func (p *Person) Leave(tb testing.TB, roomID id.RoomID) {
+	tb.Helper()
+	ctx, cancel := p.ctx()
+	defer cancel()
+	_, err := p.Client.LeaveRoom(ctx, roomID)
+	p.check(tb, "leave "+roomID.String(), err)
+}
+
+// IsMatrixError reports whether err is the homeserver's error with this
+// errcode (for instance "M_FORBIDDEN").
+func IsMatrixError(err error, errcode string) bool {
+	var re mautrix.HTTPError
+	if errors.As(err, &re) && re.RespError != nil {
+		return re.RespError.ErrCode == errcode
+	}
+	return false
+}
