@@ -151,11 +151,12 @@ func (a *Adapter) Name() core.AdapterName { return Name }
 var synapseRate = core.Rate{N: 10, Per: 50 * time.Second}
 
 const (
-	// maxLength bounds the body plus formatted_body of one message. An
-	// event may hold 65,536 bytes with its envelope; an edit carries the
-	// new content and a fallback body, and JSON escapes can double plain
-	// text, so a third of that leaves room (see render.go).
-	maxLength = 20000
+	// maxLength bounds each of the body and the formatted_body of one
+	// message (see RenderedLength). An event may hold 65,536 bytes with its
+	// envelope; the pair is at most 32,000 bytes, an edit adds only a short
+	// fallback, and content that JSON escapes would still push over the
+	// limit drops its HTML rather than fail (see encode).
+	maxLength = 16000
 	// fileThreshold: a final output longer than four messages would go as
 	// a file, were the adapter a FileSender.
 	fileThreshold = 4 * maxLength

@@ -58,7 +58,11 @@ func classify(what string, o op, err error, gone bool) error {
 		return fmt.Errorf("matrix: %s: %w: %w", what, core.ErrMessageGone, err)
 	case re.ErrCode == mautrix.MNotFound.ErrCode && (o == opSend || o == opState):
 		return fmt.Errorf("matrix: %s: %w: %w", what, core.ErrThreadGone, err)
-	case gone && (o == opSend || o == opState || o == opEdit):
+	case gone && o == opEdit:
+		// The message is out of reach with its room; core posts anew,
+		// and that send finds the room gone.
+		return fmt.Errorf("matrix: %s: the bot is not in the room: %w: %w", what, core.ErrMessageGone, err)
+	case gone && (o == opSend || o == opState):
 		return fmt.Errorf("matrix: %s: the bot is not in the room: %w: %w", what, core.ErrThreadGone, err)
 	case re.ErrCode == mautrix.MUnknownToken.ErrCode:
 		return fmt.Errorf("matrix: %s: the access token is not valid (any more): %w", what, err)

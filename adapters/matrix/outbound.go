@@ -55,11 +55,16 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 }
 
 // alive reports core.ErrMessageGone for an event that was redacted or that
-// the bot cannot see (any more).
+// the bot cannot see any more. An event the homeserver does not know (yet)
+// is taken as alive: a homeserver may answer a read before it has indexed
+// an event it just made (Dendrite does), and taking that for gone would
+// post the output a second time.
 func (a *Adapter) alive(ctx context.Context, room id.RoomID, ev id.EventID) error {
 	got, err := a.cli.GetEvent(ctx, room, ev)
 	switch {
-	case err != nil && (errors.Is(err, mautrix.MNotFound) || forbidden(err)):
+	case err != nil && errors.Is(err, mautrix.MNotFound):
+		return nil
+	case err != nil && forbidden(err):
 		return fmt.Errorf("matrix: event %s: %w: %w", ev, core.ErrMessageGone, err)
 	case err != nil:
 		return classify("read the event to edit", opOther, err, false)
@@ -111,18 +116,28 @@ func (a *Adapter) joined(ctx context.Context, room id.RoomID) bool {
 // logs and ours.
 func (a *Adapter) Delete(ctx context.Context, r core.MessageRef) error {
 	room, ev := id.RoomID(r.Place.Chat), id.EventID(r.ID)
-	can, err := a.mayRedactOthers(ctx, room)
-	if err != nil {
-		return err
+	// Homeservers accept a redaction of a redacted event; read it first
+	// so that a message already gone is reported as such.
+	got, err := a.cli.GetEvent(ctx, room, ev)
+	switch {
+	case err != nil && errors.Is(err, mautrix.MNotFound):
+		// Not indexed yet (see alive), or never there: its sender is
+		// unknown, so it is redacted only where the bot may redact
+		// anyone's; a redaction of an unknown id changes nothing.
+		got = &event.Event{}
+	case err != nil && forbidden(err):
+		return fmt.Errorf("matrix: redact %s: %w: %w", ev, core.ErrMessageGone, err)
+	case err != nil:
+		return classify("read the event to redact", opRedact, err, false)
+	case got.Unsigned.RedactedBecause != nil || len(got.Content.VeryRaw) <= 2:
+		return fmt.Errorf("matrix: redact %s: already redacted: %w", ev, core.ErrMessageGone)
 	}
-	if !can {
-		got, err := a.cli.GetEvent(ctx, room, ev)
-		switch {
-		case err != nil && errors.Is(err, mautrix.MNotFound):
-			return fmt.Errorf("matrix: redact %s: %w", ev, core.ErrMessageGone)
-		case err != nil:
-			return classify("read the event to redact", opRedact, err, false)
-		case got.Sender != a.cli.UserID:
+	if got.Sender != a.cli.UserID {
+		can, err := a.mayRedactOthers(ctx, room)
+		if err != nil {
+			return err
+		}
+		if !can {
 			return fmt.Errorf("matrix: redact %s in %s: the bot's power level is below the room's redact level: %w", ev, room, core.ErrUnsupported)
 		}
 	}

@@ -171,6 +171,13 @@ func shorten(s string, n int) string {
 	return s[:cut] + "…"
 }
 
-// RenderedLength implements core.Measurer: the bytes of the plain body and
-// the HTML body together, as markdown.MatrixHTML counts them.
-func (a *Adapter) RenderedLength(md string) int { return markdown.Measure(md, markdown.MatrixHTML) }
+// RenderedLength implements core.Measurer: the bytes of the longer of the
+// plain body and the HTML body. An event carries both, so MaxLength bounds
+// each of them and the pair is at most twice it; counting the longer one
+// keeps the measure close to the markdown's own length (the HTML of prose
+// is its text plus a few tags), which is what core's splitting and the
+// conformance suite's sizing assume.
+func (a *Adapter) RenderedLength(md string) int {
+	body, html := markdown.Matrix(md)
+	return max(len(body), len(html))
+}
