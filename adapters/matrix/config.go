@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"maunium.net/go/mautrix/id"
+
+	"github.com/parley-chat/parley/core"
 )
 
 // Config is the [matrix] section of parley's configuration: what a person
@@ -30,11 +33,18 @@ type Config struct {
 	// Space, optional, is the room id (!…) or alias (#…) of a space the
 	// rooms the bot creates for sessions are added to.
 	Space string `toml:"space"`
+	// MessagesPerMinute and MessageBurst are the account's message budget
+	// on the homeserver, which parley keeps to across all its rooms
+	// (messages, edits, room names and redactions all count). Defaults:
+	// Synapse's rc_message, 12 a minute (0.2 a second) with bursts of 10.
+	// Raise them with the homeserver's limit for the bot's account.
+	MessagesPerMinute int64 `toml:"messages_per_minute"`
+	MessageBurst      int64 `toml:"message_burst"`
 }
 
 // DefaultConfig is the section when nothing is said: no homeserver, so the
 // adapter is off.
-func DefaultConfig() Config { return Config{} }
+func DefaultConfig() Config { return Config{MessagesPerMinute: 12, MessageBurst: 10} }
 
 // Enabled reports whether the section turns the adapter on: a homeserver
 // is set.
@@ -54,13 +64,28 @@ func (c Config) Allowed() []string {
 // what the daemon provides: Cursors, FileDir, Pacer, Transcriber, Logger.
 func (c Config) Options() Options {
 	return Options{Homeserver: c.Homeserver, UserID: id.UserID(strings.TrimSpace(c.UserID)), AccessToken: c.AccessToken,
-		Password: c.Password, Allowed: c.Allowed(), Space: strings.TrimSpace(c.Space)}
+		Password: c.Password, Allowed: c.Allowed(), Space: strings.TrimSpace(c.Space), MessageRate: c.rate()}
+}
+
+// rate is the message budget as a sliding window: a burst, refilled at
+// the per-minute rate.
+func (c Config) rate() core.Rate {
+	if c.MessagesPerMinute <= 0 || c.MessageBurst <= 0 {
+		return core.Rate{}
+	}
+	return core.Rate{N: int(c.MessageBurst), Per: time.Duration(c.MessageBurst) * time.Minute / time.Duration(c.MessagesPerMinute)}
 }
 
 // Validate reports each problem of the section through report, with the
 // key inside the section and what is wrong and how to fix it. A problem
 // never quotes a secret.
 func (c Config) Validate(report func(key, problem string)) {
+	if c.MessagesPerMinute <= 0 {
+		report("messages_per_minute", fmt.Sprintf("%d must be positive: the events a minute the homeserver allows the bot (Synapse's default is 12)", c.MessagesPerMinute))
+	}
+	if c.MessageBurst <= 0 {
+		report("message_burst", fmt.Sprintf("%d must be positive: the burst the homeserver allows the bot (Synapse's default is 10)", c.MessageBurst))
+	}
 	if !c.Enabled() {
 		if c.UserID != "" || c.AccessToken != "" || c.Password != "" || len(c.AllowedUsers) > 0 || c.Space != "" {
 			report("homeserver", "empty, but other [matrix] keys are set; set the homeserver's URL (https://matrix.example.org) to enable Matrix, or remove them")

@@ -3,11 +3,14 @@ package matrix
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/core"
 )
 
 func TestConfigValidate(t *testing.T) {
-	ok := Config{Homeserver: "https://matrix.example.org", UserID: "@parley:example.org", AccessToken: "syt-secret",
-		AllowedUsers: []string{"@ada:example.org"}}
+	ok := DefaultConfig()
+	ok.Homeserver, ok.UserID, ok.AccessToken, ok.AllowedUsers = "https://matrix.example.org", "@parley:example.org", "syt-secret", []string{"@ada:example.org"}
 	tests := []struct {
 		name string
 		edit func(*Config)
@@ -15,7 +18,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"valid", func(*Config) {}, nil},
 		{"valid with password and space", func(c *Config) { c.AccessToken, c.Password, c.Space = "", "pw", "#sessions:example.org" }, nil},
-		{"off", func(c *Config) { *c = Config{} }, nil},
+		{"off", func(c *Config) { *c = DefaultConfig() }, nil},
+		{"no budget", func(c *Config) { c.MessagesPerMinute, c.MessageBurst = 0, -1 }, []string{"messages_per_minute: 0 must be positive", "message_burst: -1 must be positive"}},
 		{"keys without homeserver", func(c *Config) { c.Homeserver = "" }, []string{"homeserver: empty, but other [matrix] keys are set"}},
 		{"no user", func(c *Config) { c.UserID = "" }, []string{"user_id: required"}},
 		{"bare localpart", func(c *Config) { c.UserID = "parley" }, []string{`user_id: "parley" is not a full Matrix id`}},
@@ -54,6 +58,12 @@ func TestConfigOptions(t *testing.T) {
 	o := c.Options()
 	if o.UserID != "@parley:example.org" || o.Password != "pw" || len(o.Allowed) != 1 || o.Allowed[0] != "@ada:example.org" || o.Space != "!s:example.org" {
 		t.Errorf("Options = %+v", o)
+	}
+	if o.MessageRate.N != 0 {
+		t.Errorf("a section without a budget set a rate %+v", o.MessageRate)
+	}
+	if r := DefaultConfig().Options().MessageRate; r != (core.Rate{N: 10, Per: 50 * time.Second}) {
+		t.Errorf("the default budget is %+v, want Synapse's 10 per 50 s (0.2/s with bursts of 10)", r)
 	}
 	if got := (Config{}).Allowed(); got == nil || len(got) != 0 {
 		t.Errorf("Allowed of an empty list = %#v, want empty and not nil (nobody, not everyone)", got)
