@@ -43,6 +43,10 @@
 //     its power level reaches the room's redact level (rooms it created
 //     give it 100). Elsewhere Delete returns core.ErrUnsupported without a
 //     request, which the cleanup ledger takes silently.
+//   - Status in rooms people made: the bot joins them with the default
+//     power level, below what m.room.name needs. There ShowStatus makes no
+//     call and says once in the room which power level would let it; once
+//     given, the next status change shows.
 //   - Questions: shown as numbered options with number emoji; the event
 //     carries the options' data (org.parley.buttons), so a reply (the
 //     number or the option's text) or a number-emoji reaction to it is

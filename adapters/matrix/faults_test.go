@@ -122,6 +122,20 @@ func TestRedactionNeedsPower(t *testing.T) {
 		return e.Type == event.EventRedaction && e.Redacts == id.EventID(mine.ID)
 	}, 30*time.Second)
 
+	// Nor can it rename the room: the status is not shown, and the room
+	// is told once what would let it be.
+	proxy.ResetCounts()
+	for _, st := range []core.Status{core.StatusWorking, core.StatusIdle} {
+		if _, err := a.ShowStatus(ctx, core.Binding{Adapter: matrix.Name, Place: core.Place{Chat: string(theirs)}},
+			core.StatusView{Title: "Ann's", Status: st}); err != nil {
+			t.Errorf("ShowStatus without the power to rename: %v", err)
+		}
+	}
+	if n := proxy.Counts().Requests[matrixtest.KindState]; n != 0 {
+		t.Errorf("%d state events asked without the power to rename the room", n)
+	}
+	w.ann.WaitFor(t, theirs, func(e *event.Event) bool { return strings.Contains(matrixtest.Text(e), "power level 50") }, 30*time.Second)
+
 	b, err := a.Bind(ctx, core.Session{ID: "S2", Title: "Bot's", Status: core.StatusIdle})
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +148,15 @@ func TestRedactionNeedsPower(t *testing.T) {
 		t.Errorf("Delete of a person's message in the bot's room: %v", err)
 	}
 	w.ann.WaitFor(t, ours, func(e *event.Event) bool { return e.Type == event.EventRedaction && e.Redacts == theirMsg }, 30*time.Second)
+	asks := 0
+	for _, body := range messagesFrom(w.ann, theirs, w.bot.ID) {
+		if strings.Contains(body, "power level 50") {
+			asks++
+		}
+	}
+	if asks != 1 {
+		t.Errorf("the room was asked for power %d times, want once", asks)
+	}
 }
 
 // TestRemovedFromRoom: once a person kicks the bot, a send there is
