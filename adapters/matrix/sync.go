@@ -102,6 +102,13 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if errors.Is(err, mautrix.MUnknownToken) && a.opts.AccessToken == "" {
+				// The password's login was logged out (or expired): log
+				// in again; the configured password is still good.
+				if lerr := a.login(ctx, true); lerr != nil {
+					a.log.Error("log in again after the homeserver forgot the token", "err", lerr)
+				}
+			}
 			if errors.Is(err, mautrix.MInvalidParam) || errors.Is(err, mautrix.MBadJSON) {
 				// The stored filter is unknown to the homeserver (it
 				// was reset): make a new one.
