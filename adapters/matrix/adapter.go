@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,8 @@ type Adapter struct {
 	log  *slog.Logger
 	// ready is set once Check has logged in and learnt the server.
 	ready atomic.Bool
+	// token is the access token every request carries (see authTransport).
+	token atomic.Pointer[string]
 	// power caches, per room, whether the bot may redact others' events
 	// (see cleanup.go).
 	power sync.Map // id.RoomID → bool
@@ -134,12 +137,45 @@ func New(opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli.Client = opts.HTTPClient
+	// The token goes on every request by the transport, from an atomic
+	// value, so that a login during Run (a token the homeserver forgot)
+	// replaces it without racing the calls in flight; the client itself
+	// holds none.
+	a := &Adapter{opts: opts, log: opts.Logger, typed: map[id.RoomID]time.Time{}, now: time.Now}
+	a.token.Store(new(opts.AccessToken))
+	hc := *opts.HTTPClient
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc.Transport = &authTransport{next: next, host: cli.HomeserverURL.Host, token: &a.token}
+	cli.Client = &hc
+	cli.AccessToken = ""
 	// The outbox retries, paces and waits out 429s for the whole account;
 	// the library must not retry behind its back.
 	cli.DefaultHTTPRetries = 0
 	cli.IgnoreRateLimit = true
-	return &Adapter{opts: opts, cli: cli, log: opts.Logger, typed: map[id.RoomID]time.Time{}, now: time.Now}, nil
+	a.cli = cli
+	return a, nil
+}
+
+// authTransport puts the bot's access token on requests to the homeserver
+// (and only there), except a login, which must not carry a token the
+// homeserver may have forgotten.
+type authTransport struct {
+	next  http.RoundTripper
+	host  string
+	token *atomic.Pointer[string]
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok := *t.token.Load()
+	if tok == "" || req.URL.Host != t.host || req.Header.Get("Authorization") != "" || strings.HasSuffix(req.URL.Path, "/login") {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return t.next.RoundTrip(r)
 }
 
 // Name implements core.Adapter.

@@ -2,6 +2,7 @@ package matrix_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"os"
@@ -431,5 +432,43 @@ func TestSpace(t *testing.T) {
 	var parent event.SpaceParentEventContent
 	if err := raw.StateEvent(t.Context(), id.RoomID(b.Place.Chat), event.StateSpaceParent, string(sp.RoomID), &parent); err != nil || !parent.Canonical {
 		t.Errorf("the room names no parent space: %+v, %v", parent, err)
+	}
+}
+
+// TestLoggedOutLogsInAgain: when the homeserver forgets the token a
+// password gave (a logout elsewhere), the sync logs in again and nothing
+// people write meanwhile is lost.
+func TestLoggedOutLogsInAgain(t *testing.T) {
+	w := newWorld(t)
+	h := newHandler(w.ann.User.ID)
+	a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password,
+		Allowed: []string{string(w.ann.User.ID)}, Cursors: w.store, FileDir: w.files, SyncTimeout: time.Second,
+		HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, a, h)
+	room := w.ann.CreateRoom(t, "Relog", w.bot.ID)
+	h.wait(t, "the session", func(c core.Command) bool { return c.Kind == core.CreateSession })
+	joinedBy(t, w.ann, room, w.bot.ID, event.MembershipJoin)
+
+	kept, _ := w.store.Cursor(t.Context(), "matrix.login")
+	var login struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal([]byte(kept), &login); err != nil || login.AccessToken == "" {
+		t.Fatalf("kept login %q: %v", kept, err)
+	}
+	other, err := mautrix.NewClient(w.hs.URL, w.bot.ID, login.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Logout(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w.ann.Send(t, room, "still there?")
+	h.wait(t, "the message after the logout", func(c core.Command) bool { return c.Text == "still there?" })
+	if again, _ := w.store.Cursor(t.Context(), "matrix.login"); again == kept {
+		t.Error("the login kept in the store was not replaced")
 	}
 }
