@@ -85,7 +85,10 @@ type Adapter struct {
 	token atomic.Pointer[string]
 	// power caches, per room, whether the bot may redact others' events
 	// (see cleanup.go).
-	power sync.Map // id.RoomID → bool
+	power sync.Map // id.RoomID → powers
+	// asked holds the rooms already told that the bot lacks the power to
+	// show the status there (see ShowStatus).
+	asked sync.Map // id.RoomID → struct{}
 	// typed remembers when each room's typing indicator was last set, so
 	// renewals more frequent than it lasts make no call.
 	typedMu sync.Mutex
@@ -193,9 +196,6 @@ const (
 	// fallback, and content that JSON escapes would still push over the
 	// limit drops its HTML rather than fail (see encode).
 	maxLength = 16000
-	// fileThreshold: a final output longer than four messages would go as
-	// a file, were the adapter a FileSender.
-	fileThreshold = 4 * maxLength
 	// editInterval: every edit is an event the homeserver stores and
 	// every client syncs, and it counts against the account's message
 	// budget, so one output message is edited at most every five seconds.
@@ -214,7 +214,7 @@ func (a *Adapter) Capabilities() core.Capabilities {
 		MaxLength:     maxLength,
 		LengthUnit:    core.Bytes,
 		Markup:        core.MarkupMatrixHTML,
-		FileThreshold: 0,
+		FileThreshold: 0,    // long outputs go as continuation messages
 		DeleteOthers:  true, // where the bot's power level allows it; see Delete
 		Buttons:       true, // shown as numbered options answered by number or reaction
 		Limits: []core.Limit{

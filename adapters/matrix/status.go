@@ -153,6 +153,9 @@ func (a *Adapter) powers(ctx context.Context, room id.RoomID) (powers, error) {
 // askForPower says once per room (the transaction id is the room's) that
 // the room's name cannot show the session's status, and why.
 func (a *Adapter) askForPower(ctx context.Context, room id.RoomID, level int) {
+	if _, done := a.asked.LoadOrStore(room, struct{}{}); done {
+		return
+	}
 	a.log.Info("the bot's power level in the room is too low to show the status in the room's name", "room", room, "needs", level)
 	text := fmt.Sprintf("ℹ️ To show the session's status in this room's name, give me power level %d (Moderator) in the room's settings → Roles & Permissions.", level)
 	b, err := encode(content(core.OutMessage{Text: text, Silent: true}))
