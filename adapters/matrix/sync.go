@@ -246,14 +246,19 @@ func (a *Adapter) backfill(ctx context.Context, room id.RoomID, from, since stri
 	return got
 }
 
-// retry runs f until it succeeds (or fails for good, which f reports by
-// returning nil) or ctx ends: a command that is not stored yet is not
-// skipped.
+// retry runs f until it succeeds or ctx ends: a command that is not stored
+// yet is not skipped. An error marked permanent (the homeserver refused
+// something for good) ends it too: retrying cannot change it, and the
+// events after it must not wait forever.
 func (a *Adapter) retry(ctx context.Context, what string, f func() error) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := f()
 		if err == nil {
+			return nil
+		}
+		if core.IsPermanent(err) {
+			a.log.Warn("sync "+what+" refused for good; skipping it", "err", err)
 			return nil
 		}
 		a.log.Warn("sync "+what+" not handled yet; retrying", "err", err, "in", backoff)
