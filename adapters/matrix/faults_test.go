@@ -237,3 +237,34 @@ func TestPasswordLoginKept(t *testing.T) {
 		t.Errorf("Check with another account's token: %v", err)
 	}
 }
+
+// TestTypingRenewedAndStopped: core renews the typing indicator every few
+// seconds; a notification lasts longer, so renewals in between make no
+// call, and the turn's "done" message ends it.
+func TestTypingRenewedAndStopped(t *testing.T) {
+	w := newWorld(t)
+	a, proxy := w.proxied(t)
+	b, err := a.Bind(t.Context(), core.Session{ID: "S1", Title: "Typing", Status: core.StatusWorking})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typing := func() int { return proxy.Counts().Requests[matrixtest.KindTyping] }
+	if err := a.Typing(t.Context(), b.Place); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Typing(t.Context(), b.Place); !errors.Is(err, core.ErrNoCall) {
+		t.Errorf("a renewal while the notification lasts: %v, want core.ErrNoCall", err)
+	}
+	if n := typing(); n != 1 {
+		t.Errorf("%d typing calls, want 1", n)
+	}
+	if _, err := a.Send(t.Context(), b.Place, core.OutMessage{Kind: core.KindTurnDone, Text: "✅ Done"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := typing(); n != 2 {
+		t.Errorf("%d typing calls after the turn's end, want 2 (the stop)", n)
+	}
+	if err := a.Typing(t.Context(), b.Place); err != nil {
+		t.Errorf("typing in the next turn: %v", err)
+	}
+}

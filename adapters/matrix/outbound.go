@@ -31,7 +31,27 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	if err != nil {
 		return core.MessageRef{}, a.classifyIn(ctx, "send", opSend, room, err)
 	}
+	if m.Kind == core.KindTurnDone {
+		a.stopTyping(ctx, room)
+	}
 	return ref(room, ev), nil
+}
+
+// stopTyping ends the room's typing notification with the turn, rather
+// than let it show for up to typingFor after the agent stopped. Best
+// effort: typing is ephemeral and not counted by homeservers' message
+// limits.
+func (a *Adapter) stopTyping(ctx context.Context, room id.RoomID) {
+	a.typedMu.Lock()
+	_, on := a.typed[room]
+	delete(a.typed, room)
+	a.typedMu.Unlock()
+	if !on {
+		return
+	}
+	if _, err := a.cli.UserTyping(ctx, room, false, 0); err != nil {
+		a.log.Debug("stop typing", "room", room, "err", err)
+	}
 }
 
 // Edit implements core.Editor with an m.replace event. Homeservers accept
