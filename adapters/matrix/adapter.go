@@ -63,8 +63,10 @@ type Options struct {
 	// Pacer runs the calls the adapter makes itself (the room !new
 	// creates) through parley's outbox. Nil calls the homeserver directly.
 	Pacer core.Pacer
-	// HTTPClient makes every call; default one with a 90 s timeout (a
-	// sync long-polls for 30 s).
+	// HTTPClient makes every call; default one with a two-minute timeout
+	// (a sync long-polls for SyncTimeout, a download takes up to two
+	// minutes), which is also given to a client that sets none, so that
+	// no call is without a deadline.
 	HTTPClient *http.Client
 	// SyncTimeout is how long one /sync waits for events (default 30 s).
 	SyncTimeout time.Duration
@@ -125,7 +127,7 @@ func New(opts Options) (*Adapter, error) {
 		opts.MaxFileSize = defaultMaxFile
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 90 * time.Second}
+		opts.HTTPClient = &http.Client{Timeout: callTimeout}
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = 30 * time.Second
@@ -147,6 +149,9 @@ func New(opts Options) (*Adapter, error) {
 	a := &Adapter{opts: opts, log: opts.Logger, typed: map[id.RoomID]time.Time{}, now: time.Now}
 	a.token.Store(new(opts.AccessToken))
 	hc := *opts.HTTPClient
+	if hc.Timeout <= 0 {
+		hc.Timeout = callTimeout
+	}
 	next := hc.Transport
 	if next == nil {
 		next = http.DefaultTransport
@@ -200,6 +205,12 @@ const (
 	// every client syncs, and it counts against the account's message
 	// budget, so one output message is edited at most every five seconds.
 	editInterval = 5 * time.Second
+	// callTimeout bounds every call to the homeserver that has no nearer
+	// deadline (the outbox gives its own to the calls it makes).
+	callTimeout = 2 * time.Minute
+	// eventTimeout bounds the handling of one event from a sync: its
+	// calls, a download and a transcription. It runs again after it.
+	eventTimeout = 5 * time.Minute
 	// defaultMaxFile bounds the files fetched.
 	defaultMaxFile = 50 << 20
 )

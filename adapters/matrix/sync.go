@@ -193,7 +193,7 @@ func (a *Adapter) process(ctx context.Context, h core.Handler, resp *mautrix.Res
 		a.log.Info("the bot is no longer in a room; its session gets a new room on the next delivery", "room", room)
 	}
 	for _, room := range sortedKeys(resp.Rooms.Invite) {
-		if err := a.retry(ctx, "invite", func() error { return a.onInvite(ctx, h, room, resp.Rooms.Invite[room].State.Events) }); err != nil {
+		if err := a.retry(ctx, "invite", func(ctx context.Context) error { return a.onInvite(ctx, h, room, resp.Rooms.Invite[room].State.Events) }); err != nil {
 			return err
 		}
 	}
@@ -214,7 +214,7 @@ func (a *Adapter) process(ctx context.Context, h core.Handler, resp *mautrix.Res
 		}
 		for _, ev := range events {
 			ev.RoomID = room
-			if err := a.retry(ctx, "event", func() error { return a.onEvent(ctx, h, ev) }); err != nil {
+			if err := a.retry(ctx, "event", func(ctx context.Context) error { return a.onEvent(ctx, h, ev) }); err != nil {
 				return err
 			}
 		}
@@ -250,10 +250,12 @@ func (a *Adapter) backfill(ctx context.Context, room id.RoomID, from, since stri
 // yet is not skipped. An error marked permanent (the homeserver refused
 // something for good) ends it too: retrying cannot change it, and the
 // events after it must not wait forever.
-func (a *Adapter) retry(ctx context.Context, what string, f func() error) error {
+func (a *Adapter) retry(ctx context.Context, what string, f func(ctx context.Context) error) error {
 	backoff := 100 * time.Millisecond
 	for {
-		err := f()
+		cctx, cancel := context.WithTimeout(ctx, eventTimeout)
+		err := f(cctx)
+		cancel()
 		if err == nil {
 			return nil
 		}
