@@ -39,6 +39,7 @@ func TestConversation(t *testing.T) {
 		t.Errorf("invited room's name %q, want Planning", bob.RoomName(room))
 	}
 	bob.Join(t, room)
+	alice.WaitMembership(t, room, bob.User.ID, event.MembershipJoin, seen)
 
 	hello := alice.Send(t, room, "hello bob")
 	if got := bob.WaitFor(t, room, textIs("hello bob"), seen); got.ID != hello || got.Sender != alice.User.ID {
@@ -72,6 +73,21 @@ func TestConversation(t *testing.T) {
 		t.Fatalf("redaction %s of type %s redacts %q", got.ID, got.Type.Type, got.Redacts)
 	}
 
+	bob.Typing(t, room, true)
+	alice.WaitTyped(t, room, bob.User.ID, seen)
+
+	// Below the redact power level bob may not delete alice's messages; at
+	// 50 he may.
+	other := alice.Send(t, room, "to be removed by bob")
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if _, err := bob.Client.RedactEvent(ctx, room, other); !IsMatrixError(err, "M_FORBIDDEN") {
+		t.Fatalf("bob's redaction at power 0: %v, want M_FORBIDDEN", err)
+	}
+	alice.SetPowerLevel(t, room, bob.User.ID, 50)
+	bobsRedaction := bob.Redact(t, room, other)
+	alice.WaitFor(t, room, func(e *event.Event) bool { return e.ID == bobsRedaction }, seen)
+
 	alice.SetRoomName(t, room, "Planning ✅")
 	bob.WaitRoomName(t, room, func(n string) bool { return n == "Planning ✅" }, seen)
 
@@ -89,6 +105,9 @@ func TestConversation(t *testing.T) {
 	if got := download(t, hs.URL, alice.User, uri); !bytes.Equal(got, data) {
 		t.Fatalf("downloaded %q, want %q", got, data)
 	}
+
+	bob.Leave(t, room)
+	alice.WaitMembership(t, room, bob.User.ID, event.MembershipLeave, seen)
 }
 
 // download fetches media through the authenticated endpoint the adapter

@@ -2,8 +2,8 @@ package matrixtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +37,9 @@ type Person struct {
 	names    map[id.RoomID]string
 	invites  []invite // in arrival order; kept after joining
 	joined   map[id.RoomID]bool
-	syncErr  error // the last failed sync, for the failure message
+	typing   map[id.RoomID]map[id.UserID]bool // as of the last m.typing
+	typed    map[id.RoomID]map[id.UserID]bool // ever seen typing
+	syncErr  error                            // the last failed sync, for the failure message
 	syncDone chan struct{}
 }
 
@@ -57,6 +59,8 @@ func NewPerson(tb testing.TB, hsURL string, u *User) *Person {
 		events:   map[id.RoomID][]*event.Event{},
 		names:    map[id.RoomID]string{},
 		joined:   map[id.RoomID]bool{},
+		typing:   map[id.RoomID]map[id.UserID]bool{},
+		typed:    map[id.RoomID]map[id.UserID]bool{},
 		syncDone: make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -122,6 +126,24 @@ func (p *Person) record(resp *mautrix.RespSync) {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
 			p.events[roomID] = append(p.events[roomID], evt)
+		}
+		for _, evt := range room.Ephemeral.Events {
+			if evt.Type.Type != event.EphemeralEventTyping.Type {
+				continue
+			}
+			var c event.TypingEventContent
+			if json.Unmarshal(evt.Content.VeryRaw, &c) != nil {
+				continue
+			}
+			now := map[id.UserID]bool{}
+			if p.typed[roomID] == nil {
+				p.typed[roomID] = map[id.UserID]bool{}
+			}
+			for _, u := range c.UserIDs {
+				now[u] = true
+				p.typed[roomID][u] = true
+			}
+			p.typing[roomID] = now
 		}
 	}
 	for roomID, room := range resp.Rooms.Leave {
@@ -246,6 +268,37 @@ func (p *Person) WaitInvite(tb testing.TB, from id.UserID, timeout time.Duration
 	return room
 }
 
+// IsTyping reports whether the user was typing in the room as of the last
+// typing notification the person received.
+func (p *Person) IsTyping(roomID id.RoomID, userID id.UserID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.typing[roomID][userID]
+}
+
+// WaitTyped waits until the user has been seen typing in the room, now or
+// at any time since the person started syncing.
+func (p *Person) WaitTyped(tb testing.TB, roomID id.RoomID, userID id.UserID, timeout time.Duration) {
+	tb.Helper()
+	p.wait(tb, timeout, userID.String()+" typing in "+roomID.String(), func() bool {
+		return p.typed[roomID][userID]
+	})
+}
+
+// WaitMembership waits for a membership event of the user in the room's
+// timeline with the given membership (join, leave, invite, ban) and
+// returns it. The person must be in the room to see it.
+func (p *Person) WaitMembership(tb testing.TB, roomID id.RoomID, userID id.UserID, membership event.Membership, timeout time.Duration) *event.Event {
+	tb.Helper()
+	return p.WaitFor(tb, roomID, func(evt *event.Event) bool {
+		if evt.Type != event.StateMember || evt.GetStateKey() != userID.String() {
+			return false
+		}
+		c, ok := evt.Content.Parsed.(*event.MemberEventContent)
+		return ok && c.Membership == membership
+	}, timeout)
+}
+
 // WaitRoomName waits until the room's name satisfies match and returns it.
 func (p *Person) WaitRoomName(tb testing.TB, roomID id.RoomID, match func(name string) bool, timeout time.Duration) string {
 	tb.Helper()
@@ -297,156 +350,6 @@ func (p *Person) Edited(roomID id.RoomID, original id.EventID) string {
 		}
 	}
 	return text
-}
-
-func (p *Person) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), callTimeout)
-}
-
-func (p *Person) check(tb testing.TB, what string, err error) {
-	tb.Helper()
-	if err != nil {
-		tb.Fatalf("%s: %s: %v", p.User.ID, what, err)
-	}
-}
-
-// SendContent sends a message event of the given type and returns its id.
-func (p *Person) SendContent(tb testing.TB, roomID id.RoomID, typ event.Type, content any) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.SendMessageEvent(ctx, roomID, typ, content)
-	p.check(tb, "send "+typ.Type+" to "+roomID.String(), err)
-	return resp.EventID
-}
-
-// Send writes a plain m.text message.
-func (p *Person) Send(tb testing.TB, roomID id.RoomID, text string) id.EventID {
-	tb.Helper()
-	return p.SendContent(tb, roomID, event.EventMessage, &event.MessageEventContent{MsgType: event.MsgText, Body: text})
-}
-
-// Reply writes an m.text message replying to the event to (m.in_reply_to,
-// without a quoted fallback, as current clients send).
-func (p *Person) Reply(tb testing.TB, roomID id.RoomID, to id.EventID, text string) id.EventID {
-	tb.Helper()
-	c := &event.MessageEventContent{MsgType: event.MsgText, Body: text}
-	c.RelatesTo = (&event.RelatesTo{}).SetReplyTo(to)
-	return p.SendContent(tb, roomID, event.EventMessage, c)
-}
-
-// Edit replaces the text of the person's own message original (m.replace,
-// with the "* " fallback body clients send).
-func (p *Person) Edit(tb testing.TB, roomID id.RoomID, original id.EventID, text string) id.EventID {
-	tb.Helper()
-	c := &event.MessageEventContent{MsgType: event.MsgText, Body: text}
-	c.SetEdit(original)
-	return p.SendContent(tb, roomID, event.EventMessage, c)
-}
-
-// React annotates the event with key (an emoji such as "1️⃣").
-func (p *Person) React(tb testing.TB, roomID id.RoomID, eventID id.EventID, key string) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.SendReaction(ctx, roomID, eventID, key)
-	p.check(tb, "react to "+eventID.String(), err)
-	return resp.EventID
-}
-
-// Redact deletes an event (the person's own, or another's where the
-// person's power level allows) and returns the redaction's id.
-func (p *Person) Redact(tb testing.TB, roomID id.RoomID, eventID id.EventID) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.RedactEvent(ctx, roomID, eventID)
-	p.check(tb, "redact "+eventID.String(), err)
-	return resp.EventID
-}
-
-// UploadFile uploads data and posts it in the room as m.image, m.audio or
-// m.file according to contentType, with name as its body and file name.
-func (p *Person) UploadFile(tb testing.TB, roomID id.RoomID, name, contentType string, data []byte) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	up, err := p.Client.UploadBytesWithName(ctx, data, contentType, name)
-	p.check(tb, "upload "+name, err)
-	msgType := event.MsgFile
-	switch {
-	case strings.HasPrefix(contentType, "image/"):
-		msgType = event.MsgImage
-	case strings.HasPrefix(contentType, "audio/"):
-		msgType = event.MsgAudio
-	}
-	return p.SendContent(tb, roomID, event.EventMessage, &event.MessageEventContent{
-		MsgType:  msgType,
-		Body:     name,
-		FileName: name,
-		URL:      up.ContentURI.CUString(),
-		Info:     &event.FileInfo{MimeType: contentType, Size: len(data)},
-	})
-}
-
-// CreateRoom creates a room with the given name (preset private_chat: the
-// creator has power level 100, invitees 0) and invites the users.
-func (p *Person) CreateRoom(tb testing.TB, name string, invite ...id.UserID) id.RoomID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.CreateRoom(ctx, &mautrix.ReqCreateRoom{
-		Name:   name,
-		Preset: "private_chat",
-		Invite: invite,
-	})
-	p.check(tb, "create room "+name, err)
-	return resp.RoomID
-}
-
-// SetRoomName renames the room (an m.room.name state event).
-func (p *Person) SetRoomName(tb testing.TB, roomID id.RoomID, name string) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.SendStateEvent(ctx, roomID, event.StateRoomName, "", &event.RoomNameEventContent{Name: name})
-	p.check(tb, "rename "+roomID.String(), err)
-}
-
-// Invite invites the user to the room.
-func (p *Person) Invite(tb testing.TB, roomID id.RoomID, userID id.UserID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.InviteUser(ctx, roomID, &mautrix.ReqInviteUser{UserID: userID})
-	p.check(tb, "invite "+userID.String(), err)
-}
-
-// Kick removes the user from the room.
-func (p *Person) Kick(tb testing.TB, roomID id.RoomID, userID id.UserID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.KickUser(ctx, roomID, &mautrix.ReqKickUser{UserID: userID})
-	p.check(tb, "kick "+userID.String(), err)
-}
-
-// Join joins the room (accepting an invite).
-func (p *Person) Join(tb testing.TB, roomID id.RoomID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.JoinRoomByID(ctx, roomID)
-	p.check(tb, "join "+roomID.String(), err)
-}
-
-// Leave leaves the room (or declines an invite).
-func (p *Person) Leave(tb testing.TB, roomID id.RoomID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.LeaveRoom(ctx, roomID)
-	p.check(tb, "leave "+roomID.String(), err)
 }
 
 // IsMatrixError reports whether err is the homeserver's error with this
