@@ -136,3 +136,26 @@ func download(t *testing.T, hsURL string, u *User, uri id.ContentURI) []byte {
 	}
 	return body
 }
+
+// A declined invite is no longer pending: WaitInvite gives the next one.
+func TestInviteDeclined(t *testing.T) {
+	hs := Dendrite(t)
+	alice := NewPerson(t, hs.URL, hs.Register(t, "alice"))
+	bob := NewPerson(t, hs.URL, hs.Register(t, "bob"))
+
+	first := alice.CreateRoom(t, "First", bob.User.ID)
+	if got := bob.WaitInvite(t, "", seen); got != first {
+		t.Fatalf("invited to %s, want %s", got, first)
+	}
+	bob.Leave(t, first)
+	alice.WaitMembership(t, first, bob.User.ID, event.MembershipLeave, seen)
+	bob.WaitMembership(t, first, bob.User.ID, event.MembershipLeave, seen)
+
+	second := alice.CreateRoom(t, "Second", bob.User.ID)
+	if got := bob.WaitInvite(t, alice.User.ID, seen); got != second {
+		t.Fatalf("invited to %s, want %s (the first was declined)", got, second)
+	}
+	if bob.Joined(first) || bob.Joined(second) {
+		t.Fatal("bob joined a room he did not accept")
+	}
+}

@@ -35,7 +35,7 @@ type Person struct {
 	changed  chan struct{} // closed and replaced on every recorded change
 	events   map[id.RoomID][]*event.Event
 	names    map[id.RoomID]string
-	invites  []invite // in arrival order; kept after joining
+	invites  []*invite // in order of arrival
 	joined   map[id.RoomID]bool
 	typing   map[id.RoomID]map[id.UserID]bool // as of the last m.typing
 	typed    map[id.RoomID]map[id.UserID]bool // ever seen typing
@@ -44,8 +44,9 @@ type Person struct {
 }
 
 type invite struct {
-	room id.RoomID
-	from id.UserID
+	room    id.RoomID
+	from    id.UserID
+	pending bool // not yet joined, declined or withdrawn
 }
 
 // NewPerson starts the sync loop of u on hsURL (the homeserver's, or a
@@ -112,12 +113,12 @@ func (p *Person) record(resp *mautrix.RespSync) {
 			}
 			p.noteName(roomID, evt)
 		}
-		if !p.invited(roomID) {
-			p.invites = append(p.invites, invite{room: roomID, from: from})
-		}
+		inv := p.invite(roomID)
+		inv.from, inv.pending = from, true
 	}
 	for roomID, room := range resp.Rooms.Join {
 		p.joined[roomID] = true
+		p.invite(roomID).pending = false
 		for _, evt := range room.State.Events {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
@@ -148,6 +149,7 @@ func (p *Person) record(resp *mautrix.RespSync) {
 	}
 	for roomID, room := range resp.Rooms.Leave {
 		delete(p.joined, roomID)
+		p.invite(roomID).pending = false
 		for _, evt := range room.Timeline.Events {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
@@ -158,13 +160,16 @@ func (p *Person) record(resp *mautrix.RespSync) {
 	p.changed = make(chan struct{})
 }
 
-func (p *Person) invited(roomID id.RoomID) bool {
+// invite returns the room's invite record, adding one if there is none.
+func (p *Person) invite(roomID id.RoomID) *invite {
 	for _, inv := range p.invites {
 		if inv.room == roomID {
-			return true
+			return inv
 		}
 	}
-	return false
+	inv := &invite{room: roomID}
+	p.invites = append(p.invites, inv)
+	return inv
 }
 
 func (p *Person) noteName(roomID id.RoomID, evt *event.Event) {
@@ -251,14 +256,15 @@ func (p *Person) WaitFor(tb testing.TB, roomID id.RoomID, match func(*event.Even
 	return found
 }
 
-// WaitInvite waits for an invite from the given user (any user when from
-// is empty) to a room the account has not joined, and returns the room.
+// WaitInvite waits for a pending invite from the given user (any user when
+// from is empty) — one the person has neither accepted nor declined — and
+// returns its room, the oldest first.
 func (p *Person) WaitInvite(tb testing.TB, from id.UserID, timeout time.Duration) id.RoomID {
 	tb.Helper()
 	var room id.RoomID
 	p.wait(tb, timeout, "an invite from "+string(from), func() bool {
 		for _, inv := range p.invites {
-			if (from == "" || inv.from == from) && !p.joined[inv.room] {
+			if inv.pending && (from == "" || inv.from == from) {
 				room = inv.room
 				return true
 			}

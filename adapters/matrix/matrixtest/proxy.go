@@ -189,26 +189,15 @@ func (p *Proxy) ResetCounts() {
 }
 
 // decide counts the request and returns the rule that applies to it, or
-// nil to forward it untouched.
+// nil to forward it untouched. Injected errors come first; then the rate
+// limit, as on a homeserver; a late answer is for a request that passed.
 func (p *Proxy) decide(req request) *rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counts.Requests[req.kind]++
-	for i, r := range p.rules {
-		if (r.kind != AnyKind && r.kind != req.kind) || (r.room != "" && r.room != req.room) {
-			continue
-		}
-		if r.remaining > 0 {
-			r.remaining--
-			if r.remaining == 0 {
-				p.rules = append(p.rules[:i:i], p.rules[i+1:]...)
-			}
-		}
+	if r := p.takeRule(req, false); r != nil {
 		if r.errcode == "M_LIMIT_EXCEEDED" {
 			p.counts.Limited++
-		}
-		if r.delay > 0 {
-			p.counts.Forwarded[req.kind]++
 		}
 		return r
 	}
@@ -225,6 +214,25 @@ func (p *Proxy) decide(req request) *rule {
 		}
 	}
 	p.counts.Forwarded[req.kind]++
+	return p.takeRule(req, true)
+}
+
+// takeRule returns the first error rule (or delay rule, with late) that
+// matches the request, and uses up one of its requests.
+func (p *Proxy) takeRule(req request, late bool) *rule {
+	for i, r := range p.rules {
+		if (r.delay > 0) != late ||
+			(r.kind != AnyKind && r.kind != req.kind) || (r.room != "" && r.room != req.room) {
+			continue
+		}
+		if r.remaining > 0 {
+			r.remaining--
+			if r.remaining == 0 {
+				p.rules = append(p.rules[:i:i], p.rules[i+1:]...)
+			}
+		}
+		return r
+	}
 	return nil
 }
 
