@@ -45,6 +45,9 @@ func TestConversation(t *testing.T) {
 	if got := bob.WaitFor(t, room, textIs("hello bob"), seen); got.ID != hello || got.Sender != alice.User.ID {
 		t.Fatalf("bob saw %s from %s, want %s from %s", got.ID, got.Sender, hello, alice.User.ID)
 	}
+	if bob.SeenAt(hello).IsZero() || !alice.SeenAt("$unknown").IsZero() {
+		t.Fatalf("SeenAt: %v for a seen event, %v for an unknown one", bob.SeenAt(hello), alice.SeenAt("$unknown"))
+	}
 
 	reply := bob.Reply(t, room, hello, "hi alice")
 	got := alice.WaitFor(t, room, textIs("hi alice"), seen)

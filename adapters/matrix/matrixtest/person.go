@@ -34,6 +34,7 @@ type Person struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every recorded change
 	events   map[id.RoomID][]*event.Event
+	seenAt   map[id.EventID]time.Time // when the sync loop received each event
 	names    map[id.RoomID]string
 	invites  []*invite // in order of arrival
 	joined   map[id.RoomID]bool
@@ -58,6 +59,7 @@ func NewPerson(tb testing.TB, hsURL string, u *User) *Person {
 		Client:   u.Client(tb, hsURL),
 		changed:  make(chan struct{}),
 		events:   map[id.RoomID][]*event.Event{},
+		seenAt:   map[id.EventID]time.Time{},
 		names:    map[id.RoomID]string{},
 		joined:   map[id.RoomID]bool{},
 		typing:   map[id.RoomID]map[id.UserID]bool{},
@@ -102,6 +104,7 @@ func (p *Person) syncLoop(ctx context.Context) {
 }
 
 func (p *Person) record(resp *mautrix.RespSync) {
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for roomID, room := range resp.Rooms.Invite {
@@ -127,6 +130,7 @@ func (p *Person) record(resp *mautrix.RespSync) {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
 			p.events[roomID] = append(p.events[roomID], evt)
+			p.seenAt[evt.ID] = now
 		}
 		for _, evt := range room.Ephemeral.Events {
 			if evt.Type.Type != event.EphemeralEventTyping.Type {
@@ -154,6 +158,7 @@ func (p *Person) record(resp *mautrix.RespSync) {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
 			p.events[roomID] = append(p.events[roomID], evt)
+			p.seenAt[evt.ID] = now
 		}
 	}
 	close(p.changed)
@@ -199,6 +204,15 @@ func (p *Person) Events(roomID id.RoomID) []*event.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]*event.Event(nil), p.events[roomID]...)
+}
+
+// SeenAt returns when the person's sync loop received the event (the zero
+// time if it has not): with the time a text was produced, how late a
+// person sees it, for benchmarks.
+func (p *Person) SeenAt(eventID id.EventID) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seenAt[eventID]
 }
 
 // RoomName returns the room's name as last seen, or "" if none was seen.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -60,6 +61,11 @@ type Counts struct {
 	Requests map[Kind]int
 	// Forwarded counts the requests passed to the homeserver, by kind.
 	Forwarded map[Kind]int
+	// Accepted counts the forwarded requests the homeserver answered with
+	// success, by kind: for event-creating kinds, the events stored, plus
+	// retries of a transaction id the homeserver answered from its cache.
+	// A late answer counts even when the client gave up waiting for it.
+	Accepted map[Kind]int
 	// Limited counts the M_LIMIT_EXCEEDED answers, by the rate limit and
 	// by LimitNext alike.
 	Limited int
@@ -171,21 +177,19 @@ func (p *Proxy) addRule(r *rule) {
 func (p *Proxy) Counts() Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := Counts{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Limited: p.counts.Limited}
-	for k, v := range p.counts.Requests {
-		c.Requests[k] = v
+	return Counts{
+		Requests:  maps.Clone(p.counts.Requests),
+		Forwarded: maps.Clone(p.counts.Forwarded),
+		Accepted:  maps.Clone(p.counts.Accepted),
+		Limited:   p.counts.Limited,
 	}
-	for k, v := range p.counts.Forwarded {
-		c.Forwarded[k] = v
-	}
-	return c
 }
 
 // ResetCounts sets every count to zero.
 func (p *Proxy) ResetCounts() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.counts = Counts{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}}
+	p.counts = Counts{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Accepted: map[Kind]int{}}
 }
 
 // decide counts the request and returns the rule that applies to it, or
@@ -253,21 +257,34 @@ func (t *proxyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	rl := t.p.decide(classify(r, body))
+	req := classify(r, body)
+	rl := t.p.decide(req)
 	switch {
 	case rl == nil:
-		return t.next.RoundTrip(r)
+		resp, err := t.next.RoundTrip(r)
+		t.p.answered(req, resp)
+		return resp, err
 	case rl.delay > 0:
-		return t.late(r, body, rl.delay)
+		return t.late(r, req, body, rl.delay)
 	default:
 		return errorResponse(r, rl), nil
 	}
 }
 
+// answered counts a homeserver's successful answer.
+func (p *Proxy) answered(req request, resp *http.Response) {
+	if resp == nil || resp.StatusCode/100 != 2 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counts.Accepted[req.kind]++
+}
+
 // late forwards the request without the client's cancellation, so that the
 // homeserver completes it, and answers after delay unless the client gave
 // up first.
-func (t *proxyTransport) late(r *http.Request, body []byte, delay time.Duration) (*http.Response, error) {
+func (t *proxyTransport) late(r *http.Request, req request, body []byte, delay time.Duration) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), callTimeout)
 	defer cancel()
 	out := r.Clone(ctx)
@@ -276,6 +293,7 @@ func (t *proxyTransport) late(r *http.Request, body []byte, delay time.Duration)
 	if err != nil {
 		return nil, err
 	}
+	t.p.answered(req, resp)
 	data, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
