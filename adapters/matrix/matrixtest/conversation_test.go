@@ -3,8 +3,10 @@ package matrixtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -160,5 +162,35 @@ func TestInviteDeclined(t *testing.T) {
 	}
 	if bob.Joined(first) || bob.Joined(second) {
 		t.Fatal("bob joined a room he did not accept")
+	}
+}
+
+// More events than a sync's default timeline limit (20) arrive between
+// two syncs — here all before the person's first sync — and the person
+// still sees every one of them, in order.
+func TestPersonSeesLongTimelines(t *testing.T) {
+	hs := Dendrite(t)
+	alice := NewPerson(t, hs.URL, hs.Register(t, "alice"))
+	bobUser := hs.Register(t, "bob")
+	room := alice.CreateRoom(t, "Busy", bobUser.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if _, err := bobUser.Client(t, hs.URL).JoinRoomByID(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	var sent []id.EventID
+	for i := range 45 {
+		sent = append(sent, alice.Send(t, room, fmt.Sprintf("message %d", i)))
+	}
+	bob := NewPerson(t, hs.URL, bobUser)
+	bob.WaitFor(t, room, func(e *event.Event) bool { return e.ID == sent[len(sent)-1] }, seen)
+	var got []id.EventID
+	for _, evt := range bob.Events(room) {
+		if evt.Type == event.EventMessage {
+			got = append(got, evt.ID)
+		}
+	}
+	if !slices.Equal(got, sent) {
+		t.Fatalf("bob saw %d of the %d messages", len(got), len(sent))
 	}
 }

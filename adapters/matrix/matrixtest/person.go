@@ -40,6 +40,7 @@ type Person struct {
 	joined   map[id.RoomID]bool
 	typing   map[id.RoomID]map[id.UserID]bool // as of the last m.typing
 	typed    map[id.RoomID]map[id.UserID]bool // ever seen typing
+	gaps     map[id.RoomID]bool               // rooms whose timeline a sync left incomplete
 	syncErr  error                            // the last failed sync, for the failure message
 	syncDone chan struct{}
 }
@@ -64,6 +65,7 @@ func NewPerson(tb testing.TB, hsURL string, u *User) *Person {
 		joined:   map[id.RoomID]bool{},
 		typing:   map[id.RoomID]map[id.UserID]bool{},
 		typed:    map[id.RoomID]map[id.UserID]bool{},
+		gaps:     map[id.RoomID]bool{},
 		syncDone: make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,6 +73,13 @@ func NewPerson(tb testing.TB, hsURL string, u *User) *Person {
 	tb.Cleanup(func() { cancel(); <-p.syncDone })
 	return p
 }
+
+// syncFilter is an inline filter (both Synapse and Dendrite accept one in
+// place of a filter id) that raises the timeline limit from the default 20
+// events per room and sync: a test that streams edits into a room produces
+// more than 20 between two syncs, and a limited timeline would leave a gap
+// in what the person saw.
+const syncFilter = `{"room":{"timeline":{"limit":1000}}}`
 
 // syncLoop long-polls /sync until ctx ends. A failed sync is retried after
 // a short pause (a test may stop the homeserver under a person).
@@ -83,7 +92,7 @@ func (p *Person) syncLoop(ctx context.Context) {
 			timeout = 0
 		}
 		callCtx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond+callTimeout)
-		resp, err := p.Client.SyncRequest(callCtx, timeout, since, "", false, event.PresenceOffline)
+		resp, err := p.Client.SyncRequest(callCtx, timeout, since, syncFilter, false, event.PresenceOffline)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -121,7 +130,10 @@ func (p *Person) record(resp *mautrix.RespSync) {
 	}
 	for roomID, room := range resp.Rooms.Join {
 		p.joined[roomID] = true
-		p.invite(roomID).pending = false
+		p.settleInvite(roomID)
+		if room.Timeline.Limited && len(p.events[roomID]) > 0 {
+			p.gaps[roomID] = true
+		}
 		for _, evt := range room.State.Events {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
@@ -153,7 +165,7 @@ func (p *Person) record(resp *mautrix.RespSync) {
 	}
 	for roomID, room := range resp.Rooms.Leave {
 		delete(p.joined, roomID)
-		p.invite(roomID).pending = false
+		p.settleInvite(roomID)
 		for _, evt := range room.Timeline.Events {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
@@ -163,6 +175,15 @@ func (p *Person) record(resp *mautrix.RespSync) {
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})
+}
+
+// settleInvite marks an invite to the room, if any, as no longer pending.
+func (p *Person) settleInvite(roomID id.RoomID) {
+	for _, inv := range p.invites {
+		if inv.room == roomID {
+			inv.pending = false
+		}
+	}
 }
 
 // invite returns the room's invite record, adding one if there is none.
@@ -248,6 +269,11 @@ func (p *Person) wait(tb testing.TB, timeout time.Duration, what string, check f
 			if syncErr != nil {
 				msg = " (last sync error: " + syncErr.Error() + ")"
 			}
+			p.mu.Lock()
+			for room := range p.gaps {
+				msg += " (a sync left out events of " + room.String() + ": its timeline was limited)"
+			}
+			p.mu.Unlock()
 			tb.Fatalf("%s: %s not seen within %v%s", p.User.ID, what, timeout, msg)
 		}
 	}
