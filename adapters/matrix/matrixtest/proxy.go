@@ -33,10 +33,11 @@ const (
 // every request through unchanged.
 //
 // Faults are rules added by LimitNext, SlowNext, ForbidRedactions and
-// VanishRoom. A request takes the first rule that matches it; a rule for
-// n requests expires after n (n < 0: never). Injected errors are answered
-// by the proxy without reaching the homeserver, except SlowNext's, which
-// reach it and are answered late.
+// VanishRoom; a rule for n requests expires after n (n < 0: never). A
+// request meets, in this order: the first error rule that matches it
+// (answered by the proxy, the homeserver never sees the request), the rate
+// limit (likewise), and the first SlowNext rule that matches it (the
+// homeserver does the work, the answer comes late).
 //
 // All methods are safe for concurrent use.
 type Proxy struct {
@@ -167,6 +168,9 @@ func (p *Proxy) ClearFaults() {
 }
 
 func (p *Proxy) addRule(r *rule) {
+	if r.remaining == 0 {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = append(p.rules, r)
