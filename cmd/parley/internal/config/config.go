@@ -47,6 +47,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/parley-chat/parley/adapters/matrix"
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 )
@@ -82,6 +83,9 @@ type Config struct {
 	// Slack is the Slack adapter's section, defined and validated by the
 	// adapter; enabled when its bot token is set.
 	Slack slack.Config `toml:"slack"`
+	// Matrix is the Matrix adapter's section, defined and validated by the
+	// adapter; enabled when its homeserver is set.
+	Matrix matrix.Config `toml:"matrix"`
 	// Transcription turns voice messages into text; enabled when APIURL is set.
 	Transcription Transcription `toml:"transcription"`
 	// Fake is the in-memory test adapter.
@@ -268,6 +272,7 @@ func defaults(env []string) Config {
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
 		Telegram: telegram.DefaultConfig(),
 		Slack:    slack.DefaultConfig(),
+		Matrix:   matrix.DefaultConfig(),
 	}
 }
 
