@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
@@ -325,29 +323,14 @@ func (a *Adapter) newRoom(ctx context.Context, h core.Handler, base core.Command
 // settled reports whether a handler error means the event is dealt with,
 // and says so to the person where that helps.
 func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
-	msg, ok := core.UserMessage(err)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, core.ErrUnauthorized):
-		return true, nil // ignored silently
-	case errors.Is(err, core.ErrSessionClosed):
-		if !ok {
-			msg = "this session is closed"
-		}
-		a.notice(ctx, h, base, "✅ "+capitalize(msg)+". !new starts another one.")
-		return true, nil
-	case errors.Is(err, core.ErrNotFound):
-		if !ok {
-			msg = "there is no session here"
-		}
-		a.notice(ctx, h, base, capitalize(msg)+". !new starts one.")
-		return true, nil
-	case errors.Is(err, core.ErrInvalid):
-		a.notice(ctx, h, base, "⚠️ "+msg)
-		return true, nil
+	notice, ok := chatcmd.Refusal(err, "!new starts another one.", "!new starts one.")
+	if notice != "" {
+		a.notice(ctx, h, base, notice)
 	}
-	return false, err
+	if !ok {
+		return false, err
+	}
+	return true, nil
 }
 
 // notice tells the person something through the handler, so that it is
@@ -359,14 +342,6 @@ func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command,
 	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
 		a.log.Warn("notice not stored", "room", base.Place.Chat, "err", err)
 	}
-}
-
-func capitalize(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if r == utf8.RuneError {
-		return s
-	}
-	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // onInvite follows an allowed person's invite (the room becomes a session
