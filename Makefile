@@ -43,8 +43,9 @@ dendrite:
 	if [ -n "$$missing" ]; then \
 		echo "building Dendrite $(DENDRITE_VERSION) into $(DENDRITE_DIR)"; \
 		tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && \
-		$(GO) mod init parley-dendrite-build >/dev/null 2>&1 && \
-		$(GO) get $(foreach b,$(DENDRITE_BINS),github.com/element-hq/dendrite/cmd/$(b)@$(DENDRITE_VERSION)) && \
+		$(GO) mod init parley-dendrite-build 2>/dev/null && \
+		{ $(GO) get $(foreach b,$(DENDRITE_BINS),github.com/element-hq/dendrite/cmd/$(b)@$(DENDRITE_VERSION)) \
+			2>"$$tmp/get.log" || { cat "$$tmp/get.log"; exit 1; }; } && \
 		mkdir -p "$(DENDRITE_DIR)" && \
 		CGO_ENABLED=1 $(GO) build -trimpath -o "$(DENDRITE_DIR)/" \
 			$(addprefix github.com/element-hq/dendrite/cmd/,$(DENDRITE_BINS)) || exit 1; \

@@ -3,8 +3,10 @@ package matrixtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,10 +41,14 @@ func TestConversation(t *testing.T) {
 		t.Errorf("invited room's name %q, want Planning", bob.RoomName(room))
 	}
 	bob.Join(t, room)
+	alice.WaitMembership(t, room, bob.User.ID, event.MembershipJoin, seen)
 
 	hello := alice.Send(t, room, "hello bob")
 	if got := bob.WaitFor(t, room, textIs("hello bob"), seen); got.ID != hello || got.Sender != alice.User.ID {
 		t.Fatalf("bob saw %s from %s, want %s from %s", got.ID, got.Sender, hello, alice.User.ID)
+	}
+	if bob.SeenAt(hello).IsZero() || !alice.SeenAt("$unknown").IsZero() {
+		t.Fatalf("SeenAt: %v for a seen event, %v for an unknown one", bob.SeenAt(hello), alice.SeenAt("$unknown"))
 	}
 
 	reply := bob.Reply(t, room, hello, "hi alice")
@@ -72,6 +78,21 @@ func TestConversation(t *testing.T) {
 		t.Fatalf("redaction %s of type %s redacts %q", got.ID, got.Type.Type, got.Redacts)
 	}
 
+	bob.Typing(t, room, true)
+	alice.WaitTyped(t, room, bob.User.ID, seen)
+
+	// Below the redact power level bob may not delete alice's messages; at
+	// 50 he may.
+	other := alice.Send(t, room, "to be removed by bob")
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if _, err := bob.Client.RedactEvent(ctx, room, other); !IsMatrixError(err, "M_FORBIDDEN") {
+		t.Fatalf("bob's redaction at power 0: %v, want M_FORBIDDEN", err)
+	}
+	alice.SetPowerLevel(t, room, bob.User.ID, 50)
+	bobsRedaction := bob.Redact(t, room, other)
+	alice.WaitFor(t, room, func(e *event.Event) bool { return e.ID == bobsRedaction }, seen)
+
 	alice.SetRoomName(t, room, "Planning ✅")
 	bob.WaitRoomName(t, room, func(n string) bool { return n == "Planning ✅" }, seen)
 
@@ -89,6 +110,9 @@ func TestConversation(t *testing.T) {
 	if got := download(t, hs.URL, alice.User, uri); !bytes.Equal(got, data) {
 		t.Fatalf("downloaded %q, want %q", got, data)
 	}
+
+	bob.Leave(t, room)
+	alice.WaitMembership(t, room, bob.User.ID, event.MembershipLeave, seen)
 }
 
 // download fetches media through the authenticated endpoint the adapter
@@ -116,4 +140,57 @@ func download(t *testing.T, hsURL string, u *User, uri id.ContentURI) []byte {
 		t.Fatalf("download %s: %s %s", uri, resp.Status, body)
 	}
 	return body
+}
+
+// A declined invite is no longer pending: WaitInvite gives the next one.
+func TestInviteDeclined(t *testing.T) {
+	hs := Dendrite(t)
+	alice := NewPerson(t, hs.URL, hs.Register(t, "alice"))
+	bob := NewPerson(t, hs.URL, hs.Register(t, "bob"))
+
+	first := alice.CreateRoom(t, "First", bob.User.ID)
+	if got := bob.WaitInvite(t, "", seen); got != first {
+		t.Fatalf("invited to %s, want %s", got, first)
+	}
+	bob.Leave(t, first)
+	alice.WaitMembership(t, first, bob.User.ID, event.MembershipLeave, seen)
+	bob.WaitMembership(t, first, bob.User.ID, event.MembershipLeave, seen)
+
+	second := alice.CreateRoom(t, "Second", bob.User.ID)
+	if got := bob.WaitInvite(t, alice.User.ID, seen); got != second {
+		t.Fatalf("invited to %s, want %s (the first was declined)", got, second)
+	}
+	if bob.Joined(first) || bob.Joined(second) {
+		t.Fatal("bob joined a room he did not accept")
+	}
+}
+
+// More events than a sync's default timeline limit (20) arrive between
+// two syncs — here all before the person's first sync — and the person
+// still sees every one of them, in order.
+func TestPersonSeesLongTimelines(t *testing.T) {
+	hs := Dendrite(t)
+	alice := NewPerson(t, hs.URL, hs.Register(t, "alice"))
+	bobUser := hs.Register(t, "bob")
+	room := alice.CreateRoom(t, "Busy", bobUser.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if _, err := bobUser.Client(t, hs.URL).JoinRoomByID(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	var sent []id.EventID
+	for i := range 45 {
+		sent = append(sent, alice.Send(t, room, fmt.Sprintf("message %d", i)))
+	}
+	bob := NewPerson(t, hs.URL, bobUser)
+	bob.WaitFor(t, room, func(e *event.Event) bool { return e.ID == sent[len(sent)-1] }, seen)
+	var got []id.EventID
+	for _, evt := range bob.Events(room) {
+		if evt.Type == event.EventMessage {
+			got = append(got, evt.ID)
+		}
+	}
+	if !slices.Equal(got, sent) {
+		t.Fatalf("bob saw %d of the %d messages", len(got), len(sent))
+	}
 }

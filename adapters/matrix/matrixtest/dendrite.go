@@ -110,6 +110,7 @@ func (h *Homeserver) start(tb testing.TB, bin, cfgPath string) error {
 		// needs this flag too; the server is reachable from loopback only.
 		"-really-enable-open-registration")
 	cmd.Dir = h.Dir
+	cmd.SysProcAttr = dieWithParent()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

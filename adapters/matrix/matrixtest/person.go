@@ -2,8 +2,8 @@ package matrixtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,16 +34,21 @@ type Person struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every recorded change
 	events   map[id.RoomID][]*event.Event
+	seenAt   map[id.EventID]time.Time // when the sync loop received each event
 	names    map[id.RoomID]string
-	invites  []invite // in arrival order; kept after joining
+	invites  []*invite // in order of arrival
 	joined   map[id.RoomID]bool
-	syncErr  error // the last failed sync, for the failure message
+	typing   map[id.RoomID]map[id.UserID]bool // as of the last m.typing
+	typed    map[id.RoomID]map[id.UserID]bool // ever seen typing
+	gaps     map[id.RoomID]bool               // rooms whose timeline a sync left incomplete
+	syncErr  error                            // the last failed sync, for the failure message
 	syncDone chan struct{}
 }
 
 type invite struct {
-	room id.RoomID
-	from id.UserID
+	room    id.RoomID
+	from    id.UserID
+	pending bool // not yet joined, declined or withdrawn
 }
 
 // NewPerson starts the sync loop of u on hsURL (the homeserver's, or a
@@ -55,8 +60,12 @@ func NewPerson(tb testing.TB, hsURL string, u *User) *Person {
 		Client:   u.Client(tb, hsURL),
 		changed:  make(chan struct{}),
 		events:   map[id.RoomID][]*event.Event{},
+		seenAt:   map[id.EventID]time.Time{},
 		names:    map[id.RoomID]string{},
 		joined:   map[id.RoomID]bool{},
+		typing:   map[id.RoomID]map[id.UserID]bool{},
+		typed:    map[id.RoomID]map[id.UserID]bool{},
+		gaps:     map[id.RoomID]bool{},
 		syncDone: make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,6 +73,13 @@ func NewPerson(tb testing.TB, hsURL string, u *User) *Person {
 	tb.Cleanup(func() { cancel(); <-p.syncDone })
 	return p
 }
+
+// syncFilter is an inline filter (both Synapse and Dendrite accept one in
+// place of a filter id) that raises the timeline limit from the default 20
+// events per room and sync: a test that streams edits into a room produces
+// more than 20 between two syncs, and a limited timeline would leave a gap
+// in what the person saw.
+const syncFilter = `{"room":{"timeline":{"limit":1000}}}`
 
 // syncLoop long-polls /sync until ctx ends. A failed sync is retried after
 // a short pause (a test may stop the homeserver under a person).
@@ -76,7 +92,7 @@ func (p *Person) syncLoop(ctx context.Context) {
 			timeout = 0
 		}
 		callCtx, cancel := context.WithTimeout(ctx, time.Duration(timeout)*time.Millisecond+callTimeout)
-		resp, err := p.Client.SyncRequest(callCtx, timeout, since, "", false, event.PresenceOffline)
+		resp, err := p.Client.SyncRequest(callCtx, timeout, since, syncFilter, false, event.PresenceOffline)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -97,6 +113,7 @@ func (p *Person) syncLoop(ctx context.Context) {
 }
 
 func (p *Person) record(resp *mautrix.RespSync) {
+	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for roomID, room := range resp.Rooms.Invite {
@@ -108,12 +125,15 @@ func (p *Person) record(resp *mautrix.RespSync) {
 			}
 			p.noteName(roomID, evt)
 		}
-		if !p.invited(roomID) {
-			p.invites = append(p.invites, invite{room: roomID, from: from})
-		}
+		inv := p.invite(roomID)
+		inv.from, inv.pending = from, true
 	}
 	for roomID, room := range resp.Rooms.Join {
 		p.joined[roomID] = true
+		p.settleInvite(roomID)
+		if room.Timeline.Limited && len(p.events[roomID]) > 0 {
+			p.gaps[roomID] = true
+		}
 		for _, evt := range room.State.Events {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
@@ -122,27 +142,60 @@ func (p *Person) record(resp *mautrix.RespSync) {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
 			p.events[roomID] = append(p.events[roomID], evt)
+			p.seenAt[evt.ID] = now
+		}
+		for _, evt := range room.Ephemeral.Events {
+			if evt.Type.Type != event.EphemeralEventTyping.Type {
+				continue
+			}
+			var c event.TypingEventContent
+			if json.Unmarshal(evt.Content.VeryRaw, &c) != nil {
+				continue
+			}
+			now := map[id.UserID]bool{}
+			if p.typed[roomID] == nil {
+				p.typed[roomID] = map[id.UserID]bool{}
+			}
+			for _, u := range c.UserIDs {
+				now[u] = true
+				p.typed[roomID][u] = true
+			}
+			p.typing[roomID] = now
 		}
 	}
 	for roomID, room := range resp.Rooms.Leave {
 		delete(p.joined, roomID)
+		p.settleInvite(roomID)
 		for _, evt := range room.Timeline.Events {
 			prepare(roomID, evt)
 			p.noteName(roomID, evt)
 			p.events[roomID] = append(p.events[roomID], evt)
+			p.seenAt[evt.ID] = now
 		}
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
 
-func (p *Person) invited(roomID id.RoomID) bool {
+// settleInvite marks an invite to the room, if any, as no longer pending.
+func (p *Person) settleInvite(roomID id.RoomID) {
 	for _, inv := range p.invites {
 		if inv.room == roomID {
-			return true
+			inv.pending = false
 		}
 	}
-	return false
+}
+
+// invite returns the room's invite record, adding one if there is none.
+func (p *Person) invite(roomID id.RoomID) *invite {
+	for _, inv := range p.invites {
+		if inv.room == roomID {
+			return inv
+		}
+	}
+	inv := &invite{room: roomID}
+	p.invites = append(p.invites, inv)
+	return inv
 }
 
 func (p *Person) noteName(roomID id.RoomID, evt *event.Event) {
@@ -172,6 +225,15 @@ func (p *Person) Events(roomID id.RoomID) []*event.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]*event.Event(nil), p.events[roomID]...)
+}
+
+// SeenAt returns when the person's sync loop received the event (the zero
+// time if it has not): with the time a text was produced, how late a
+// person sees it, for benchmarks.
+func (p *Person) SeenAt(eventID id.EventID) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seenAt[eventID]
 }
 
 // RoomName returns the room's name as last seen, or "" if none was seen.
@@ -207,6 +269,11 @@ func (p *Person) wait(tb testing.TB, timeout time.Duration, what string, check f
 			if syncErr != nil {
 				msg = " (last sync error: " + syncErr.Error() + ")"
 			}
+			p.mu.Lock()
+			for room := range p.gaps {
+				msg += " (a sync left out events of " + room.String() + ": its timeline was limited)"
+			}
+			p.mu.Unlock()
 			tb.Fatalf("%s: %s not seen within %v%s", p.User.ID, what, timeout, msg)
 		}
 	}
@@ -229,14 +296,15 @@ func (p *Person) WaitFor(tb testing.TB, roomID id.RoomID, match func(*event.Even
 	return found
 }
 
-// WaitInvite waits for an invite from the given user (any user when from
-// is empty) to a room the account has not joined, and returns the room.
+// WaitInvite waits for a pending invite from the given user (any user when
+// from is empty) — one the person has neither accepted nor declined — and
+// returns its room, the oldest first.
 func (p *Person) WaitInvite(tb testing.TB, from id.UserID, timeout time.Duration) id.RoomID {
 	tb.Helper()
 	var room id.RoomID
 	p.wait(tb, timeout, "an invite from "+string(from), func() bool {
 		for _, inv := range p.invites {
-			if (from == "" || inv.from == from) && !p.joined[inv.room] {
+			if inv.pending && (from == "" || inv.from == from) {
 				room = inv.room
 				return true
 			}
@@ -244,6 +312,37 @@ func (p *Person) WaitInvite(tb testing.TB, from id.UserID, timeout time.Duration
 		return false
 	})
 	return room
+}
+
+// IsTyping reports whether the user was typing in the room as of the last
+// typing notification the person received.
+func (p *Person) IsTyping(roomID id.RoomID, userID id.UserID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.typing[roomID][userID]
+}
+
+// WaitTyped waits until the user has been seen typing in the room, now or
+// at any time since the person started syncing.
+func (p *Person) WaitTyped(tb testing.TB, roomID id.RoomID, userID id.UserID, timeout time.Duration) {
+	tb.Helper()
+	p.wait(tb, timeout, userID.String()+" typing in "+roomID.String(), func() bool {
+		return p.typed[roomID][userID]
+	})
+}
+
+// WaitMembership waits for a membership event of the user in the room's
+// timeline with the given membership (join, leave, invite, ban) and
+// returns it. The person must be in the room to see it.
+func (p *Person) WaitMembership(tb testing.TB, roomID id.RoomID, userID id.UserID, membership event.Membership, timeout time.Duration) *event.Event {
+	tb.Helper()
+	return p.WaitFor(tb, roomID, func(evt *event.Event) bool {
+		if evt.Type != event.StateMember || evt.GetStateKey() != userID.String() {
+			return false
+		}
+		c, ok := evt.Content.Parsed.(*event.MemberEventContent)
+		return ok && c.Membership == membership
+	}, timeout)
 }
 
 // WaitRoomName waits until the room's name satisfies match and returns it.
@@ -297,156 +396,6 @@ func (p *Person) Edited(roomID id.RoomID, original id.EventID) string {
 		}
 	}
 	return text
-}
-
-func (p *Person) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), callTimeout)
-}
-
-func (p *Person) check(tb testing.TB, what string, err error) {
-	tb.Helper()
-	if err != nil {
-		tb.Fatalf("%s: %s: %v", p.User.ID, what, err)
-	}
-}
-
-// SendContent sends a message event of the given type and returns its id.
-func (p *Person) SendContent(tb testing.TB, roomID id.RoomID, typ event.Type, content any) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.SendMessageEvent(ctx, roomID, typ, content)
-	p.check(tb, "send "+typ.Type+" to "+roomID.String(), err)
-	return resp.EventID
-}
-
-// Send writes a plain m.text message.
-func (p *Person) Send(tb testing.TB, roomID id.RoomID, text string) id.EventID {
-	tb.Helper()
-	return p.SendContent(tb, roomID, event.EventMessage, &event.MessageEventContent{MsgType: event.MsgText, Body: text})
-}
-
-// Reply writes an m.text message replying to the event to (m.in_reply_to,
-// without a quoted fallback, as current clients send).
-func (p *Person) Reply(tb testing.TB, roomID id.RoomID, to id.EventID, text string) id.EventID {
-	tb.Helper()
-	c := &event.MessageEventContent{MsgType: event.MsgText, Body: text}
-	c.RelatesTo = (&event.RelatesTo{}).SetReplyTo(to)
-	return p.SendContent(tb, roomID, event.EventMessage, c)
-}
-
-// Edit replaces the text of the person's own message original (m.replace,
-// with the "* " fallback body clients send).
-func (p *Person) Edit(tb testing.TB, roomID id.RoomID, original id.EventID, text string) id.EventID {
-	tb.Helper()
-	c := &event.MessageEventContent{MsgType: event.MsgText, Body: text}
-	c.SetEdit(original)
-	return p.SendContent(tb, roomID, event.EventMessage, c)
-}
-
-// React annotates the event with key (an emoji such as "1️⃣").
-func (p *Person) React(tb testing.TB, roomID id.RoomID, eventID id.EventID, key string) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.SendReaction(ctx, roomID, eventID, key)
-	p.check(tb, "react to "+eventID.String(), err)
-	return resp.EventID
-}
-
-// Redact deletes an event (the person's own, or another's where the
-// person's power level allows) and returns the redaction's id.
-func (p *Person) Redact(tb testing.TB, roomID id.RoomID, eventID id.EventID) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.RedactEvent(ctx, roomID, eventID)
-	p.check(tb, "redact "+eventID.String(), err)
-	return resp.EventID
-}
-
-// UploadFile uploads data and posts it in the room as m.image, m.audio or
-// m.file according to contentType, with name as its body and file name.
-func (p *Person) UploadFile(tb testing.TB, roomID id.RoomID, name, contentType string, data []byte) id.EventID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	up, err := p.Client.UploadBytesWithName(ctx, data, contentType, name)
-	p.check(tb, "upload "+name, err)
-	msgType := event.MsgFile
-	switch {
-	case strings.HasPrefix(contentType, "image/"):
-		msgType = event.MsgImage
-	case strings.HasPrefix(contentType, "audio/"):
-		msgType = event.MsgAudio
-	}
-	return p.SendContent(tb, roomID, event.EventMessage, &event.MessageEventContent{
-		MsgType:  msgType,
-		Body:     name,
-		FileName: name,
-		URL:      up.ContentURI.CUString(),
-		Info:     &event.FileInfo{MimeType: contentType, Size: len(data)},
-	})
-}
-
-// CreateRoom creates a room with the given name (preset private_chat: the
-// creator has power level 100, invitees 0) and invites the users.
-func (p *Person) CreateRoom(tb testing.TB, name string, invite ...id.UserID) id.RoomID {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	resp, err := p.Client.CreateRoom(ctx, &mautrix.ReqCreateRoom{
-		Name:   name,
-		Preset: "private_chat",
-		Invite: invite,
-	})
-	p.check(tb, "create room "+name, err)
-	return resp.RoomID
-}
-
-// SetRoomName renames the room (an m.room.name state event).
-func (p *Person) SetRoomName(tb testing.TB, roomID id.RoomID, name string) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.SendStateEvent(ctx, roomID, event.StateRoomName, "", &event.RoomNameEventContent{Name: name})
-	p.check(tb, "rename "+roomID.String(), err)
-}
-
-// Invite invites the user to the room.
-func (p *Person) Invite(tb testing.TB, roomID id.RoomID, userID id.UserID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.InviteUser(ctx, roomID, &mautrix.ReqInviteUser{UserID: userID})
-	p.check(tb, "invite "+userID.String(), err)
-}
-
-// Kick removes the user from the room.
-func (p *Person) Kick(tb testing.TB, roomID id.RoomID, userID id.UserID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.KickUser(ctx, roomID, &mautrix.ReqKickUser{UserID: userID})
-	p.check(tb, "kick "+userID.String(), err)
-}
-
-// Join joins the room (accepting an invite).
-func (p *Person) Join(tb testing.TB, roomID id.RoomID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.JoinRoomByID(ctx, roomID)
-	p.check(tb, "join "+roomID.String(), err)
-}
-
-// Leave leaves the room (or declines an invite).
-func (p *Person) Leave(tb testing.TB, roomID id.RoomID) {
-	tb.Helper()
-	ctx, cancel := p.ctx()
-	defer cancel()
-	_, err := p.Client.LeaveRoom(ctx, roomID)
-	p.check(tb, "leave "+roomID.String(), err)
 }
 
 // IsMatrixError reports whether err is the homeserver's error with this

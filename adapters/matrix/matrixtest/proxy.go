@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -32,10 +33,11 @@ const (
 // every request through unchanged.
 //
 // Faults are rules added by LimitNext, SlowNext, ForbidRedactions and
-// VanishRoom. A request takes the first rule that matches it; a rule for
-// n requests expires after n (n < 0: never). Injected errors are answered
-// by the proxy without reaching the homeserver, except SlowNext's, which
-// reach it and are answered late.
+// VanishRoom; a rule for n requests expires after n (n < 0: never). A
+// request meets, in this order: the first error rule that matches it
+// (answered by the proxy, the homeserver never sees the request), the rate
+// limit (likewise), and the first SlowNext rule that matches it (the
+// homeserver does the work, the answer comes late).
 //
 // All methods are safe for concurrent use.
 type Proxy struct {
@@ -60,6 +62,11 @@ type Counts struct {
 	Requests map[Kind]int
 	// Forwarded counts the requests passed to the homeserver, by kind.
 	Forwarded map[Kind]int
+	// Accepted counts the forwarded requests the homeserver answered with
+	// success, by kind: for event-creating kinds, the events stored, plus
+	// retries of a transaction id the homeserver answered from its cache.
+	// A late answer counts even when the client gave up waiting for it.
+	Accepted map[Kind]int
 	// Limited counts the M_LIMIT_EXCEEDED answers, by the rate limit and
 	// by LimitNext alike.
 	Limited int
@@ -161,6 +168,9 @@ func (p *Proxy) ClearFaults() {
 }
 
 func (p *Proxy) addRule(r *rule) {
+	if r.remaining == 0 {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = append(p.rules, r)
@@ -171,44 +181,31 @@ func (p *Proxy) addRule(r *rule) {
 func (p *Proxy) Counts() Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := Counts{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Limited: p.counts.Limited}
-	for k, v := range p.counts.Requests {
-		c.Requests[k] = v
+	return Counts{
+		Requests:  maps.Clone(p.counts.Requests),
+		Forwarded: maps.Clone(p.counts.Forwarded),
+		Accepted:  maps.Clone(p.counts.Accepted),
+		Limited:   p.counts.Limited,
 	}
-	for k, v := range p.counts.Forwarded {
-		c.Forwarded[k] = v
-	}
-	return c
 }
 
 // ResetCounts sets every count to zero.
 func (p *Proxy) ResetCounts() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.counts = Counts{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}}
+	p.counts = Counts{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Accepted: map[Kind]int{}}
 }
 
 // decide counts the request and returns the rule that applies to it, or
-// nil to forward it untouched.
+// nil to forward it untouched. Injected errors come first; then the rate
+// limit, as on a homeserver; a late answer is for a request that passed.
 func (p *Proxy) decide(req request) *rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counts.Requests[req.kind]++
-	for i, r := range p.rules {
-		if (r.kind != AnyKind && r.kind != req.kind) || (r.room != "" && r.room != req.room) {
-			continue
-		}
-		if r.remaining > 0 {
-			r.remaining--
-			if r.remaining == 0 {
-				p.rules = append(p.rules[:i:i], p.rules[i+1:]...)
-			}
-		}
+	if r := p.takeRule(req, false); r != nil {
 		if r.errcode == "M_LIMIT_EXCEEDED" {
 			p.counts.Limited++
-		}
-		if r.delay > 0 {
-			p.counts.Forwarded[req.kind]++
 		}
 		return r
 	}
@@ -225,6 +222,25 @@ func (p *Proxy) decide(req request) *rule {
 		}
 	}
 	p.counts.Forwarded[req.kind]++
+	return p.takeRule(req, true)
+}
+
+// takeRule returns the first error rule (or delay rule, with late) that
+// matches the request, and uses up one of its requests.
+func (p *Proxy) takeRule(req request, late bool) *rule {
+	for i, r := range p.rules {
+		if (r.delay > 0) != late ||
+			(r.kind != AnyKind && r.kind != req.kind) || (r.room != "" && r.room != req.room) {
+			continue
+		}
+		if r.remaining > 0 {
+			r.remaining--
+			if r.remaining == 0 {
+				p.rules = append(p.rules[:i:i], p.rules[i+1:]...)
+			}
+		}
+		return r
+	}
 	return nil
 }
 
@@ -245,21 +261,34 @@ func (t *proxyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	rl := t.p.decide(classify(r, body))
+	req := classify(r, body)
+	rl := t.p.decide(req)
 	switch {
 	case rl == nil:
-		return t.next.RoundTrip(r)
+		resp, err := t.next.RoundTrip(r)
+		t.p.answered(req, resp)
+		return resp, err
 	case rl.delay > 0:
-		return t.late(r, body, rl.delay)
+		return t.late(r, req, body, rl.delay)
 	default:
 		return errorResponse(r, rl), nil
 	}
 }
 
+// answered counts a homeserver's successful answer.
+func (p *Proxy) answered(req request, resp *http.Response) {
+	if resp == nil || resp.StatusCode/100 != 2 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counts.Accepted[req.kind]++
+}
+
 // late forwards the request without the client's cancellation, so that the
 // homeserver completes it, and answers after delay unless the client gave
 // up first.
-func (t *proxyTransport) late(r *http.Request, body []byte, delay time.Duration) (*http.Response, error) {
+func (t *proxyTransport) late(r *http.Request, req request, body []byte, delay time.Duration) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), callTimeout)
 	defer cancel()
 	out := r.Clone(ctx)
@@ -268,6 +297,7 @@ func (t *proxyTransport) late(r *http.Request, body []byte, delay time.Duration)
 	if err != nil {
 		return nil, err
 	}
+	t.p.answered(req, resp)
 	data, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {

@@ -109,6 +109,9 @@ func TestProxyMessageLimit(t *testing.T) {
 	if c.Forwarded[KindMessage] != 2 || c.Forwarded[KindEdit] != 1 || c.Forwarded[KindRedaction] != 0 {
 		t.Errorf("forwarded %v, want 2 messages, 1 edit, no redaction", c.Forwarded)
 	}
+	if c.Accepted[KindMessage] != 2 || c.Accepted[KindEdit] != 1 || c.Accepted[KindState] != 1 || c.Accepted[KindTyping] != 1 {
+		t.Errorf("accepted %v, want 2 messages, 1 edit, 1 state, 1 typing", c.Accepted)
+	}
 	// The refused events never reached the homeserver.
 	alice.WaitFor(t, room, textIs("bob's own bucket"), seen)
 	for _, evt := range alice.Events(room) {
@@ -183,6 +186,11 @@ func TestProxySlowNext(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the room holds %d copies of the message, want 1", n)
+	}
+	// The homeserver accepted the slow send (its answer came too late),
+	// the retry (from its transaction cache) and the last message.
+	if c := px.Counts(); c.Requests[KindMessage] != 3 || c.Accepted[KindMessage] != 3 {
+		t.Fatalf("counts %+v, want 3 message requests, 3 accepted", c)
 	}
 }
 
