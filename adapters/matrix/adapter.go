@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,8 +63,10 @@ type Options struct {
 	// Pacer runs the calls the adapter makes itself (the room !new
 	// creates) through parley's outbox. Nil calls the homeserver directly.
 	Pacer core.Pacer
-	// HTTPClient makes every call; default one with a 90 s timeout (a
-	// sync long-polls for 30 s).
+	// HTTPClient makes every call; default one with a two-minute timeout
+	// (a sync long-polls for SyncTimeout, a download takes up to two
+	// minutes), which is also given to a client that sets none, so that
+	// no call is without a deadline.
 	HTTPClient *http.Client
 	// SyncTimeout is how long one /sync waits for events (default 30 s).
 	SyncTimeout time.Duration
@@ -80,9 +83,14 @@ type Adapter struct {
 	log  *slog.Logger
 	// ready is set once Check has logged in and learnt the server.
 	ready atomic.Bool
+	// token is the access token every request carries (see authTransport).
+	token atomic.Pointer[string]
 	// power caches, per room, whether the bot may redact others' events
 	// (see cleanup.go).
-	power sync.Map // id.RoomID → bool
+	power sync.Map // id.RoomID → powers
+	// asked holds the rooms already told that the bot lacks the power to
+	// show the status there (see ShowStatus).
+	asked sync.Map // id.RoomID → struct{}
 	// typed remembers when each room's typing indicator was last set, so
 	// renewals more frequent than it lasts make no call.
 	typedMu sync.Mutex
@@ -119,7 +127,7 @@ func New(opts Options) (*Adapter, error) {
 		opts.MaxFileSize = defaultMaxFile
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 90 * time.Second}
+		opts.HTTPClient = &http.Client{Timeout: callTimeout}
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = 30 * time.Second
@@ -134,12 +142,48 @@ func New(opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli.Client = opts.HTTPClient
+	// The token goes on every request by the transport, from an atomic
+	// value, so that a login during Run (a token the homeserver forgot)
+	// replaces it without racing the calls in flight; the client itself
+	// holds none.
+	a := &Adapter{opts: opts, log: opts.Logger, typed: map[id.RoomID]time.Time{}, now: time.Now}
+	a.token.Store(new(opts.AccessToken))
+	hc := *opts.HTTPClient
+	if hc.Timeout <= 0 {
+		hc.Timeout = callTimeout
+	}
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc.Transport = &authTransport{next: next, host: cli.HomeserverURL.Host, token: &a.token}
+	cli.Client = &hc
+	cli.AccessToken = ""
 	// The outbox retries, paces and waits out 429s for the whole account;
 	// the library must not retry behind its back.
 	cli.DefaultHTTPRetries = 0
 	cli.IgnoreRateLimit = true
-	return &Adapter{opts: opts, cli: cli, log: opts.Logger, typed: map[id.RoomID]time.Time{}, now: time.Now}, nil
+	a.cli = cli
+	return a, nil
+}
+
+// authTransport puts the bot's access token on requests to the homeserver
+// (and only there), except a login, which must not carry a token the
+// homeserver may have forgotten.
+type authTransport struct {
+	next  http.RoundTripper
+	host  string
+	token *atomic.Pointer[string]
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok := *t.token.Load()
+	if tok == "" || req.URL.Host != t.host || req.Header.Get("Authorization") != "" || strings.HasSuffix(req.URL.Path, "/login") {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return t.next.RoundTrip(r)
 }
 
 // Name implements core.Adapter.
@@ -157,13 +201,16 @@ const (
 	// fallback, and content that JSON escapes would still push over the
 	// limit drops its HTML rather than fail (see encode).
 	maxLength = 16000
-	// fileThreshold: a final output longer than four messages would go as
-	// a file, were the adapter a FileSender.
-	fileThreshold = 4 * maxLength
 	// editInterval: every edit is an event the homeserver stores and
 	// every client syncs, and it counts against the account's message
 	// budget, so one output message is edited at most every five seconds.
 	editInterval = 5 * time.Second
+	// callTimeout bounds every call to the homeserver that has no nearer
+	// deadline (the outbox gives its own to the calls it makes).
+	callTimeout = 2 * time.Minute
+	// eventTimeout bounds the handling of one event from a sync: its
+	// calls, a download and a transcription. It runs again after it.
+	eventTimeout = 5 * time.Minute
 	// defaultMaxFile bounds the files fetched.
 	defaultMaxFile = 50 << 20
 )
@@ -178,7 +225,7 @@ func (a *Adapter) Capabilities() core.Capabilities {
 		MaxLength:     maxLength,
 		LengthUnit:    core.Bytes,
 		Markup:        core.MarkupMatrixHTML,
-		FileThreshold: 0,
+		FileThreshold: 0,    // long outputs go as continuation messages
 		DeleteOthers:  true, // where the bot's power level allows it; see Delete
 		Buttons:       true, // shown as numbered options answered by number or reaction
 		Limits: []core.Limit{

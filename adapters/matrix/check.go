@@ -58,9 +58,6 @@ func (a *Adapter) Check(ctx context.Context) error {
 	case who.UserID != a.opts.UserID:
 		return fmt.Errorf("matrix: the access token belongs to %s, not to %s: fix [matrix] user_id or access_token so they name the same account", who.UserID, a.opts.UserID)
 	}
-	if who.DeviceID != "" {
-		a.cli.DeviceID = who.DeviceID
-	}
 	a.ready.Store(true)
 	a.log.Info("connected to Matrix", "homeserver", a.opts.Homeserver, "user", who.UserID, "spec", vers.GetLatest().String())
 	return nil
@@ -71,7 +68,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 // password login, kept in the store.
 func (a *Adapter) login(ctx context.Context, again bool) error {
 	if a.opts.AccessToken != "" {
-		a.cli.AccessToken = a.opts.AccessToken
+		a.token.Store(new(a.opts.AccessToken))
 		return nil
 	}
 	if !again {
@@ -81,7 +78,7 @@ func (a *Adapter) login(ctx context.Context, again bool) error {
 		}
 		var l storedLogin
 		if v != "" && json.Unmarshal([]byte(v), &l) == nil && l.Homeserver == a.opts.Homeserver && l.UserID == a.opts.UserID && l.AccessToken != "" {
-			a.cli.AccessToken, a.cli.DeviceID = l.AccessToken, l.DeviceID
+			a.token.Store(new(l.AccessToken))
 			return nil
 		}
 	}
@@ -101,7 +98,7 @@ func (a *Adapter) login(ctx context.Context, again bool) error {
 	if err := a.opts.Cursors.SetCursor(ctx, cursorLogin, string(b)); err != nil {
 		return fmt.Errorf("matrix: keep the login in the store: %w", err)
 	}
-	a.cli.AccessToken, a.cli.DeviceID = resp.AccessToken, resp.DeviceID
+	a.token.Store(new(resp.AccessToken))
 	a.log.Info("logged in to Matrix with the password; the token is kept in parley's store", "user", resp.UserID)
 	return nil
 }

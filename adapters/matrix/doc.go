@@ -41,8 +41,12 @@
 //     core.ErrThreadGone, and core binds the session to a new room.
 //   - Cleanup: the bot redacts its own events anywhere, people's only where
 //     its power level reaches the room's redact level (rooms it created
-//     give it 100). Elsewhere Delete returns core.ErrUnsupported without a
-//     request, which the cleanup ledger takes silently.
+//     give it 100). Elsewhere Delete makes no request and returns
+//     core.ErrNoCall, which the outbox takes as done without an error log.
+//   - Status in rooms people made: the bot joins them with the default
+//     power level, below what m.room.name needs. There ShowStatus makes no
+//     call and says once in the room which power level would let it; once
+//     given, the next status change shows.
 //   - Questions: shown as numbered options with number emoji; the event
 //     carries the options' data (org.parley.buttons), so a reply (the
 //     number or the option's text) or a number-emoji reaction to it is

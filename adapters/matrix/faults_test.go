@@ -89,8 +89,8 @@ func TestSendRetriedAfterTimeoutPostsOnce(t *testing.T) {
 
 // TestRedactionNeedsPower: in a room a person created, the bot redacts
 // its own messages but not the person's, and asks the homeserver nothing
-// for those (core.ErrUnsupported, which the cleanup ledger drops
-// silently); in a room it created it redacts both.
+// for those (core.ErrNoCall: the outbox takes it as done, without an error
+// log); in a room it created it redacts both.
 func TestRedactionNeedsPower(t *testing.T) {
 	w := newWorld(t)
 	a, proxy := w.proxied(t)
@@ -109,8 +109,8 @@ func TestRedactionNeedsPower(t *testing.T) {
 
 	proxy.ResetCounts()
 	err = a.Delete(ctx, core.MessageRef{Adapter: matrix.Name, Place: core.Place{Chat: string(theirs)}, ID: string(hers)})
-	if !errors.Is(err, core.ErrUnsupported) {
-		t.Errorf("Delete of a person's message without power: %v, want core.ErrUnsupported", err)
+	if !errors.Is(err, core.ErrNoCall) {
+		t.Errorf("Delete of a person's message without power: %v, want core.ErrNoCall (skipped without a call or an error log)", err)
 	}
 	if n := proxy.Counts().Requests[matrixtest.KindRedaction]; n != 0 {
 		t.Errorf("%d redactions asked without the power to redact", n)
@@ -121,6 +121,20 @@ func TestRedactionNeedsPower(t *testing.T) {
 	w.ann.WaitFor(t, theirs, func(e *event.Event) bool {
 		return e.Type == event.EventRedaction && e.Redacts == id.EventID(mine.ID)
 	}, 30*time.Second)
+
+	// Nor can it rename the room: the status is not shown, and the room
+	// is told once what would let it be.
+	proxy.ResetCounts()
+	for _, st := range []core.Status{core.StatusWorking, core.StatusIdle} {
+		if _, err := a.ShowStatus(ctx, core.Binding{Adapter: matrix.Name, Place: core.Place{Chat: string(theirs)}},
+			core.StatusView{Title: "Ann's", Status: st}); err != nil {
+			t.Errorf("ShowStatus without the power to rename: %v", err)
+		}
+	}
+	if n := proxy.Counts().Requests[matrixtest.KindState]; n != 0 {
+		t.Errorf("%d state events asked without the power to rename the room", n)
+	}
+	w.ann.WaitFor(t, theirs, func(e *event.Event) bool { return strings.Contains(matrixtest.Text(e), "power level 50") }, 30*time.Second)
 
 	b, err := a.Bind(ctx, core.Session{ID: "S2", Title: "Bot's", Status: core.StatusIdle})
 	if err != nil {
@@ -134,6 +148,15 @@ func TestRedactionNeedsPower(t *testing.T) {
 		t.Errorf("Delete of a person's message in the bot's room: %v", err)
 	}
 	w.ann.WaitFor(t, ours, func(e *event.Event) bool { return e.Type == event.EventRedaction && e.Redacts == theirMsg }, 30*time.Second)
+	asks := 0
+	for _, body := range messagesFrom(w.ann, theirs, w.bot.ID) {
+		if strings.Contains(body, "power level 50") {
+			asks++
+		}
+	}
+	if asks != 1 {
+		t.Errorf("the room was asked for power %d times, want once", asks)
+	}
 }
 
 // TestRemovedFromRoom: once a person kicks the bot, a send there is
@@ -212,5 +235,36 @@ func TestPasswordLoginKept(t *testing.T) {
 	d, _ := matrix.New(other)
 	if err := d.Check(t.Context()); err == nil || !strings.Contains(err.Error(), "belongs to "+string(w.bot.ID)) {
 		t.Errorf("Check with another account's token: %v", err)
+	}
+}
+
+// TestTypingRenewedAndStopped: core renews the typing indicator every few
+// seconds; a notification lasts longer, so renewals in between make no
+// call, and the turn's "done" message ends it.
+func TestTypingRenewedAndStopped(t *testing.T) {
+	w := newWorld(t)
+	a, proxy := w.proxied(t)
+	b, err := a.Bind(t.Context(), core.Session{ID: "S1", Title: "Typing", Status: core.StatusWorking})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typing := func() int { return proxy.Counts().Requests[matrixtest.KindTyping] }
+	if err := a.Typing(t.Context(), b.Place); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Typing(t.Context(), b.Place); !errors.Is(err, core.ErrNoCall) {
+		t.Errorf("a renewal while the notification lasts: %v, want core.ErrNoCall", err)
+	}
+	if n := typing(); n != 1 {
+		t.Errorf("%d typing calls, want 1", n)
+	}
+	if _, err := a.Send(t.Context(), b.Place, core.OutMessage{Kind: core.KindTurnDone, Text: "✅ Done"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := typing(); n != 2 {
+		t.Errorf("%d typing calls after the turn's end, want 2 (the stop)", n)
+	}
+	if err := a.Typing(t.Context(), b.Place); err != nil {
+		t.Errorf("typing in the next turn: %v", err)
 	}
 }

@@ -31,7 +31,27 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	if err != nil {
 		return core.MessageRef{}, a.classifyIn(ctx, "send", opSend, room, err)
 	}
+	if m.Kind == core.KindTurnDone {
+		a.stopTyping(ctx, room)
+	}
 	return ref(room, ev), nil
+}
+
+// stopTyping ends the room's typing notification with the turn, rather
+// than let it show for up to typingFor after the agent stopped. Best
+// effort: typing is ephemeral and not counted by homeservers' message
+// limits.
+func (a *Adapter) stopTyping(ctx context.Context, room id.RoomID) {
+	a.typedMu.Lock()
+	_, on := a.typed[room]
+	delete(a.typed, room)
+	a.typedMu.Unlock()
+	if !on {
+		return
+	}
+	if _, err := a.cli.UserTyping(ctx, room, false, 0); err != nil {
+		a.log.Debug("stop typing", "room", room, "err", err)
+	}
 }
 
 // Edit implements core.Editor with an m.replace event. Homeservers accept
@@ -111,9 +131,11 @@ func (a *Adapter) joined(ctx context.Context, room id.RoomID) bool {
 // Delete implements core.Deleter with a redaction. The bot's own events it
 // may always redact; a person's only where its power level reaches the
 // room's redact level (rooms it created: it has 100). Elsewhere Delete
-// makes no call and returns core.ErrUnsupported, which the cleanup ledger
-// takes silently: a refused request would be noise in the homeserver's
-// logs and ours.
+// makes no call and returns core.ErrNoCall, which the outbox takes as
+// success without a call (the cleanup ledger then drops the row): a
+// refused request, or an error log for each of a person's messages, would
+// be noise. Capabilities.DeleteOthers is one flag per adapter, so the
+// decision per room is made here.
 func (a *Adapter) Delete(ctx context.Context, r core.MessageRef) error {
 	room, ev := id.RoomID(r.Place.Chat), id.EventID(r.ID)
 	// Homeservers accept a redaction of a redacted event; read it first
@@ -138,7 +160,8 @@ func (a *Adapter) Delete(ctx context.Context, r core.MessageRef) error {
 			return err
 		}
 		if !can {
-			return fmt.Errorf("matrix: redact %s in %s: the bot's power level is below the room's redact level: %w", ev, room, core.ErrUnsupported)
+			a.log.Debug("not redacting a person's message: the bot's power level is below the room's redact level", "room", room, "event", ev)
+			return fmt.Errorf("matrix: redact %s in %s: the bot's power level is below the room's redact level; skipped: %w", ev, room, core.ErrNoCall)
 		}
 	}
 	if _, err := a.cli.RedactEvent(ctx, room, ev, mautrix.ReqRedact{TxnID: txnID("redact\x00" + string(room) + "\x00" + string(ev))}); err != nil {

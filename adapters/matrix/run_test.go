@@ -2,10 +2,12 @@ package matrix_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -332,4 +334,141 @@ func TestFileReceived(t *testing.T) {
 	}
 	w.ann.UploadFile(t, room, "big.bin", "application/octet-stream", make([]byte, 4<<10))
 	h.wait(t, "the refusal", func(c core.Command) bool { return c.Kind == core.Notice && strings.Contains(c.Text, "big.bin is") })
+}
+
+// TestGapBackfilled: more messages than one sync's timeline holds, sent
+// while parley is down, all arrive in order after it restarts.
+func TestGapBackfilled(t *testing.T) {
+	w := newWorld(t)
+	h := newHandler(w.ann.User.ID)
+	stop := run(t, w.adapter(t, matrix.Options{}), h)
+	room := w.ann.CreateRoom(t, "Gap", w.bot.ID)
+	h.wait(t, "the session", func(c core.Command) bool { return c.Kind == core.CreateSession })
+	joinedBy(t, w.ann, room, w.bot.ID, event.MembershipJoin)
+	w.ann.Send(t, room, "before")
+	h.wait(t, "before", func(c core.Command) bool { return c.Text == "before" })
+	stop()
+
+	const n = 150 // the filter's timeline holds 100
+	for i := range n {
+		w.ann.Send(t, room, "m"+strconv.Itoa(i))
+	}
+	run(t, w.adapter(t, matrix.Options{}), h)
+	h.wait(t, "the last message", func(c core.Command) bool { return c.Text == "m"+strconv.Itoa(n-1) })
+	var got []string
+	for _, c := range h.all() {
+		if strings.HasPrefix(c.Text, "m") {
+			got = append(got, c.Text)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d of %d messages arrived", len(got), n)
+	}
+	for i, text := range got {
+		if text != "m"+strconv.Itoa(i) {
+			t.Fatalf("message %d is %q: out of order or repeated", i, text)
+		}
+	}
+}
+
+// transcriber is a fake speech-to-text service.
+type transcriber struct{ got chan string }
+
+func (tr transcriber) Transcribe(_ context.Context, name string, audio []byte) (string, error) {
+	tr.got <- name + ":" + string(audio)
+	return "turn the lights off", nil
+}
+
+// TestVoiceTranscribed: a voice message (m.audio marked as voice) is
+// fetched and transcribed, and the text is the person's message, with the
+// recording attached.
+func TestVoiceTranscribed(t *testing.T) {
+	w := newWorld(t)
+	h := newHandler(w.ann.User.ID)
+	tr := transcriber{got: make(chan string, 1)}
+	run(t, w.adapter(t, matrix.Options{Transcriber: tr}), h)
+	room := w.ann.CreateRoom(t, "Voice", w.bot.ID)
+	h.wait(t, "the session", func(c core.Command) bool { return c.Kind == core.CreateSession })
+	joinedBy(t, w.ann, room, w.bot.ID, event.MembershipJoin)
+
+	up, err := w.ann.Client.UploadBytesWithName(t.Context(), []byte("OGG"), "audio/ogg", "Voice message.ogg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.ann.SendContent(t, room, event.EventMessage, map[string]any{"msgtype": "m.audio", "body": "Voice message.ogg",
+		"url": up.ContentURI.String(), "info": map[string]any{"mimetype": "audio/ogg", "size": 3},
+		"org.matrix.msc3245.voice": map[string]any{}})
+	c := h.wait(t, "the transcription", func(c core.Command) bool { return c.Kind == core.SendMessage })
+	if c.Text != "turn the lights off" || len(c.Attachments) != 1 || c.Attachments[0].Mime != "audio/ogg" {
+		t.Errorf("voice message became %+v", c)
+	}
+	if got := <-tr.got; got != "Voice message.ogg:OGG" {
+		t.Errorf("transcriber got %q", got)
+	}
+	h.wait(t, "the transcript shown", func(c core.Command) bool {
+		return c.Kind == core.Notice && c.Text == "🎤 turn the lights off" && c.Lifetime == core.LifetimeNextInput
+	})
+}
+
+// TestSpace: rooms the bot creates for sessions are added to the
+// configured space.
+func TestSpace(t *testing.T) {
+	w := newWorld(t)
+	raw := w.bot.Client(t, w.hs.URL)
+	sp, err := raw.CreateRoom(t.Context(), &mautrix.ReqCreateRoom{Name: "Sessions", Preset: "private_chat",
+		CreationContent: map[string]any{"type": "m.space"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := w.adapter(t, matrix.Options{Space: string(sp.RoomID)})
+	b, err := a.Bind(t.Context(), core.Session{ID: "S1", Title: "In a space", Status: core.StatusIdle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child event.SpaceChildEventContent
+	if err := raw.StateEvent(t.Context(), sp.RoomID, event.StateSpaceChild, b.Place.Chat, &child); err != nil || len(child.Via) == 0 {
+		t.Errorf("the space has no child %s: %+v, %v", b.Place.Chat, child, err)
+	}
+	var parent event.SpaceParentEventContent
+	if err := raw.StateEvent(t.Context(), id.RoomID(b.Place.Chat), event.StateSpaceParent, string(sp.RoomID), &parent); err != nil || !parent.Canonical {
+		t.Errorf("the room names no parent space: %+v, %v", parent, err)
+	}
+}
+
+// TestLoggedOutLogsInAgain: when the homeserver forgets the token a
+// password gave (a logout elsewhere), the sync logs in again and nothing
+// people write meanwhile is lost.
+func TestLoggedOutLogsInAgain(t *testing.T) {
+	w := newWorld(t)
+	h := newHandler(w.ann.User.ID)
+	a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password,
+		Allowed: []string{string(w.ann.User.ID)}, Cursors: w.store, FileDir: w.files, SyncTimeout: time.Second,
+		HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, a, h)
+	room := w.ann.CreateRoom(t, "Relog", w.bot.ID)
+	h.wait(t, "the session", func(c core.Command) bool { return c.Kind == core.CreateSession })
+	joinedBy(t, w.ann, room, w.bot.ID, event.MembershipJoin)
+
+	kept, _ := w.store.Cursor(t.Context(), "matrix.login")
+	var login struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal([]byte(kept), &login); err != nil || login.AccessToken == "" {
+		t.Fatalf("kept login %q: %v", kept, err)
+	}
+	other, err := mautrix.NewClient(w.hs.URL, w.bot.ID, login.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Logout(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w.ann.Send(t, room, "still there?")
+	h.wait(t, "the message after the logout", func(c core.Command) bool { return c.Text == "still there?" })
+	if again, _ := w.store.Cursor(t.Context(), "matrix.login"); again == kept {
+		t.Error("the login kept in the store was not replaced")
+	}
 }

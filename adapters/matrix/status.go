@@ -27,9 +27,22 @@ func roomName(v core.StatusView) string {
 // ShowStatus implements core.StatusShower: the room's name carries the
 // status. Core calls it only when the visible status changed, so a turn
 // costs at most a few state events.
+//
+// In a room where the bot's power level is below what m.room.name needs
+// (a person's room, where the bot joined with the default level), the
+// status cannot be shown: ShowStatus makes no call, and says once in the
+// room which power level would let it.
 func (a *Adapter) ShowStatus(ctx context.Context, b core.Binding, v core.StatusView) (json.RawMessage, error) {
 	room := id.RoomID(b.Place.Chat)
-	_, err := a.cli.SendStateEvent(ctx, room, event.StateRoomName, "", &event.RoomNameEventContent{Name: roomName(v)})
+	p, err := a.powers(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	if !p.name {
+		a.askForPower(ctx, room, p.nameLevel)
+		return nil, nil
+	}
+	_, err = a.cli.SendStateEvent(ctx, room, event.StateRoomName, "", &event.RoomNameEventContent{Name: roomName(v)})
 	if err != nil {
 		return nil, a.classifyIn(ctx, "set the room name", opState, room, err)
 	}
@@ -79,7 +92,7 @@ func (a *Adapter) createRoom(ctx context.Context, name, topic string, invite []i
 	if err != nil {
 		return "", classify("create a room", opOther, err, false)
 	}
-	a.power.Store(resp.RoomID, true) // the creator has power 100
+	a.power.Store(resp.RoomID, powers{redact: true, name: true, nameLevel: 50}) // the creator has power 100
 	if space != "" {
 		if _, err := a.cli.SendStateEvent(ctx, space, event.StateSpaceChild, string(resp.RoomID),
 			&event.SpaceChildEventContent{Via: []string{a.server()}}); err != nil {
@@ -106,18 +119,50 @@ func (a *Adapter) space(ctx context.Context) (id.RoomID, error) {
 // server is the bot's homeserver name, for "via" in space links.
 func (a *Adapter) server() string { return a.cli.UserID.Homeserver() }
 
+// powers is what the bot's power level allows in a room.
+type powers struct {
+	redact    bool // redact others' events
+	name      bool // set the room's name
+	nameLevel int  // the level m.room.name needs
+}
+
 // mayRedactOthers reports whether the bot's power level in room reaches
-// its redact level, from a cache the sync loop clears when the room's
-// power levels change.
+// its redact level.
 func (a *Adapter) mayRedactOthers(ctx context.Context, room id.RoomID) (bool, error) {
+	p, err := a.powers(ctx, room)
+	return p.redact, err
+}
+
+// powers reads what the bot may do in room, from a cache the sync loop
+// clears when the room's power levels change.
+func (a *Adapter) powers(ctx context.Context, room id.RoomID) (powers, error) {
 	if v, ok := a.power.Load(room); ok {
-		return v.(bool), nil
+		return v.(powers), nil
 	}
 	var pl event.PowerLevelsEventContent
 	if err := a.cli.StateEvent(ctx, room, event.StatePowerLevels, "", &pl); err != nil {
-		return false, a.classifyIn(ctx, "read the power levels", opRedact, room, err)
+		return powers{}, a.classifyIn(ctx, "read the power levels", opState, room, err)
 	}
-	can := pl.GetUserLevel(a.cli.UserID) >= pl.Redact()
-	a.power.Store(room, can)
-	return can, nil
+	me := pl.GetUserLevel(a.cli.UserID)
+	nameLevel := pl.GetEventLevel(event.StateRoomName)
+	p := powers{redact: me >= pl.Redact(), name: me >= nameLevel, nameLevel: nameLevel}
+	a.power.Store(room, p)
+	return p, nil
+}
+
+// askForPower says once per room (the transaction id is the room's) that
+// the room's name cannot show the session's status, and why.
+func (a *Adapter) askForPower(ctx context.Context, room id.RoomID, level int) {
+	if _, done := a.asked.LoadOrStore(room, struct{}{}); done {
+		return
+	}
+	a.log.Info("the bot's power level in the room is too low to show the status in the room's name", "room", room, "needs", level)
+	text := fmt.Sprintf("ℹ️ To show the session's status in this room's name, give me power level %d (Moderator) in the room's settings → Roles & Permissions.", level)
+	b, err := encode(content(core.OutMessage{Text: text, Silent: true}))
+	if err == nil {
+		_, err = a.sendRaw(ctx, room, event.EventMessage, txnID("power\x00"+string(room)), b)
+	}
+	if err != nil {
+		a.log.Warn("could not ask for the power to rename the room", "room", room, "err", err)
+	}
 }

@@ -102,6 +102,13 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if errors.Is(err, mautrix.MUnknownToken) && a.opts.AccessToken == "" {
+				// The password's login was logged out (or expired): log
+				// in again; the configured password is still good.
+				if lerr := a.login(ctx, true); lerr != nil {
+					a.log.Error("log in again after the homeserver forgot the token", "err", lerr)
+				}
+			}
 			if errors.Is(err, mautrix.MInvalidParam) || errors.Is(err, mautrix.MBadJSON) {
 				// The stored filter is unknown to the homeserver (it
 				// was reset): make a new one.
@@ -186,7 +193,7 @@ func (a *Adapter) process(ctx context.Context, h core.Handler, resp *mautrix.Res
 		a.log.Info("the bot is no longer in a room; its session gets a new room on the next delivery", "room", room)
 	}
 	for _, room := range sortedKeys(resp.Rooms.Invite) {
-		if err := a.retry(ctx, "invite", func() error { return a.onInvite(ctx, h, room, resp.Rooms.Invite[room].State.Events) }); err != nil {
+		if err := a.retry(ctx, "invite", func(ctx context.Context) error { return a.onInvite(ctx, h, room, resp.Rooms.Invite[room].State.Events) }); err != nil {
 			return err
 		}
 	}
@@ -207,7 +214,7 @@ func (a *Adapter) process(ctx context.Context, h core.Handler, resp *mautrix.Res
 		}
 		for _, ev := range events {
 			ev.RoomID = room
-			if err := a.retry(ctx, "event", func() error { return a.onEvent(ctx, h, ev) }); err != nil {
+			if err := a.retry(ctx, "event", func(ctx context.Context) error { return a.onEvent(ctx, h, ev) }); err != nil {
 				return err
 			}
 		}
@@ -239,14 +246,21 @@ func (a *Adapter) backfill(ctx context.Context, room id.RoomID, from, since stri
 	return got
 }
 
-// retry runs f until it succeeds (or fails for good, which f reports by
-// returning nil) or ctx ends: a command that is not stored yet is not
-// skipped.
-func (a *Adapter) retry(ctx context.Context, what string, f func() error) error {
+// retry runs f until it succeeds or ctx ends: a command that is not stored
+// yet is not skipped. An error marked permanent (the homeserver refused
+// something for good) ends it too: retrying cannot change it, and the
+// events after it must not wait forever.
+func (a *Adapter) retry(ctx context.Context, what string, f func(ctx context.Context) error) error {
 	backoff := 100 * time.Millisecond
 	for {
-		err := f()
+		cctx, cancel := context.WithTimeout(ctx, eventTimeout)
+		err := f(cctx)
+		cancel()
 		if err == nil {
+			return nil
+		}
+		if core.IsPermanent(err) {
+			a.log.Warn("sync "+what+" refused for good; skipping it", "err", err)
 			return nil
 		}
 		a.log.Warn("sync "+what+" not handled yet; retrying", "err", err, "in", backoff)
