@@ -20,6 +20,9 @@ func (st *mxStack) mxNew(room id.RoomID, title string) (id.RoomID, core.SessionI
 	st.ann.Send(st.t, room, "!new "+title)
 	fresh := st.ann.WaitInvite(st.t, st.bot.ID, mxWait)
 	st.ann.Join(st.t, fresh)
+	// Until her sync shows the join, the invite looks pending: the next
+	// !new must not take it for its own.
+	pollUntil(st.t, mxWait, "Ann's join of the new room", func() bool { return st.ann.Joined(fresh) }, nil)
 	var s core.Session
 	pollUntil(st.t, mxWait, "the session of the new room", func() bool {
 		var ok bool
