@@ -67,7 +67,8 @@ func (st *mxStack) mxShownOutput(p *matrixtest.Person, room id.RoomID) string {
 // then only edited with m.replace while the agent streams, whose text
 // (with its continuations, if the final text needs them) is the whole
 // final text; the answer once, the turn's one notifying message; the room
-// name follows the status (⏳ while working, 💬 after); !status answers
+// name follows the status (⏳ while working, 💬 after) and the bot is seen
+// typing while the agent works; !status answers
 // with the turn count; every event stays within 64 KiB.
 func TestMatrixPersonAndAgent(t *testing.T) {
 	st := newMXStack(t, mxOptions{})
@@ -87,6 +88,7 @@ func TestMatrixPersonAndAgent(t *testing.T) {
 		t.Fatalf("the agent read %+v, want %q in session %s", r.Messages, question, session)
 	}
 	st.ann.WaitRoomName(t, room, func(n string) bool { return n == "⏳ Flaky test" }, mxWait)
+	st.ann.WaitTyped(t, room, st.bot.ID, mxWait)
 
 	final := slStream(0, 100)
 	const steps = 43
