@@ -189,10 +189,10 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Name implements core.Adapter.
 func (a *Adapter) Name() core.AdapterName { return Name }
 
-// synapseRate is Synapse's default rc_message (0.2 events a second with
-// bursts of 10) as a sliding window: never more than its bucket allows, and
-// the same long-run rate.
-var synapseRate = core.Rate{N: 10, Per: 50 * time.Second}
+// synapseRate keeps within Synapse's default rc_message (0.2 events a
+// second with bursts of 10) as a sliding window of half the burst (see
+// Config.rate): never more than its bucket allows, the same long-run rate.
+var synapseRate = core.Rate{N: 5, Per: 25 * time.Second}
 
 const (
 	// maxLength bounds each of the body and the formatted_body of one

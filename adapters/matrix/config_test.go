@@ -62,8 +62,8 @@ func TestConfigOptions(t *testing.T) {
 	if o.MessageRate.N != 0 {
 		t.Errorf("a section without a budget set a rate %+v", o.MessageRate)
 	}
-	if r := DefaultConfig().Options().MessageRate; r != (core.Rate{N: 10, Per: 50 * time.Second}) {
-		t.Errorf("the default budget is %+v, want Synapse's 10 per 50 s (0.2/s with bursts of 10)", r)
+	if r := DefaultConfig().Options().MessageRate; r != (core.Rate{N: 5, Per: 25 * time.Second}) {
+		t.Errorf("the default budget is %+v, want 5 per 25 s within Synapse's 0.2/s with bursts of 10", r)
 	}
 	if got := (Config{}).Allowed(); got == nil || len(got) != 0 {
 		t.Errorf("Allowed of an empty list = %#v, want empty and not nil (nobody, not everyone)", got)

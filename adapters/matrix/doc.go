@@ -27,7 +27,10 @@
 //     0.2 a second with bursts of 10, by default); every message, edit,
 //     room name and redaction counts, so they share one account-wide
 //     budget, and M_LIMIT_EXCEEDED pauses the whole account for its
-//     retry_after_ms. Every edit is a stored event that every client
+//     retry_after_ms. The budget is a sliding window of half the
+//     homeserver's burst (5 events per 25 s for Synapse's default), which
+//     never exceeds its token bucket and keeps a busy account's pauses
+//     short (see BenchmarkMatrixStreaming in cmd/parley). Every edit is a stored event that every client
 //     syncs: the live output is edited at most every five seconds.
 //   - Size: an event holds 65,536 bytes. Content is encoded without JSON's
 //     HTML escapes, the declared MaxLength (body plus formatted_body) is
