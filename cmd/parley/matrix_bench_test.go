@@ -26,8 +26,8 @@ import (
 // its room (created for it, the allowed person invited and joined) and
 // its output message, and the limiter's bucket is given time to refill.
 //
-// It reports the events the bot sent while measuring (messages, edits,
-// state), the M_LIMIT_EXCEEDED answers from the start (target: none), how
+// It reports the events the bot sent while measuring, by kind (messages,
+// edits, state events, redactions) and in all, the M_LIMIT_EXCEEDED answers from the start (target: none), how
 // stale each room is while streaming — for each update, the time until
 // the person's client shows it or a later one: the median and the maximum
 // — and how long after the agent's final output every room shows its
@@ -39,16 +39,24 @@ func BenchmarkMatrixStreaming(b *testing.B) {
 	for _, n := range []int{1, 5, 20} {
 		b.Run(fmt.Sprintf("rooms=%d", n), func(b *testing.B) {
 			var stale, final []time.Duration
-			var events, limited int
+			var limited int
+			sent := map[matrixtest.Kind]int{}
 			for range b.N {
 				r := mxBenchStreaming(b, n)
 				stale = append(stale, r.stale...)
 				final = append(final, r.final)
-				events += r.events
+				for k, v := range r.sent {
+					sent[k] += v
+				}
 				limited += r.limited
 			}
 			slices.Sort(stale)
 			slices.Sort(final)
+			events := 0
+			for _, k := range []matrixtest.Kind{matrixtest.KindMessage, matrixtest.KindEdit, matrixtest.KindState, matrixtest.KindRedaction} {
+				b.ReportMetric(float64(sent[k])/float64(b.N), k.String()+"s")
+				events += sent[k]
+			}
 			b.ReportMetric(float64(events)/float64(b.N), "events")
 			b.ReportMetric(float64(limited)/float64(b.N), "429s")
 			b.ReportMetric(stale[len(stale)/2].Seconds(), "stale-p50-s")
@@ -59,9 +67,11 @@ func BenchmarkMatrixStreaming(b *testing.B) {
 }
 
 type mxBenchResult struct {
-	stale   []time.Duration
-	final   time.Duration
-	events  int
+	stale []time.Duration
+	final time.Duration
+	// sent counts the requests the homeserver accepted while measuring,
+	// by kind: the events the bot made.
+	sent    map[matrixtest.Kind]int
 	limited int
 }
 
@@ -211,8 +221,7 @@ func mxBenchStreaming(b *testing.B, n int) mxBenchResult {
 	b.StopTimer()
 
 	c := proxy.Counts()
-	r := mxBenchResult{events: c.Forwarded[matrixtest.KindMessage] + c.Forwarded[matrixtest.KindEdit] + c.Forwarded[matrixtest.KindState],
-		limited: warmLimited + c.Limited}
+	r := mxBenchResult{sent: c.Accepted, limited: warmLimited + c.Limited}
 	for i := range n {
 		for k := range mxBenchSteps {
 			r.stale = append(r.stale, shown[i][k].Sub(at[i][k]))
