@@ -10,7 +10,7 @@ import (
 )
 
 func TestRefusal(t *testing.T) {
-	
+
 	tests := []struct {
 		name    string
 		err     error
