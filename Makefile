@@ -4,28 +4,52 @@
 #                formatting, vet, and the race-enabled tests
 # On a fresh machine with Go 1.26 and Node.js, `make test` installs the rest:
 # Debian's chromium (the web page is tested in a real browser) and the
-# official MCP TypeScript SDK (an independent MCP client for the tests).
+# official MCP TypeScript SDK (an independent MCP client for the tests),
+# and builds a Dendrite Matrix homeserver (the Matrix adapter is tested
+# against a real one) into a cache outside the repository.
 
 GO ?= go
 FUZZTIME ?= 30s
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TSCLIENT := mcp/testdata/tsclient
+# Dendrite, built once from its Go module into a cache shared by worktrees
+# and runs; DENDRITE_DIR overrides where. It is not a dependency of parley's
+# go.mod: it is built in a throwaway module of its own.
+DENDRITE_VERSION := v0.15.2
+DENDRITE_DIR ?= $(HOME)/.cache/parley/dendrite-$(DENDRITE_VERSION)
+DENDRITE_BINS := dendrite generate-keys generate-config create-account
 
-.PHONY: run test test-deps vet fmt-check bench fuzz
+.PHONY: run test test-deps dendrite vet fmt-check bench fuzz
 
 run:
 	$(GO) run ./cmd/parley serve $(ARGS)
 
 test: test-deps fmt-check vet
-	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts $(GO) test -race -count=1 -timeout 30m ./...
+	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) $(GO) test -race -count=1 -timeout 30m ./...
 
-test-deps:
+test-deps: dendrite
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "installing chromium for the browser tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 	@if [ -f $(TSCLIENT)/package-lock.json ] && [ ! -d $(TSCLIENT)/node_modules ]; then \
 		echo "installing the MCP TypeScript SDK for the client tests"; \
 		npm ci --prefix $(TSCLIENT) --no-audit --no-fund --loglevel=error; fi
+
+# Builds only when a binary is missing; the build (cgo, for SQLite) takes a
+# few minutes and happens in a temporary module so that parley's go.mod stays
+# free of Dendrite's dependencies.
+dendrite:
+	@missing=; for b in $(DENDRITE_BINS); do [ -x "$(DENDRITE_DIR)/$$b" ] || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+		echo "building Dendrite $(DENDRITE_VERSION) into $(DENDRITE_DIR)"; \
+		tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && \
+		$(GO) mod init parley-dendrite-build 2>/dev/null && \
+		{ $(GO) get $(foreach b,$(DENDRITE_BINS),github.com/element-hq/dendrite/cmd/$(b)@$(DENDRITE_VERSION)) \
+			2>"$$tmp/get.log" || { cat "$$tmp/get.log"; exit 1; }; } && \
+		mkdir -p "$(DENDRITE_DIR)" && \
+		CGO_ENABLED=1 $(GO) build -trimpath -o "$(DENDRITE_DIR)/" \
+			$(addprefix github.com/element-hq/dendrite/cmd/,$(DENDRITE_BINS)) || exit 1; \
+	fi
 
 vet:
 	$(GO) vet ./...

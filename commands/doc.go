@@ -25,6 +25,9 @@
 // starts a new session there (a private chat, a new room). A reply that is
 // just the number of an open question's option answers it, for platforms
 // without buttons. Closed sessions refuse input with ErrSessionClosed.
+// A session started without a title is named after the minute it began
+// until a person's first message with text names it by its first line
+// (title.go); a title a person or agent gave is never replaced.
 //
 // Every refusal the person or agent should hear about — a closed session,
 // no session at the place or with the id given, content that is empty,

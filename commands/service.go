@@ -317,7 +317,7 @@ func (s *Service) createSession(ctx context.Context, cmd core.Command) (core.Res
 func (s *Service) create(ctx context.Context, id core.SessionID, cmd core.Command, now time.Time) (core.Session, []core.Event, error) {
 	title := strings.TrimSpace(cmd.Title)
 	if title == "" {
-		title = "Session " + now.UTC().Format("Jan 2 15:04")
+		title = placeholderTitle(now)
 	}
 	if len(title) > 256 {
 		return core.Session{}, nil, invalid("the title is longer than 256 bytes")
@@ -364,11 +364,15 @@ func (s *Service) sendMessage(ctx context.Context, cmd core.Command) (core.Resul
 	msg := core.Message{Session: sess.ID, Role: core.RoleUser, Actor: cmd.Actor, Origin: cmd.Origin,
 		Mime: mime, Content: cmd.Text, Attachments: cmd.Attachments, Ref: cmd.Ref}
 	queued := sess.Status == core.StatusWorking
+	title, retitle := autoTitle(sess, cmd.Text)
+	if retitle {
+		sess.Title = title
+	}
 	events := []core.Event{{Kind: core.EventHumanMessage, Session: sess.ID, Origin: cmd.Origin, Message: &msg}}
 	if queued {
 		events = append(events, core.Event{Kind: core.EventQueued, Session: sess.ID, Origin: cmd.Origin, Message: &msg})
 	}
-	if sess.Status != core.StatusWorking {
+	if sess.Status != core.StatusWorking || retitle {
 		events = append(events, statusEvent(sess, core.StatusWorking, cmd.Origin))
 	}
 	res, err := s.store.Append(ctx, core.Append{
@@ -377,6 +381,9 @@ func (s *Service) sendMessage(ctx context.Context, cmd core.Command) (core.Resul
 		Update: func(ss *core.Session) {
 			s.noteInput(ss, cmd)
 			ss.Status = core.StatusWorking
+			if retitle {
+				ss.Title = title
+			}
 		},
 		Events:  events,
 		Cleanup: inputCleanup(sess.ID, cmd, s.opts.Now()),

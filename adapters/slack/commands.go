@@ -101,7 +101,7 @@ func (a *Adapter) onSlash(ctx context.Context, h core.Handler, c slack.SlashComm
 	switch {
 	case perr != nil:
 		msg, _ := core.UserMessage(perr)
-		return ephemeral("⚠️ " + capitalize(msg)), nil
+		return ephemeral("⚠️ " + chatcmd.Capitalize(msg)), nil
 	case !ok || parsed.Command.Name == "help":
 		return ephemeral(helpText()), nil
 	case parsed.Command.Name != "new":

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/parley-chat/parley/adapters/chatcmd"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -124,7 +123,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 	if parsed, ok, perr := threadCommands.Parse(text); ok {
 		if perr != nil {
 			msg, _ := core.UserMessage(perr)
-			a.notice(ctx, h, base, "⚠️ "+capitalize(msg))
+			a.notice(ctx, h, base, "⚠️ "+chatcmd.Capitalize(msg))
 			return nil
 		}
 		return a.onCommand(ctx, h, base, parsed, top)
@@ -176,29 +175,14 @@ func (a *Adapter) startSession(ctx context.Context, h core.Handler, base core.Co
 // (core.UserMessage) with what helps on Slack. Any other error means "try
 // again".
 func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
-	msg, ok := core.UserMessage(err)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, core.ErrUnauthorized):
-		return true, nil // ignored silently
-	case errors.Is(err, core.ErrSessionClosed):
-		if !ok {
-			msg = "this session is closed"
-		}
-		a.notice(ctx, h, base, "✅ "+capitalize(msg)+". "+startHint)
-		return true, nil
-	case errors.Is(err, core.ErrNotFound):
-		if !ok {
-			msg = "there is no session here"
-		}
-		a.notice(ctx, h, base, capitalize(msg)+". "+startHint)
-		return true, nil
-	case errors.Is(err, core.ErrInvalid):
-		a.notice(ctx, h, base, "⚠️ "+capitalize(msg))
-		return true, nil
+	notice, ok := chatcmd.Refusal(err, startHint, startHint)
+	if notice != "" {
+		a.notice(ctx, h, base, notice)
 	}
-	return false, err
+	if !ok {
+		return false, err
+	}
+	return true, nil
 }
 
 // startHint says how to start a session.
@@ -216,15 +200,6 @@ func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command,
 	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
 		a.log.Warn("notice not stored", "channel", base.Place.Chat, "err", err)
 	}
-}
-
-// capitalize makes a message in error-string style start a sentence.
-func capitalize(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if r == utf8.RuneError {
-		return s
-	}
-	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // userName is a member's display name, from users.info, cached. It is

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -68,39 +66,14 @@ func actor(u *models.User) core.Actor {
 // and says so to the person where that helps, in the handler's words
 // (core.UserMessage) with the command that helps on Telegram.
 func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
-	msg, ok := core.UserMessage(err)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, core.ErrUnauthorized):
-		return true, nil // ignored silently
-	case errors.Is(err, core.ErrSessionClosed):
-		if !ok {
-			msg = "this session is closed"
-		}
-		a.notice(ctx, h, base, "✅ "+capitalize(msg)+". /new starts another one.")
-		return true, nil
-	case errors.Is(err, core.ErrNotFound):
-		if !ok {
-			msg = "there is no session here"
-		}
-		a.notice(ctx, h, base, capitalize(msg)+". /new starts one.")
-		return true, nil
-	case errors.Is(err, core.ErrInvalid):
-		a.notice(ctx, h, base, "⚠️ "+msg)
-		return true, nil
+	notice, ok := chatcmd.Refusal(err, "/new starts another one.", "/new starts one.")
+	if notice != "" {
+		a.notice(ctx, h, base, notice)
 	}
-	return false, err
-}
-
-// capitalize makes a message in error-string style (core.UserError's Msg)
-// start a sentence.
-func capitalize(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if r == utf8.RuneError {
-		return s
+	if !ok {
+		return false, err
 	}
-	return string(unicode.ToUpper(r)) + s[n:]
+	return true, nil
 }
 
 // notice tells the person something (feedback, an answer to /help, a

@@ -27,6 +27,8 @@ func (a *Adapter) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/sessions/{id}/messages", a.withBackend(a.postMessage))
 	mux.HandleFunc("POST /api/sessions/{id}/answer", a.withBackend(a.answer))
 	mux.HandleFunc("GET /api/sessions/{id}/state", a.withBackend(a.state))
+	mux.HandleFunc("POST /api/sessions/{id}/title", a.withBackend(a.rename))
+	mux.HandleFunc("POST /api/sessions/{id}/archive", a.withBackend(a.archive))
 	mux.HandleFunc("GET /api/events", a.withBackend(a.events))
 	mux.HandleFunc("GET /api/agents", a.agents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

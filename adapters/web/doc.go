@@ -64,6 +64,22 @@
 // every write has Options.WriteTimeout, and a client that cannot take it is
 // disconnected.
 //
+// # Managing sessions
+//
+// POST /api/sessions/{id}/title renames a session (core.Rename) and POST
+// /api/sessions/{id}/archive archives it (manage.go). Archived means
+// closed: archiving an open session closes it with core.Close, so the agent
+// reads a close as after /close on a platform, and the page lists only open
+// sessions unless "Show archived" is ticked. A session closed anywhere is
+// therefore archived on the page too; nothing else is stored.
+//
+// # The page
+//
+// static/ holds it: no build step, nothing loaded from elsewhere. When the
+// API answers 401 it asks for the token in a box, checks it with one
+// request before keeping it in localStorage, and says when it is refused.
+// Below 720 px the session list is a drawer over the page.
+//
 // # Wiring
 //
 // cmd builds the adapter before the daemon (the daemon's Router takes the

@@ -15,7 +15,8 @@ import (
 // never a server error, a refusal is {"error": …}, and text that is not
 // valid Unicode is refused.
 func FuzzAPIBodies(f *testing.F) {
-	paths := []string{"/api/sessions", "/api/chat", "/api/sessions/$S/messages", "/api/sessions/$S/answer"}
+	paths := []string{"/api/sessions", "/api/chat", "/api/sessions/$S/messages", "/api/sessions/$S/answer",
+		"/api/sessions/$S/title"}
 	for _, seed := range []struct {
 		path uint8
 		body string
@@ -30,6 +31,8 @@ func FuzzAPIBodies(f *testing.F) {
 		{3, `{"question_id":"q1","option":1e99}`},
 		{2, "{\"text\":\"\xff\"}"},
 		{1, `{"text":"x"} trailing`},
+		{4, `{"title":"renamed"}`},
+		{4, `{"title":"\udc00"}`},
 	} {
 		f.Add(seed.path, []byte(seed.body))
 	}

@@ -273,12 +273,30 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 		return out
 	}
 	detail := "connected; the adapter's checks of its configuration passed"
+	var notes []finding
 	if len(adapters) == 1 {
 		if _, ok := adapters[0].(checker); !ok {
 			detail = "configured; this adapter has no checks against its platform"
 		}
+		if d, ok := adapters[0].(diagnoser); ok {
+			found, err := d.Diagnose(ctx)
+			if err != nil {
+				return fail(err)
+			}
+			for _, n := range found {
+				notes = append(notes, finding{Check: row.name, OK: true, Detail: n})
+			}
+		}
 	}
-	return []finding{{Check: row.name, OK: true, Detail: detail}}
+	return append([]finding{{Check: row.name, OK: true, Detail: detail}}, notes...)
+}
+
+// diagnoser is an adapter that can say, after its Check, what works only
+// in part on its platform (Matrix: rooms where the bot lacks the power to
+// rename or redact). Its notes do not fail the checkup: parley runs, and
+// skips what it may not do.
+type diagnoser interface {
+	Diagnose(ctx context.Context) ([]string, error)
 }
 
 // refuseCommands is the command handler of adapters doctor builds: they

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/matrix"
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/adapters/transcribe"
@@ -31,7 +32,7 @@ func platforms() []platform {
 	return []platform{
 		platformOf("telegram", func(c config.Config) telegram.Config { return c.Telegram }, buildTelegram),
 		platformOf("slack", func(c config.Config) slack.Config { return c.Slack }, buildSlack),
-		{name: "matrix"},
+		platformOf("matrix", func(c config.Config) matrix.Config { return c.Matrix }, buildMatrix),
 		{name: "discord"},
 		unlisted(platformOf("fake", func(c config.Config) config.Fake { return c.Fake }, buildFake)),
 	}
@@ -234,4 +235,16 @@ func buildSlack(_ context.Context, s slack.Config, d deps) (core.Adapter, error)
 // buildFake constructs the in-memory adapter.
 func buildFake(context.Context, config.Fake, deps) (core.Adapter, error) {
 	return fake.New("fake", core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true}), nil
+}
+
+// buildMatrix constructs the Matrix adapter. Its sync position, filter and
+// a password's login are kept in parley's store.
+func buildMatrix(_ context.Context, s matrix.Config, d deps) (core.Adapter, error) {
+	opts := s.Options()
+	opts.Cursors = d.Store
+	opts.FileDir = filepath.Join(d.dataDir, "files")
+	opts.Transcriber = d.transcriber
+	opts.Pacer = d.Pacer
+	opts.Logger = d.log
+	return matrix.New(opts)
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/parley-chat/parley/adapters/fake"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store/bolt"
 )
 
 // TestPlatformTable checks the table against config.Config: a platform of
@@ -49,7 +51,7 @@ func TestPlatformTable(t *testing.T) {
 		}
 	}
 	got := knownPlatforms(platforms())
-	want := config.Platforms{Present: []string{"telegram", "slack"}, Absent: []string{"matrix", "discord"}}
+	want := config.Platforms{Present: []string{"telegram", "slack", "matrix"}, Absent: []string{"discord"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("knownPlatforms = %+v, want %+v", got, want)
 	}
@@ -200,7 +202,7 @@ func TestConfigTelegramFromEnv(t *testing.T) {
 func TestServeRefusesAbsentPlatform(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "parley.toml")
-	if err := os.WriteFile(file, []byte("[matrix]\naccess_token = \"syt-secret\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("[discord]\ntoken = \"d-secret\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -210,10 +212,10 @@ func TestServeRefusesAbsentPlatform(t *testing.T) {
 		want string
 	}{
 		{"serve, file", []string{"serve", "--config", file}, nil,
-			file + ":1: [matrix]: this build of parley has no Matrix adapter (known platforms: telegram, slack); remove the section or use a build that includes it"},
+			file + ":1: [discord]: this build of parley has no Discord adapter (known platforms: telegram, slack, matrix); remove the section or use a build that includes it"},
 		{"serve, variable", []string{"serve"}, []string{"PARLEY_DISCORD_TOKEN=d"},
-			"PARLEY_DISCORD_TOKEN: this build of parley has no Discord adapter (known platforms: telegram, slack); unset it"},
-		{"mcp, file", []string{"mcp", "--config", file}, nil, "[matrix]: this build of parley has no Matrix adapter"},
+			"PARLEY_DISCORD_TOKEN: this build of parley has no Discord adapter (known platforms: telegram, slack, matrix); unset it"},
+		{"mcp, file", []string{"mcp", "--config", file}, nil, "[discord]: this build of parley has no Discord adapter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,5 +256,36 @@ func TestConfigSlackFromEnv(t *testing.T) {
 	}
 	if a.Name() != "slack" || !reflect.DeepEqual(routes, []string{"/slack/events"}) {
 		t.Errorf("built %s with routes %q", a.Name(), routes)
+	}
+}
+
+// TestConfigMatrixFromEnv configures Matrix only by the PARLEY_MATRIX_*
+// variables the end-to-end tests use, and builds the adapter from them.
+func TestConfigMatrixFromEnv(t *testing.T) {
+	cfg, err := loadConfig("", []string{"HOME=/home/ada", "PARLEY_MATRIX_HOMESERVER=http://127.0.0.1:8008",
+		"PARLEY_MATRIX_USER_ID=@parley:localhost", "PARLEY_MATRIX_PASSWORD=pw",
+		"PARLEY_MATRIX_ALLOWED_USERS=@ada:localhost,@bob:localhost", "PARLEY_MATRIX_SPACE=!space:localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Config: cfg}
+	want := map[core.Origin][]string{"matrix": {"@ada:localhost", "@bob:localhost"}}
+	if got := m.allowLists(); !reflect.DeepEqual(got, want) {
+		t.Errorf("allowLists = %q, want %q", got, want)
+	}
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "parley.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a, err := buildMatrix(context.Background(), cfg.Matrix, deps{Deps: daemon.Deps{Store: st}, dataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name() != "matrix" {
+		t.Errorf("built %s", a.Name())
+	}
+	if _, err := buildMatrix(context.Background(), cfg.Matrix, deps{dataDir: t.TempDir()}); err == nil {
+		t.Error("built the Matrix adapter without a store for its sync position")
 	}
 }

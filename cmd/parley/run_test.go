@@ -32,7 +32,8 @@ func TestServeRefusesBadConfigNamingTheKey(t *testing.T) {
 	}{
 		{"bad env value", []string{"serve"}, []string{"PARLEY_LOG_FORMAT=yaml"}, "PARLEY_LOG_FORMAT"},
 		{"bad flag value", []string{"serve", "--listen", "0.0.0.0:80"}, nil, "token"},
-		{"adapter not in this build", []string{"serve"}, []string{"PARLEY_MATRIX_ACCESS_TOKEN=syt-1", "PARLEY_MATRIX_ROOM=!r:e"}, "no Matrix adapter"},
+		{"adapter not in this build", []string{"serve"}, []string{"PARLEY_DISCORD_TOKEN=d-1"}, "no Discord adapter"},
+		{"matrix user id malformed", []string{"serve"}, []string{"PARLEY_MATRIX_HOMESERVER=http://127.0.0.1:1", "PARLEY_MATRIX_USER_ID=parley", "PARLEY_MATRIX_ACCESS_TOKEN=syt-1", "PARLEY_MATRIX_ALLOWED_USERS=@a:e"}, "matrix.user_id: \"parley\" is not a full Matrix id"},
 		{"slack channel by name", []string{"serve"}, []string{"PARLEY_SLACK_BOT_TOKEN=xoxb-1", "PARLEY_SLACK_APP_TOKEN=xapp-1", "PARLEY_SLACK_CHANNEL=#general", "PARLEY_SLACK_ALLOWED_USERS=U1AB"}, "slack.channel: \"#general\" is not a channel id"},
 		{"unknown flag", []string{"serve", "--nope"}, nil, "flag provided but not defined"},
 		{"missing config file", []string{"serve", "--config", "/nonexistent/parley.toml"}, nil, "/nonexistent/parley.toml"},

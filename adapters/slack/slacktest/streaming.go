@@ -172,3 +172,14 @@ func (s *Server) setStatus(r *request) (obj, *apiError) {
 	s.changed()
 	return obj{}, nil
 }
+
+// EndStream ends the stream of the message at ts in channelID now, as
+// Slack does on its own some minutes after a stream started (see
+// Options.StreamLifetime), so a test need not wait for it.
+func (s *Server) EndStream(channelID, ts string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.mustChannel(channelID).msgs[ts]; m != nil && m.streaming {
+		m.streamEnds = s.now()
+	}
+}

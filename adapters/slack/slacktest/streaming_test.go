@@ -41,13 +41,14 @@ func TestStreamLifetime(t *testing.T) {
 	const life = 200 * time.Millisecond
 	srv, api, ch, ann := setup(t, slacktest.Options{Streaming: true, StreamLifetime: life})
 	root := srv.Post(ann, ch, "", "q")
-	start := time.Now()
 	_, ts, err := api.StartStreamContext(ctx(t), ch, slack.MsgOptionTS(root), slack.MsgOptionMarkdownText("Hello"),
 		slack.MsgOptionRecipientTeamID(srv.TeamID), slack.MsgOptionRecipientUserID(ann.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-time.After(time.Until(start.Add(life)))
+	// The stream started before the answer came back: a lifetime after
+	// now, it has surely ended.
+	<-time.After(life)
 	_, _, err = api.AppendStreamContext(ctx(t), ch, ts, slack.MsgOptionMarkdownText(" late"))
 	wantCode(t, err, "message_not_in_streaming_state")
 	if m, _ := srv.Message(ch, ts); m.Text != "Hello" {

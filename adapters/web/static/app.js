@@ -6,11 +6,22 @@
 // upserted by id). An event of the selected session without `ui`, or a
 // `resync`, reloads the snapshot. Text is never put into the page as HTML:
 // markdown.js turns markdown into DOM nodes holding text nodes.
+//
+// With a token configured, the API answers 401 until the page sends it: the
+// page then asks for it in a small form (the token box), checks it against
+// the API before keeping it in localStorage, and says plainly when it is
+// refused. #token=… in the URL still works and is taken out of the URL.
+//
+// Archived sessions are the closed ones (see manage.go): the list hides them
+// unless "Show archived" is ticked. Below 720 px the list is a drawer
+// opened from the header.
 'use strict';
 
 const KINDS = ['session_created', 'session_updated', 'human_message', 'queued', 'assistant_message',
   'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity', 'question_closed'];
 const TOKEN_KEY = 'parley.token';
+const ARCHIVED_KEY = 'parley.showArchived';
+const NARROW = window.matchMedia('(max-width: 720px)');
 // Status words; the colours are in style.css (no emoji: a headless or
 // minimal system may have no emoji font).
 const STATUS = { idle: 'idle', working: 'working', waiting: 'waiting for you', closed: 'closed' };
@@ -25,6 +36,8 @@ const app = {
   view: null, // {id, state, loading, again, queue, els: Map}
   es: null,
   sessionsTimer: 0,
+  needToken: false, // the token box is up; the event stream waits for it
+  showArchived: localStorage.getItem(ARCHIVED_KEY) === '1',
 };
 
 // ---- token and location ---------------------------------------------------
@@ -66,6 +79,7 @@ async function api(method, path, body) {
   const res = await fetch(path, init);
   let data = null;
   try { data = await res.json(); } catch (_) { /* not JSON */ }
+  if (res.status === 401) askToken();
   if (!res.ok) {
     const err = new Error((data && data.error) || res.status + ' ' + res.statusText);
     err.status = res.status;
@@ -87,11 +101,65 @@ function showBanner(text) {
 }
 
 function reportError(err) {
-  if (err && err.status === 401) {
-    showBanner('Not authorized: open this page as …/#token=<your http.token> once; it is remembered.');
-    return;
-  }
+  if (err && err.status === 401) return; // the token box says what to do
   showBanner(err ? err.message || String(err) : '');
+}
+
+// ---- the token box ------------------------------------------------------------
+
+// askToken shows the token box. A token this browser kept and the API now
+// refuses (changed in the configuration) is said to be refused; with none
+// kept, the box only asks.
+function askToken() {
+  if (app.needToken) return;
+  app.needToken = true;
+  if (app.es) { app.es.close(); app.es = null; }
+  setConn('offline');
+  tokenError(app.token ? 'The token this browser kept was refused; enter the current one.' : '');
+  $('token-box').hidden = false;
+  $('token-input').focus();
+}
+
+function tokenError(text) {
+  const e = $('token-error');
+  e.textContent = text;
+  e.hidden = !text;
+}
+
+// submitToken checks the token against the API before keeping it, so a
+// mistyped token is refused here rather than remembered.
+async function submitToken(ev) {
+  ev.preventDefault();
+  const input = $('token-input');
+  const token = input.value.trim();
+  if (!token) { tokenError('Enter the token.'); input.focus(); return; }
+  $('token-submit').disabled = true;
+  try {
+    const res = await fetch('/api/sessions', { headers: { Authorization: 'Bearer ' + token } });
+    if (res.status === 401) {
+      tokenError('That token was refused. Check http.token in parley\'s configuration and try again.');
+      input.select();
+      return;
+    }
+    if (!res.ok) {
+      let msg = res.status + ' ' + res.statusText;
+      try { msg = (await res.json()).error || msg; } catch (_) { /* not JSON */ }
+      tokenError('parley did not answer as expected: ' + msg);
+      return;
+    }
+    localStorage.setItem(TOKEN_KEY, token);
+    app.token = token;
+    app.needToken = false;
+    input.value = '';
+    tokenError('');
+    $('token-box').hidden = true;
+    showBanner('');
+    connect();
+  } catch (err) {
+    tokenError('parley could not be reached: ' + (err.message || err));
+  } finally {
+    $('token-submit').disabled = false;
+  }
 }
 
 // ---- sessions list ----------------------------------------------------------
@@ -133,13 +201,20 @@ function renderSessions() {
   const list = app.sessions.slice().sort((a, b) => (b.updated || '').localeCompare(a.updated || '') ||
     b.id.localeCompare(a.id));
   nav.replaceChildren();
+  const selected = app.view && app.view.id;
+  const archived = list.filter((s) => s.status === 'closed').length;
+  const shown = list.filter((s) => app.showArchived || s.status !== 'closed' || s.id === selected);
+  $('archived-count').textContent = archived ? '(' + archived + ')' : '';
   if (list.length === 0) {
     nav.append(el('p', 'none', 'No sessions yet.'));
+  } else if (shown.length === 0) {
+    nav.append(el('p', 'none', 'No open sessions.'));
   }
-  for (const s of list) {
+  for (const s of shown) {
     const a = el('a', 'session');
     a.href = '#session=' + encodeURIComponent(s.id);
     a.dataset.id = s.id;
+    if (s.status === 'closed') a.classList.add('archived');
     if (app.view && app.view.id === s.id) a.classList.add('selected');
     const dot = el('span', 'dot');
     dot.dataset.status = s.status;
@@ -177,6 +252,7 @@ async function createSession(ev) {
 // ---- the selected session ---------------------------------------------------
 
 function select(id) {
+  setDrawer(!id && NARROW.matches);
   const p = hashParams();
   if (id) p.set('session', id); else p.delete('session');
   setHash(p);
@@ -300,10 +376,15 @@ function renderHeader(st, info) {
     else if (st && st.busy) meta.append(el('span', 'busy', 'agent is working'));
   }
   const closed = status === 'closed';
+  $('session-actions').hidden = !app.view || closed;
+  if (!app.view || closed) {
+    $('rename-form').hidden = true;
+    $('archive-confirm').hidden = true;
+  }
   $('input').disabled = !app.view || closed;
   $('send').disabled = !app.view || closed;
   $('input').placeholder = closed ? 'This session is closed.'
-    : 'Write a message…  (Enter sends, Shift+Enter for a new line)';
+    : NARROW.matches ? 'Write a message…' : 'Write a message…  (Enter sends, Shift+Enter for a new line)';
 }
 
 function renderAll() {
@@ -496,6 +577,8 @@ function renderTools(it, box) {
 
 function connect() {
   if (app.es) app.es.close();
+  app.es = null;
+  if (app.needToken) return;
   // ui=delta: each event carries what it changed (parley's extension).
   const url = '/api/events?ui=delta' + (app.token ? '&access_token=' + encodeURIComponent(app.token) : '');
   const es = new EventSource(url);
@@ -509,10 +592,11 @@ function connect() {
   };
   es.onerror = () => {
     if (es.readyState === EventSource.CLOSED) {
-      // Refused (401, 503): the browser gives up; try again ourselves.
+      // Refused (401, 503): the browser gives up; try again ourselves,
+      // unless the token box is up (submitting it connects).
       setConn('offline');
       refreshSessions();
-      setTimeout(() => { if (app.es === es) connect(); }, 3000);
+      setTimeout(() => { if (app.es === es && !app.needToken) connect(); }, 3000);
     } else {
       setConn('connecting');
     }
@@ -556,12 +640,15 @@ async function send(ev) {
   const text = input.value;
   if (!v || !text.trim()) return;
   $('send').disabled = true;
+  // Cleared at once, so what is typed while the request runs stays; put
+  // back if the message was refused, unless something new was typed.
+  input.value = '';
+  autosize();
   try {
     await api('POST', '/api/sessions/' + encodeURIComponent(v.id) + '/messages', { text, client_id: clientID() });
-    input.value = '';
-    autosize();
     showBanner('');
   } catch (err) {
+    if (!input.value) { input.value = text; autosize(); }
     reportError(err);
   } finally {
     $('send').disabled = !app.view || (app.view.state && app.view.state.status === 'closed');
@@ -575,8 +662,102 @@ function autosize() {
   t.style.height = Math.min(t.scrollHeight, 240) + 'px';
 }
 
+// ---- rename, archive ---------------------------------------------------------------
+
+function startRename() {
+  const cur = app.view && app.sessions.find((s) => s.id === app.view.id);
+  const input = $('rename-input');
+  input.value = (app.view.state && app.view.state.title) || (cur && cur.title) || '';
+  $('archive-confirm').hidden = true;
+  $('rename-form').hidden = false;
+  input.focus();
+  input.select();
+}
+
+async function rename(ev) {
+  ev.preventDefault();
+  const v = app.view;
+  const title = $('rename-input').value.trim();
+  if (!v) return;
+  if (!title) { showBanner('A title cannot be empty.'); return; }
+  try {
+    const s = await api('POST', '/api/sessions/' + encodeURIComponent(v.id) + '/title', { title });
+    upsertSession(s);
+    if (v.state) v.state = Object.assign({}, v.state, { title: s.title });
+    $('rename-form').hidden = true;
+    showBanner('');
+    renderSessions();
+  } catch (err) {
+    reportError(err);
+  }
+}
+
+async function archive() {
+  const v = app.view;
+  if (!v) return;
+  $('archive-yes').disabled = true;
+  try {
+    const s = await api('POST', '/api/sessions/' + encodeURIComponent(v.id) + '/archive');
+    upsertSession(s);
+    $('archive-confirm').hidden = true;
+    showBanner('');
+    select('');
+    scheduleSessions();
+  } catch (err) {
+    reportError(err);
+  } finally {
+    $('archive-yes').disabled = false;
+  }
+}
+
+function upsertSession(s) {
+  const i = app.sessions.findIndex((x) => x.id === s.id);
+  if (i >= 0) app.sessions[i] = s; else app.sessions.push(s);
+}
+
+// ---- the drawer (narrow screens) ----------------------------------------------------
+
+function setDrawer(open) {
+  open = open && NARROW.matches;
+  document.body.classList.toggle('drawer-open', open);
+  $('backdrop').hidden = !open;
+  $('menu').setAttribute('aria-expanded', String(open));
+}
+
 function init() {
   initToken();
+  $('token-form').addEventListener('submit', submitToken);
+  $('menu').addEventListener('click', () => setDrawer(!document.body.classList.contains('drawer-open')));
+  $('backdrop').addEventListener('click', () => setDrawer(false));
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && document.body.classList.contains('drawer-open') && app.view) setDrawer(false);
+  });
+  $('sessions').addEventListener('click', (ev) => {
+    if (ev.target.closest('a.session')) setDrawer(false);
+  });
+  NARROW.addEventListener('change', () => {
+    setDrawer(!app.view);
+    renderHeader(app.view && app.view.state, app.view && app.sessions.find((s) => s.id === app.view.id));
+  });
+  $('show-archived').checked = app.showArchived;
+  $('show-archived').addEventListener('change', (ev) => {
+    app.showArchived = ev.target.checked;
+    localStorage.setItem(ARCHIVED_KEY, app.showArchived ? '1' : '0');
+    renderSessions();
+  });
+  $('rename').addEventListener('click', startRename);
+  $('rename-form').addEventListener('submit', rename);
+  $('rename-cancel').addEventListener('click', () => { $('rename-form').hidden = true; });
+  $('rename-input').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape') $('rename-form').hidden = true;
+  });
+  $('archive').addEventListener('click', () => {
+    $('rename-form').hidden = true;
+    $('archive-confirm').hidden = false;
+    $('archive-yes').focus();
+  });
+  $('archive-yes').addEventListener('click', archive);
+  $('archive-no').addEventListener('click', () => { $('archive-confirm').hidden = true; });
   $('new-session').addEventListener('submit', createSession);
   $('composer').addEventListener('submit', send);
   $('input').addEventListener('keydown', (ev) => {
@@ -584,12 +765,16 @@ function init() {
   });
   $('input').addEventListener('input', autosize);
   window.addEventListener('hashchange', () => {
-    if (initToken()) connect();
+    if (initToken()) {
+      app.needToken = false;
+      $('token-box').hidden = true;
+      connect();
+    }
     select(selectedFromHash());
   });
   connect();
   const id = selectedFromHash();
-  if (id) select(id); else renderAll();
+  if (id) select(id); else { renderAll(); setDrawer(true); }
 }
 
 init();

@@ -48,6 +48,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/parley-chat/parley/adapters/matrix"
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/mcp"
@@ -86,6 +87,9 @@ type Config struct {
 	// Slack is the Slack adapter's section, defined and validated by the
 	// adapter; enabled when its bot token is set.
 	Slack slack.Config `toml:"slack"`
+	// Matrix is the Matrix adapter's section, defined and validated by the
+	// adapter; enabled when its homeserver is set.
+	Matrix matrix.Config `toml:"matrix"`
 	// Transcription turns voice messages into text; enabled when APIURL is set.
 	Transcription Transcription `toml:"transcription"`
 	// Fake is the in-memory test adapter.
@@ -300,6 +304,7 @@ func defaults(env []string) Config {
 		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice},
 		Telegram: telegram.DefaultConfig(),
 		Slack:    slack.DefaultConfig(),
+		Matrix:   matrix.DefaultConfig(),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-chat/parley/adapters/matrix"
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/mcp"
@@ -77,6 +78,7 @@ func TestDefaults(t *testing.T) {
 		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice},
 		Telegram: telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"},
 		Slack:    slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"},
+		Matrix:   matrix.Config{MessagesPerMinute: 12, MessageBurst: 10},
 	}
 	if got := load(t, "", home); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load with no file:\n got %#v\nwant %#v", got.Redacted(), want)
@@ -154,6 +156,7 @@ func TestLoadFile(t *testing.T) {
 			SigningSecret: "slack-signing-secret",
 			EventsPath:    "/hooks/slack",
 		},
+		Matrix: matrix.DefaultConfig(),
 		Transcription: Transcription{
 			APIURL: "https://stt.example.org/v1",
 			APIKey: "sk-transcription-secret",

@@ -1,0 +1,71 @@
+package matrix
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := DefaultConfig()
+	ok.Homeserver, ok.UserID, ok.AccessToken, ok.AllowedUsers = "https://matrix.example.org", "@parley:example.org", "syt-secret", []string{"@ada:example.org"}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want []string // key: substring of the problem; empty means valid
+	}{
+		{"valid", func(*Config) {}, nil},
+		{"valid with password and space", func(c *Config) { c.AccessToken, c.Password, c.Space = "", "pw", "#sessions:example.org" }, nil},
+		{"off", func(c *Config) { *c = DefaultConfig() }, nil},
+		{"no budget", func(c *Config) { c.MessagesPerMinute, c.MessageBurst = 0, -1 }, []string{"messages_per_minute: 0 must be positive", "message_burst: -1 must be positive"}},
+		{"keys without homeserver", func(c *Config) { c.Homeserver = "" }, []string{"homeserver: empty, but other [matrix] keys are set"}},
+		{"no user", func(c *Config) { c.UserID = "" }, []string{"user_id: required"}},
+		{"bare localpart", func(c *Config) { c.UserID = "parley" }, []string{`user_id: "parley" is not a full Matrix id`}},
+		{"no credentials", func(c *Config) { c.AccessToken = "" }, []string{"access_token: required", "matrix.password"}},
+		{"both credentials", func(c *Config) { c.Password = "pw" }, []string{"password: set together with matrix.access_token"}},
+		{"nobody allowed", func(c *Config) { c.AllowedUsers = nil }, []string{"allowed_users: empty"}},
+		{"allowed by name", func(c *Config) { c.AllowedUsers = []string{"ada"} }, []string{`allowed_users: "ada" is not a full Matrix id`}},
+		{"space by name", func(c *Config) { c.Space = "Sessions" }, []string{`space: "Sessions" is neither a room id`}},
+		{"homeserver with query", func(c *Config) { c.Homeserver = "https://m.example.org/?x=1" }, []string{"homeserver:", "has a query"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.edit(&c)
+			var got []string
+			c.Validate(func(key, problem string) { got = append(got, key+": "+problem) })
+			all := strings.Join(got, "\n")
+			if len(tt.want) == 0 && len(got) > 0 {
+				t.Fatalf("problems for a valid section:\n%s", all)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("problems do not say %q:\n%s", w, all)
+				}
+			}
+			if strings.Contains(all, "syt-secret") || strings.Contains(all, `"pw"`) {
+				t.Errorf("a problem quotes a secret:\n%s", all)
+			}
+		})
+	}
+}
+
+func TestConfigOptions(t *testing.T) {
+	c := Config{Homeserver: "https://m.example.org", UserID: " @parley:example.org ", Password: "pw",
+		AllowedUsers: []string{" @ada:example.org"}, Space: "!s:example.org"}
+	o := c.Options()
+	if o.UserID != "@parley:example.org" || o.Password != "pw" || len(o.Allowed) != 1 || o.Allowed[0] != "@ada:example.org" || o.Space != "!s:example.org" {
+		t.Errorf("Options = %+v", o)
+	}
+	if o.MessageRate.N != 0 {
+		t.Errorf("a section without a budget set a rate %+v", o.MessageRate)
+	}
+	if r := DefaultConfig().Options().MessageRate; r != (core.Rate{N: 5, Per: 25 * time.Second}) {
+		t.Errorf("the default budget is %+v, want 5 per 25 s within Synapse's 0.2/s with bursts of 10", r)
+	}
+	if got := (Config{}).Allowed(); got == nil || len(got) != 0 {
+		t.Errorf("Allowed of an empty list = %#v, want empty and not nil (nobody, not everyone)", got)
+	}
+}

@@ -1,0 +1,74 @@
+// Package matrix is parley's Matrix adapter: a room per session, on the
+// same core as Telegram and Slack, through mautrix's client (without its
+// crypto packages: encrypted rooms are refused, see below).
+//
+// Design. The bot is an ordinary Matrix account. Run long-polls /sync with
+// a filter that keeps only what the adapter reads, and hands each event to
+// core's Handler in order; the sync position (next_batch) and the filter
+// id live in parley's store and the position moves only after every
+// command of a batch is durable, so a crash repeats a batch and the event
+// id, the commands' dedup key, drops what was stored already. An allowed
+// person's invite makes the room a session titled by the room's name;
+// anyone else's is declined. "!new [title]" creates a new room with the
+// person invited, and sessions started elsewhere get a room on their first
+// delivery (Binder), with the allowed people invited and, if configured,
+// the room added to a space. Output goes out as m.room.message events with
+// a plain body and an org.matrix.custom.html formatted_body (the markdown
+// package's Matrix dialect); the live output message is edited with
+// m.replace. The room's name carries the session's status.
+//
+// Decisions:
+//
+//   - Idempotent sends: every message with a core.OutMessage.Key goes under
+//     a transaction id derived from it, so a send retried after a timeout
+//     or replayed after a crash returns the event the homeserver already
+//     made. Edits need none (a repeated edit shows the same text).
+//   - Limits: homeservers limit events per account (Synapse's rc_message,
+//     0.2 a second with bursts of 10, by default); every message, edit,
+//     room name and redaction counts, so they share one account-wide
+//     budget, and M_LIMIT_EXCEEDED pauses the whole account for its
+//     retry_after_ms. The budget is a sliding window of half the
+//     homeserver's burst (5 events per 25 s for Synapse's default), which
+//     never exceeds its token bucket and keeps a busy account's pauses
+//     short (see BenchmarkMatrixStreaming in cmd/parley). Every edit is a stored event that every client
+//     syncs: the live output is edited at most every five seconds.
+//   - Size: an event holds 65,536 bytes. Content is encoded without JSON's
+//     HTML escapes, the declared MaxLength (body plus formatted_body) is
+//     small enough that an edit, which carries the text twice, fits with
+//     the worst JSON escapes, and a content that still does not fit drops
+//     its formatted body before it is refused.
+//   - Edits of redacted events: homeservers accept them, so Edit reads the
+//     target first and reports core.ErrMessageGone for a redacted one.
+//   - A room the bot was removed from: a send there is refused with
+//     M_FORBIDDEN; the adapter checks its rooms and reports
+//     core.ErrThreadGone, and core binds the session to a new room.
+//   - Cleanup: the bot redacts its own events anywhere, people's only where
+//     its power level reaches the room's redact level (rooms it created
+//     give it 100). Elsewhere Delete makes no request and returns
+//     core.ErrNoCall, which the outbox takes as done without an error log.
+//   - Status in rooms people made: the bot joins them with the default
+//     power level, below what m.room.name needs. There ShowStatus makes no
+//     call and says once in the room which power level would let it; once
+//     given, the next status change shows.
+//   - Questions: shown as numbered options with number emoji; the event
+//     carries the options' data (org.parley.buttons), so a reply (the
+//     number or the option's text) or a number-emoji reaction to it is
+//     answered from the event itself, after a restart too.
+//   - Input: m.text and m.emote, with the start of a replied-to message
+//     quoted; files (m.file, m.image, m.audio, m.video) through
+//     authenticated media, names sanitised; voice messages transcribed.
+//     People's edits are not sent again (as on Telegram and Slack: the
+//     agent may be acting on the original); their redactions change
+//     nothing that was delivered. The bot's own events, notices, and state
+//     events are not input. The first sync of an account takes no old
+//     messages, only invites.
+//   - Encrypted rooms are not supported yet: invited to one, or when a
+//     room turns encryption on, the bot says so in the clear, logs it and
+//     leaves, rather than sit in a room it cannot read.
+//   - Login: an access token is used as it is; a password logs in once and
+//     the token and device id are kept in the store (never logged).
+//   - Known limit: creating a room is not idempotent; a crash between the
+//     homeserver's answer and the stored binding leaves an empty room.
+//     "!new" keeps its room under the command's event id before the session
+//     is created, so a redelivered "!new" does not make a second one.
+package matrix

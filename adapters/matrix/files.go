@@ -1,0 +1,144 @@
+package matrix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/parley-chat/parley/adapters/filename"
+	"github.com/parley-chat/parley/core"
+)
+
+// downloadTimeout bounds one file's download.
+const downloadTimeout = 2 * time.Minute
+
+// onFile fetches a file people sent (m.file, m.image, m.audio, m.video)
+// through authenticated media and hands it to the agent; a voice message
+// is transcribed as on Telegram. A file too large, encrypted, or that the
+// homeserver refuses is declined with a notice.
+func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command, c inContent) error {
+	name := c.FileName
+	if name == "" {
+		name = c.Body
+	}
+	name = filename.Safe(name)
+	mime := "application/octet-stream"
+	var size int64
+	if c.Info != nil {
+		size = c.Info.Size
+		if c.Info.MimeType != "" {
+			mime = c.Info.MimeType
+		}
+	}
+	switch {
+	case len(c.File) > 0:
+		a.notice(ctx, h, base, "📎 "+name+" is encrypted; parley cannot read encrypted files yet.")
+		return nil
+	case size > a.opts.MaxFileSize:
+		a.notice(ctx, h, base, fmt.Sprintf("📎 %s is %s; parley takes files up to %s. Share a link instead.", name, mb(size), mb(a.opts.MaxFileSize)))
+		return nil
+	}
+	att, err := a.download(ctx, base, c.URL, name, mime)
+	if err != nil {
+		if core.IsPermanent(err) {
+			a.log.Warn("could not fetch a file", "room", base.Place.Chat, "err", err)
+			a.notice(ctx, h, base, "⚠️ Could not fetch "+name+": "+err.Error())
+			return nil
+		}
+		return err
+	}
+	text := ""
+	if c.MsgType == string(event.MsgAudio) && len(c.Voice) > 0 {
+		text = a.transcribe(ctx, h, base, att)
+	} else {
+		a.notice(ctx, h, base, "📎 Received "+att.Name)
+		// A caption, where the client sends one (filename and body differ).
+		if c.FileName != "" && c.Body != c.FileName {
+			text = c.Body
+		}
+	}
+	cmd := base
+	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, text, []core.Attachment{att}
+	_, err = h.Handle(ctx, cmd)
+	_, err = a.settled(ctx, h, base, err)
+	return err
+}
+
+// transcribe turns a voice message into the text of the person's message.
+// Without a transcriber, or when it fails, the recording still reaches the
+// agent (attached, with a note instead of the text) and the person is told
+// why.
+func (a *Adapter) transcribe(ctx context.Context, h core.Handler, base core.Command, att core.Attachment) string {
+	if a.opts.Transcriber == nil {
+		a.notice(ctx, h, base, "🎤 Voice messages are passed on as audio: set [transcription] api_url (an OpenAI-compatible /v1/audio/transcriptions endpoint) to have them transcribed.")
+		return "(voice message, not transcribed)"
+	}
+	a.notice(ctx, h, base, "🎤 Transcribing…")
+	audio, err := os.ReadFile(att.Path)
+	text := ""
+	if err == nil {
+		text, err = a.opts.Transcriber.Transcribe(ctx, att.Name, audio)
+	}
+	if err != nil {
+		a.log.Warn("transcription failed", "err", err)
+		a.notice(ctx, h, base, "⚠️ Could not transcribe the voice message ("+err.Error()+"); it is passed on as audio.")
+		return "(voice message, transcription failed)"
+	}
+	cmd := base
+	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, "🎤 "+text, core.MessageRef{}, "", core.LifetimeNextInput
+	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
+		a.log.Warn("notice not stored", "err", err)
+	}
+	return text
+}
+
+// download fetches mxc into FileDir/matrix/<room>/<event>/<name> through
+// the authenticated media API, refusing it past MaxFileSize.
+func (a *Adapter) download(ctx context.Context, base core.Command, mxc, name, mime string) (core.Attachment, error) {
+	uri, err := id.ParseContentURI(mxc)
+	if err != nil || uri.IsEmpty() {
+		return core.Attachment{}, core.Permanent(fmt.Errorf("the file has no valid mxc:// URL"))
+	}
+	dir := filepath.Join(a.opts.FileDir, "matrix", filename.Safe(base.Place.Chat), filename.Safe(base.PlatformID))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return core.Attachment{}, fmt.Errorf("matrix: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	defer cancel()
+	resp, err := a.cli.Download(ctx, uri)
+	if err != nil {
+		if errors.Is(err, mautrix.MNotFound) || errors.Is(err, mautrix.MTooLarge) {
+			return core.Attachment{}, core.Permanent(fmt.Errorf("the homeserver does not give it: %w", err))
+		}
+		return core.Attachment{}, classify("download "+mxc, opOther, err, false)
+	}
+	defer resp.Body.Close()
+	path := filepath.Join(dir, name)
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return core.Attachment{}, fmt.Errorf("matrix: %w", err)
+	}
+	n, err := io.Copy(out, io.LimitReader(resp.Body, a.opts.MaxFileSize+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		os.Remove(path)
+		return core.Attachment{}, fmt.Errorf("matrix: download %s: %w", mxc, err)
+	case n > a.opts.MaxFileSize:
+		os.Remove(path)
+		return core.Attachment{}, core.Permanent(fmt.Errorf("it is larger than parley takes (%s)", mb(a.opts.MaxFileSize)))
+	}
+	return core.Attachment{Name: name, Mime: mime, Size: n, Path: path}, nil
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }

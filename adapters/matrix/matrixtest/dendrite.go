@@ -1,0 +1,270 @@
+package matrixtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DendriteVersion is the Dendrite release the harness runs; the Makefile's
+// dendrite target builds the same one.
+const DendriteVersion = "v0.15.2"
+
+// DirEnv names the environment variable holding the directory of the
+// Dendrite binaries; `make test` sets it. Without it the default cache of
+// the Makefile is used.
+const DirEnv = "PARLEY_DENDRITE_DIR"
+
+// How long Dendrite may take to answer /versions after it was started; it
+// takes about a second here, much more only on a starved machine.
+const startTimeout = 60 * time.Second
+
+// Homeserver is a running Dendrite started by [Dendrite].
+type Homeserver struct {
+	// URL is the client-server API's base URL, http://127.0.0.1:PORT.
+	URL string
+	// ServerName is the part after the colon in the server's ids
+	// ("localhost"): @alice:localhost.
+	ServerName string
+	// Dir holds the configuration, databases, media and log.
+	Dir string
+
+	logPath string
+}
+
+// BinDir returns the directory that holds the Dendrite binaries: $DirEnv,
+// or the Makefile's default cache.
+func BinDir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".cache", "parley", "dendrite-"+DendriteVersion)
+}
+
+// Dendrite starts a fresh homeserver for the test and stops it when the
+// test ends. It skips the test when the binaries are missing (fails it when
+// the CI variable is set) and fails it when Dendrite does not come up.
+func Dendrite(tb testing.TB) *Homeserver {
+	tb.Helper()
+	bin := BinDir()
+	for _, name := range []string{"dendrite", "generate-config", "generate-keys"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			msg := fmt.Sprintf("no Dendrite binaries in %s (%s): run make test-deps", bin, DirEnv)
+			if os.Getenv("CI") != "" {
+				tb.Fatal(msg)
+			}
+			tb.Skip(msg)
+		}
+	}
+	dir := tb.TempDir()
+	cfgPath, serverName, err := writeConfig(bin, dir)
+	if err != nil {
+		tb.Fatalf("dendrite config: %v", err)
+	}
+	h := &Homeserver{ServerName: serverName, Dir: dir, logPath: filepath.Join(dir, "dendrite.log")}
+	// The free port is found by binding and releasing it; another process
+	// may take it in between, which shows as Dendrite exiting early: retry.
+	for attempt := 1; ; attempt++ {
+		err := h.start(tb, bin, cfgPath)
+		if err == nil {
+			return h
+		}
+		if attempt == 3 || !errors.Is(err, errExited) {
+			tb.Fatalf("dendrite did not start: %v\n%s", err, h.logTail(80))
+		}
+		tb.Logf("dendrite exited at start (%v), retrying on another port", err)
+	}
+}
+
+var errExited = errors.New("dendrite exited")
+
+func (h *Homeserver) start(tb testing.TB, bin, cfgPath string) error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(bin, "dendrite"),
+		"-config", cfgPath,
+		"-http-bind-address", addr,
+		// The CI configuration's open registration without a captcha
+		// needs this flag too; the server is reachable from loopback only.
+		"-really-enable-open-registration")
+	cmd.Dir = h.Dir
+	cmd.SysProcAttr = dieWithParent()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	h.URL = "http://" + addr
+	if err := waitReady(h.URL, exited); err != nil {
+		stop()
+		return err
+	}
+	tb.Cleanup(func() {
+		stop()
+		if tb.Failed() {
+			tb.Logf("dendrite log (last lines of %s):\n%s", h.logPath, h.logTail(200))
+		}
+	})
+	return nil
+}
+
+// waitReady polls /_matrix/client/versions until it answers 200, Dendrite
+// exits, or startTimeout passes.
+func waitReady(base string, exited <-chan error) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.After(startTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := client.Get(base + "/_matrix/client/versions")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("%w: %v", errExited, err)
+		case <-deadline:
+			return fmt.Errorf("no answer on %s/_matrix/client/versions after %v", base, startTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// writeConfig generates Dendrite's CI configuration (SQLite in dir, open
+// registration) and a signing key, then adjusts the configuration for a
+// test: federation off, Dendrite's own rate limiting off, no full-text
+// search or presence (work nobody looks at), a readable log level.
+func writeConfig(bin, dir string) (path, serverName string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	keyPath := filepath.Join(dir, "matrix_key.pem")
+	if out, err := exec.CommandContext(ctx, filepath.Join(bin, "generate-keys"), "-private-key", keyPath).CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("generate-keys: %v: %s", err, out)
+	}
+	var stderr bytes.Buffer
+	gen := exec.CommandContext(ctx, filepath.Join(bin, "generate-config"), "-ci", "-dir", dir)
+	gen.Stderr = &stderr
+	out, err := gen.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("generate-config: %v: %s", err, stderr.Bytes())
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(out, &cfg); err != nil {
+		return "", "", fmt.Errorf("generate-config output: %w", err)
+	}
+	for key, value := range map[string]any{
+		"global.private_key":                    keyPath,
+		"global.disable_federation":             true,
+		"global.trusted_third_party_id_servers": []string{},
+		"global.presence.enable_inbound":        false,
+		"global.presence.enable_outbound":       false,
+		"client_api.rate_limiting.enabled":      false,
+		"sync_api.search.enabled":               false,
+		"logging":                               []map[string]any{{"type": "std", "level": "info"}},
+	} {
+		if err := setKey(cfg, key, value); err != nil {
+			return "", "", err
+		}
+	}
+	serverName, _ = lookup(cfg, "global.server_name").(string)
+	if serverName == "" {
+		return "", "", errors.New("generated config has no global.server_name")
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", "", err
+	}
+	path = filepath.Join(dir, "dendrite.yaml")
+	return path, serverName, os.WriteFile(path, data, 0o600)
+}
+
+// setKey sets a dotted key of a decoded YAML document; the intermediate
+// mappings must exist, so that a key renamed by a later Dendrite fails here
+// rather than being silently ignored.
+func setKey(doc map[string]any, key string, value any) error {
+	parts := strings.Split(key, ".")
+	m := doc
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return fmt.Errorf("dendrite config has no %q (setting %s)", p, key)
+		}
+		m = next
+	}
+	last := parts[len(parts)-1]
+	if _, ok := m[last]; !ok {
+		return fmt.Errorf("dendrite config has no key %s", key)
+	}
+	m[last] = value
+	return nil
+}
+
+func lookup(doc map[string]any, key string) any {
+	var v any = doc
+	for _, p := range strings.Split(key, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+// logTail returns the last n lines of Dendrite's log.
+func (h *Homeserver) logTail(n int) string {
+	data, err := os.ReadFile(h.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	mxevent "maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/parley-chat/parley/adapters/markdown"
+	"github.com/parley-chat/parley/adapters/matrix/matrixtest"
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/core"
+)
+
+// BenchmarkMatrixStreaming streams agents' output into 1, 5 and 20 rooms
+// through parley serve and a real Dendrite, behind a matrixtest.Proxy
+// that enforces Synapse's default message limit for the bot's account:
+// 0.2 events a second with bursts of 10, shared by every room. Each
+// session streams about 8.6k characters of markdown in 100 steps over
+// 15 s, then marks the output final. Before measuring, every session has
+// its room (created for it, the allowed person invited and joined) and
+// its output message, and the limiter's bucket is given time to refill.
+//
+// It reports the events the bot sent while measuring, by kind (messages,
+// edits, state events, redactions) and in all, the M_LIMIT_EXCEEDED answers from the start (target: none), how
+// stale each room is while streaming — for each update, the time until
+// the person's client shows it or a later one: the median and the maximum
+// — and how long after the agent's final output every room shows its
+// final text. Rooms are sampled every 20 ms.
+//
+//	make test-deps   # builds Dendrite once
+//	go test -run XXX -bench MatrixStreaming -benchtime 1x ./cmd/parley/
+func BenchmarkMatrixStreaming(b *testing.B) {
+	for _, n := range []int{1, 5, 20} {
+		b.Run(fmt.Sprintf("rooms=%d", n), func(b *testing.B) {
+			var stale, final []time.Duration
+			var limited int
+			sent := map[matrixtest.Kind]int{}
+			for range b.N {
+				r := mxBenchStreaming(b, n)
+				stale = append(stale, r.stale...)
+				final = append(final, r.final)
+				for k, v := range r.sent {
+					sent[k] += v
+				}
+				limited += r.limited
+			}
+			slices.Sort(stale)
+			slices.Sort(final)
+			events := 0
+			for _, k := range []matrixtest.Kind{matrixtest.KindMessage, matrixtest.KindEdit, matrixtest.KindState, matrixtest.KindRedaction} {
+				b.ReportMetric(float64(sent[k])/float64(b.N), k.String()+"s")
+				events += sent[k]
+			}
+			b.ReportMetric(float64(events)/float64(b.N), "events")
+			b.ReportMetric(float64(limited)/float64(b.N), "429s")
+			b.ReportMetric(stale[len(stale)/2].Seconds(), "stale-p50-s")
+			b.ReportMetric(stale[len(stale)-1].Seconds(), "stale-max-s")
+			b.ReportMetric(final[len(final)/2].Seconds(), "final-all-s")
+		})
+	}
+}
+
+type mxBenchResult struct {
+	stale []time.Duration
+	final time.Duration
+	// sent counts the requests the homeserver accepted while measuring,
+	// by kind: the events the bot made.
+	sent    map[matrixtest.Kind]int
+	limited int
+}
+
+const (
+	mxBenchSteps = 100
+	mxBenchPace  = 150 * time.Millisecond
+)
+
+func mxBenchStreaming(b *testing.B, n int) mxBenchResult {
+	b.StopTimer()
+	hs := matrixtest.Dendrite(b)
+	bot := hs.Register(b, "parley")
+	ann := matrixtest.NewPerson(b, hs.URL, hs.Register(b, "ann"))
+	proxy := matrixtest.NewProxy(b, hs.URL)
+	proxy.SetMessageLimit(0.2, 10)
+	cfg := config.Default()
+	cfg.DataDir, cfg.HTTP.Listen = b.TempDir(), "127.0.0.1:0"
+	cfg.Matrix.Homeserver, cfg.Matrix.UserID, cfg.Matrix.AccessToken = proxy.URL, string(bot.ID), bot.AccessToken
+	cfg.Matrix.AllowedUsers = []string{string(ann.User.ID)}
+	m := &Main{Config: cfg}
+	ctx := context.Background()
+	if err := m.Open(ctx); err != nil {
+		b.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(runCtx) }()
+	defer func() { cancel(); <-done; m.Close() }()
+
+	post := func(id core.SessionID, text string, final bool) {
+		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ids []core.SessionID
+	for i := range n {
+		res, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, res.Session)
+	}
+	for _, id := range ids {
+		post(id, "warming up", false)
+	}
+	warm, stop := context.WithTimeout(ctx, time.Duration(n)*20*time.Second+2*time.Minute)
+	defer stop()
+	if err := m.daemon.WaitIdle(warm); err != nil {
+		b.Fatal(err)
+	}
+	rooms := make([]id.RoomID, n)
+	outputs := make([]id.EventID, n)
+	for i, sid := range ids {
+		s, err := m.daemon.Store.Session(ctx, sid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ref := s.Bindings["matrix"].Output.Ref
+		if ref.IsZero() {
+			b.Fatalf("session %d has no output message after the warm-up", i)
+		}
+		rooms[i], outputs[i] = id.RoomID(ref.Place.Chat), id.EventID(ref.ID)
+	}
+	for _, room := range rooms {
+		ann.Join(b, room)
+	}
+	for i, room := range rooms {
+		ann.WaitFor(b, room, func(e *mxevent.Event) bool { return e.ID == outputs[i] }, time.Minute)
+	}
+	// The bucket refills at 0.2 a second: 50 s makes it full again.
+	time.Sleep(50 * time.Second)
+
+	shown := make([][]time.Time, n)
+	for i := range shown {
+		shown[i] = make([]time.Time, mxBenchSteps)
+	}
+	finalShown := make([]time.Time, n)
+	finals := make([]string, n)
+	finalBodies := make([]string, n)
+	for i := range n {
+		finals[i] = slStream(i, mxBenchSteps)
+		finalBodies[i], _ = markdown.Matrix(finals[i])
+	}
+	allFinal := make(chan struct{})
+	stopSampling := make(chan struct{})
+	go func() {
+		defer close(allFinal)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			all := true
+			for i := range rooms {
+				text := ann.Edited(rooms[i], outputs[i])
+				newest := -1
+				for _, mm := range stepMarker.FindAllStringSubmatch(text, -1) {
+					k, _ := strconv.Atoi(mm[1])
+					newest = max(newest, k)
+				}
+				now := time.Now()
+				for k := 0; k <= newest && k < mxBenchSteps; k++ {
+					if shown[i][k].IsZero() {
+						shown[i][k] = now
+					}
+				}
+				if finalShown[i].IsZero() && text == finalBodies[i] {
+					finalShown[i] = now
+				}
+				all = all && !finalShown[i].IsZero()
+			}
+			if all {
+				return
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+
+	warmLimited := proxy.Counts().Limited
+	proxy.ResetCounts()
+	b.StartTimer()
+	at := make([][]time.Time, n)
+	for i := range at {
+		at[i] = make([]time.Time, mxBenchSteps)
+	}
+	start := time.Now()
+	for k := range mxBenchSteps {
+		for i, sid := range ids {
+			at[i][k] = time.Now()
+			post(sid, slStream(i, k+1), false)
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(k+1) * mxBenchPace))) // the agents' pace
+	}
+	finalAt := time.Now()
+	for i, sid := range ids {
+		post(sid, finals[i], true)
+	}
+	select {
+	case <-allFinal:
+	case <-time.After(time.Duration(n)*10*time.Second + 3*time.Minute):
+		close(stopSampling)
+		<-allFinal
+		b.Fatal("not every final text was shown in time")
+	}
+	b.StopTimer()
+
+	c := proxy.Counts()
+	r := mxBenchResult{sent: c.Accepted, limited: warmLimited + c.Limited}
+	for i := range n {
+		for k := range mxBenchSteps {
+			r.stale = append(r.stale, shown[i][k].Sub(at[i][k]))
+		}
+		r.final = max(r.final, finalShown[i].Sub(finalAt))
+	}
+	return r
+}
