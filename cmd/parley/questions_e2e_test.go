@@ -189,3 +189,29 @@ func TestSlackQuestionExpires(t *testing.T) {
 		t.Fatalf("the page's question item: %+v", it)
 	}
 }
+
+// TestMatrixQuestionExpires: on Matrix, against a real homeserver, the
+// expired question is edited to say so (its numbered options gone), and
+// Ann's late reply and reaction reach nothing.
+func TestMatrixQuestionExpires(t *testing.T) {
+	st := newMXStack(t, mxOptions{})
+	lobby, _ := st.room("Lobby")
+	room, session := st.mxNew(lobby, "Deploy")
+	result := askInBackground(t, st.agent, string(session), "Ship it now?", 1, "Yes", "No")
+	q := st.mxShowing(st.ann, room, "Ship it now?")
+	if got := awaitText(t, result); !strings.Contains(got, "the question was withdrawn") {
+		t.Fatalf("ui.ask returned %q", got)
+	}
+	pollUntil(t, mxWait, "the question edited to say it expired", func() bool {
+		text := st.ann.Edited(room, q.ID)
+		return strings.Contains(text, "expired") && !strings.Contains(text, "1️⃣")
+	}, nil)
+	st.idle()
+	before := people(t, st.m)
+	st.ann.Reply(t, room, q.ID, "1")
+	st.ann.React(t, room, q.ID, "2️⃣")
+	st.idle()
+	if after := people(t, st.m); len(after) != len(before) {
+		t.Fatalf("a late answer reached the inbox: %q", after[len(before):])
+	}
+}
