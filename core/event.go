@@ -19,6 +19,9 @@ const (
 	EventAnswer         EventKind = "answer"
 	EventCancel         EventKind = "cancel"
 	EventToolActivity   EventKind = "tool_activity" // an agent tool call started or ended
+	// EventQuestionClosed: a question was withdrawn unanswered (its ui.ask
+	// timed out or was cancelled); Text says why, Refs where it was shown.
+	EventQuestionClosed EventKind = "question_closed"
 )
 
 // Event is something that happened in a session, published on the Bus after
@@ -58,6 +61,9 @@ type Event struct {
 	// SourceOnly events (notices, transcriptions) go to their origin
 	// adapter only and are dropped when the origin is not a UI adapter.
 	SourceOnly bool `json:"source_only,omitempty"`
+	// Refs are the platform messages that show the question of an
+	// EventQuestionClosed, to be edited so that nobody clicks on it.
+	Refs []MessageRef `json:"refs,omitempty"`
 	// Place addresses a notice to a place of the origin adapter where no
 	// session lives (Session is then empty): an answer to /help in a
 	// forum's General topic.
@@ -88,7 +94,7 @@ func (e Event) Human() bool {
 // holds it, and the copy is a courtesy.
 func (e Event) Journaled() bool {
 	switch e.Kind {
-	case EventAssistant, EventNotice, EventCancel, EventQuestion, EventTurnComplete:
+	case EventAssistant, EventNotice, EventCancel, EventQuestion, EventTurnComplete, EventQuestionClosed:
 		return true
 	case EventOutput:
 		return e.Final

@@ -36,21 +36,25 @@ const UiStateVersion = "ui_state_v1"
 
 // Envelope types of the JSON the HTTP API serves.
 const (
-	UiSnapshotType = "ui_state_snapshot" // UiSnapshot.Type
-	UiUpdateType   = "ui_state_updated"  // UiUpdate.Type
+	UiSnapshotType = "ui_state_snapshot" // UiSnapshot.Type of a snapshot
+	UiUpdateType   = "ui_state_updated"  // UiSnapshot.Type of a whole state after a change
+	UiDeltaType    = "ui_state_delta"    // UiUpdate.Type: parley's opt-in delta extension
 )
 
-// UiItemType is what a timeline item shows.
+// UiItemType is what a timeline item shows: its "kind" on the wire (see
+// uiwire.go for each kind's JSON).
 type UiItemType string
 
-// Timeline item types.
+// Timeline item kinds. The first three are the specification's, named
+// exactly; the others are parley's own.
 const (
-	UiItemUser      UiItemType = "user"      // a person's message (EventHumanMessage, EventQueued)
-	UiItemAssistant UiItemType = "assistant" // an agent's message, markdown
-	UiItemOutput    UiItemType = "output"    // the live output of one turn
-	UiItemNotice    UiItemType = "notice"    // feedback, errors, cancel requests
-	UiItemQuestion  UiItemType = "question"  // ui.ask, with options and the answer
-	UiItemTools     UiItemType = "tools"     // consecutive tool calls, grouped
+	UiItemUser      UiItemType = "UserMessage"       // a person's message (EventHumanMessage, EventQueued)
+	UiItemAssistant UiItemType = "AssistantMarkdown" // an agent's message, markdown
+	UiItemToolGroup UiItemType = "ToolGroup"         // one tool call: command, approvals, output, exit code
+	UiItemOutput    UiItemType = "Output"            // the live output of one turn
+	UiItemNotice    UiItemType = "Notice"            // feedback, errors, cancel requests
+	UiItemQuestion  UiItemType = "Question"          // ui.ask, with options and the answer
+	UiItemTools     UiItemType = "ToolCalls"         // consecutive tool_activity events, grouped
 )
 
 // UiState is the view model a UI renders one session's timeline from. It is
@@ -59,7 +63,7 @@ const (
 // modify the Items of a state passed to them, so callers may keep old states.
 // Callers must not modify Items in place either.
 type UiState struct {
-	Version string    `json:"version"`
+	Version string    `json:"v"`
 	Seq     uint64    `json:"seq"` // Seq of the last event applied
 	Session SessionID `json:"session_id"`
 	Title   string    `json:"title"`
@@ -74,16 +78,17 @@ type UiState struct {
 // UiItem is one entry of the timeline. Fields a Type does not use are empty.
 type UiItem struct {
 	ID      string     `json:"id"`
-	Type    UiItemType `json:"type"`
+	Type    UiItemType `json:"kind"`
 	Time    time.Time  `json:"ts,omitzero"`
 	Updated time.Time  `json:"updated,omitzero"` // last in-place change
 	Origin  Origin     `json:"origin,omitempty"`
 	Role    Role       `json:"author,omitempty"`
 	Actor   Actor      `json:"actor,omitzero"`
 	// MessageID is the inbox message the item shows, if any.
-	MessageID   MessageID      `json:"message_id,omitempty"`
-	Mime        string         `json:"mime,omitempty"`
-	Content     string         `json:"content,omitempty"`
+	MessageID MessageID `json:"message_id,omitempty"`
+	Mime      string    `json:"mime,omitempty"`
+	// Content is the item's text: "text" or "md" on the wire by kind.
+	Content     string         `json:"-"`
 	Attachments []UiAttachment `json:"attachments,omitempty"`
 	// Queued marks a user message that arrived while the agent was busy.
 	Queued bool `json:"queued,omitempty"`
@@ -97,6 +102,11 @@ type UiItem struct {
 	Options    []string     `json:"options,omitempty"`
 	Answer     *UiAnswer    `json:"answer,omitempty"`
 	Tools      []UiToolCall `json:"tools,omitempty"`
+	// Closed says why a question ended without an answer: "expired" (its
+	// ui.ask timed out) or "cancelled".
+	Closed string `json:"closed,omitempty"`
+	// ToolGroup's fields (see UiToolGroup).
+	UiToolGroup
 }
 
 // UiAttachment is a file of a message as a UI shows it (no daemon path).
@@ -127,8 +137,8 @@ type UiToolCall struct {
 
 // UiSnapshot is the envelope of a whole UiState, sent first on a stream.
 type UiSnapshot struct {
-	Type    string  `json:"type"` // UiSnapshotType
-	Version string  `json:"version"`
+	Type    string  `json:"type"` // UiSnapshotType or UiUpdateType
+	Version string  `json:"v"`
 	Seq     uint64  `json:"seq"`
 	State   UiState `json:"state"`
 }
@@ -140,8 +150,8 @@ type UiSnapshot struct {
 // Session, Seq and the present scalars are set, Removed are deleted, then
 // Items are upserted. Applying an update twice is harmless.
 type UiUpdate struct {
-	Type    string    `json:"type"` // UiUpdateType
-	Version string    `json:"version"`
+	Type    string    `json:"type"` // UiDeltaType
+	Version string    `json:"v"`
 	Seq     uint64    `json:"seq"`
 	Session SessionID `json:"session_id"`
 	Title   *string   `json:"title,omitempty"`
@@ -400,6 +410,8 @@ func (r *uiReducer) apply(e Event) {
 		r.answer(e)
 	case EventToolActivity:
 		r.tool(e)
+	case EventQuestionClosed:
+		r.questionClosed(e)
 	}
 }
 
@@ -643,7 +655,7 @@ func (r *uiReducer) set(p int, it UiItem) {
 // add appends it, giving it a positional id if it has none (or a taken one).
 func (r *uiReducer) add(it UiItem) {
 	if it.ID == "" {
-		it.ID = string(it.Type) + ":" + strconv.Itoa(len(r.s.Items))
+		it.ID = uiIDPrefix(it.Type) + ":" + strconv.Itoa(len(r.s.Items))
 	}
 	for {
 		if _, taken := r.find(it.ID); !taken {
@@ -673,7 +685,7 @@ func (r *uiReducer) update(before UiState) UiUpdate {
 }
 
 func uiScalarUpdate(prev, next UiState) UiUpdate {
-	u := UiUpdate{Type: UiUpdateType, Version: UiStateVersion, Seq: next.Seq, Session: next.Session}
+	u := UiUpdate{Type: UiDeltaType, Version: UiStateVersion, Seq: next.Seq, Session: next.Session}
 	if prev.Title != next.Title {
 		u.Title = &next.Title
 	}
@@ -698,6 +710,6 @@ func uiItemEqual(a, b *UiItem) bool {
 		a.Queued == b.Queued && a.Final == b.Final && a.Cancel == b.Cancel &&
 		a.SourceOnly == b.SourceOnly && a.QuestionID == b.QuestionID &&
 		slices.Equal(a.Attachments, b.Attachments) && slices.Equal(a.Options, b.Options) &&
-		slices.Equal(a.Tools, b.Tools) &&
+		slices.Equal(a.Tools, b.Tools) && a.Closed == b.Closed && a.UiToolGroup.equal(&b.UiToolGroup) &&
 		(a.Answer == b.Answer || a.Answer != nil && b.Answer != nil && *a.Answer == *b.Answer)
 }

@@ -70,11 +70,16 @@ func uiStatus(seq uint64, title string, st core.Status) core.Event {
 	return core.Event{Seq: seq, Kind: core.EventSessionUpdated, Session: uiSess, Time: uiAt(seq), Title: title, Status: st}
 }
 
+// uiShort names the kinds briefly in summaries.
+var uiShort = map[core.UiItemType]string{core.UiItemUser: "user", core.UiItemAssistant: "assistant",
+	core.UiItemOutput: "output", core.UiItemNotice: "notice", core.UiItemQuestion: "question",
+	core.UiItemTools: "tools", core.UiItemToolGroup: "toolgroup"}
+
 // uiSummary renders the timeline compactly for table assertions.
 func uiSummary(s core.UiState) []string {
 	out := make([]string, 0, len(s.Items))
 	for _, it := range s.Items {
-		line := fmt.Sprintf("%s %s %q", it.Type, it.ID, it.Content)
+		line := fmt.Sprintf("%s %s %q", uiShort[it.Type], it.ID, it.Content)
 		switch it.Type {
 		case core.UiItemTools:
 			calls := make([]string, 0, len(it.Tools))
@@ -177,7 +182,7 @@ func (st *uiStepper) step(e core.Event) {
 	if got := uiJSON(tb, prev); got != before {
 		tb.Fatalf("step %d: ReduceWithUpdate modified prev", st.steps)
 	}
-	if upd.Type != core.UiUpdateType || upd.Version != core.UiStateVersion {
+	if upd.Type != core.UiDeltaType || upd.Version != core.UiStateVersion {
 		tb.Fatalf("step %d: bad envelope %q %q", st.steps, upd.Type, upd.Version)
 	}
 	// A client receives the update as JSON.
@@ -654,9 +659,9 @@ func TestUiStateJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"type":"ui_state_snapshot","version":"ui_state_v1","seq":2,"state":{"version":"ui_state_v1","seq":2,` +
+	want := `{"type":"ui_state_snapshot","v":"ui_state_v1","seq":2,"state":{"v":"ui_state_v1","seq":2,` +
 		`"session_id":"01JSESSION0000000000000000","title":"t","status":"working","busy":true,"turn":0,"items":[` +
-		`{"id":"tools:0","type":"tools","ts":"2026-03-01T12:00:02Z","author":"assistant",` +
+		`{"id":"tools:0","kind":"ToolCalls","ts":"2026-03-01T12:00:02Z","author":"assistant",` +
 		`"tools":[{"id":"t1","name":"grep","status":"running","ts":"2026-03-01T12:00:02Z"}]}]}}`
 	if string(b) != want {
 		t.Fatalf("snapshot JSON\n%s\nwant\n%s", b, want)
@@ -666,7 +671,7 @@ func TestUiStateJSON(t *testing.T) {
 	}
 	s, u := core.ReduceWithUpdate(s, uiStatus(3, "", core.StatusIdle))
 	b, _ = json.Marshal(u)
-	if want := `{"type":"ui_state_updated","version":"ui_state_v1","seq":3,"session_id":"01JSESSION0000000000000000","status":"idle","busy":false}`; string(b) != want {
+	if want := `{"type":"ui_state_delta","v":"ui_state_v1","seq":3,"session_id":"01JSESSION0000000000000000","status":"idle","busy":false}`; string(b) != want {
 		t.Fatalf("update JSON\n%s\nwant\n%s", b, want)
 	}
 	s, _ = core.ReduceWithUpdate(s, uiQueued(4, "m1", "hi"))

@@ -24,11 +24,12 @@ type sseMessage struct {
 	Session core.SessionID `json:"session_id"`
 	Time    time.Time      `json:"ts"`
 	Event   core.Event     `json:"event"`
-	// UI is what the event changed in the session's UiState, when the
-	// session's reducer was in memory as the event arrived. A client that
-	// follows a session and gets an event of it without UI reloads the
-	// snapshot.
-	UI *core.UiUpdate `json:"ui,omitempty"`
+	// UI is the session's UiState after the event: by default the whole
+	// state in a ui_state_updated envelope (see uiOf); with ?ui=delta a
+	// core.UiUpdate, what the event changed, when the session's reducer
+	// was in memory as the event arrived. A client that follows a session
+	// and gets an event of it without UI reloads the snapshot.
+	UI any `json:"ui,omitempty"`
 }
 
 // resyncMessage is the data of a "resync" SSE message.
@@ -45,6 +46,7 @@ type stream struct {
 	rc      *http.ResponseController
 	back    *backend
 	filter  core.SessionID
+	delta   bool // ?ui=delta: UiUpdates instead of whole states
 	timeout time.Duration
 	// last is the seq of the last event handled (sent, or skipped by the
 	// filter): everything up to it is done.
@@ -94,7 +96,8 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 	defer a.clients.Add(-1)
 
 	s := &stream{w: w, rc: http.NewResponseController(w), back: c.back,
-		filter: core.SessionID(r.URL.Query().Get("session")), timeout: a.opts.WriteTimeout, last: after}
+		filter: core.SessionID(r.URL.Query().Get("session")), timeout: a.opts.WriteTimeout, last: after,
+		delta: r.URL.Query().Get("ui") == "delta"}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -174,9 +177,7 @@ func (s *stream) send(ctx context.Context, e core.Event) error {
 	}
 	m := sseMessage{Seq: e.Seq, Kind: e.Kind, Session: e.Session, Time: e.Time, Event: publicEvent(e)}
 	s.back.states.waitApplied(ctx, e.Seq, uiWait)
-	if u, ok := s.back.states.update(e.Seq); ok {
-		m.UI = &u
-	}
+	m.UI = s.uiOf(ctx, e)
 	data, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("web: encode event %d: %w", e.Seq, err)

@@ -65,7 +65,7 @@ func TestSnapshotEqualsStreamedUpdates(t *testing.T) {
 	other := s.newSession("other")
 	s.conversation(id, 0)
 	before := s.snapshot(id)
-	c := s.sse("", strconv.FormatUint(before.Seq, 10))
+	c := s.sse("?ui=delta", strconv.FormatUint(before.Seq, 10))
 	for round := 1; round <= 3; round++ {
 		s.conversation(id, round)
 		s.conversation(other, round)

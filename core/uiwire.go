@@ -1,0 +1,194 @@
+package core
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// The UiState wire format (version ui_state_v1), as the HTTP API and the
+// event stream serve it:
+//
+//	{"type": "ui_state_snapshot", "v": "ui_state_v1", "seq": N, "state": {…}}
+//	{"type": "ui_state_updated",  "v": "ui_state_v1", "seq": N, "state": {…}}
+//
+// Both carry the whole state; seq is the seq of the last event the state
+// includes, and a client keeps the state with the highest seq. Deltas
+// (UiUpdate, type "ui_state_delta") are parley's opt-in extension for
+// clients that keep a state and want only what changed.
+//
+// Every item carries "id", "kind" and "ts". The text of an item is "text"
+// for UserMessage, Notice and Question, and "md" (markdown) for
+// AssistantMarkdown and Output. A ToolGroup always carries "tool",
+// "call_id", "approvals" (a list, possibly empty), "stdout", "stderr" and
+// "exit_code" (null until the call ended), and "cmd" when the agent gave
+// one. Items are in the order their events happened: a tool call, then its
+// output (in the same ToolGroup), then the items that followed.
+
+// UiToolGroup is what a ToolGroup item shows of one tool call.
+type UiToolGroup struct {
+	Tool   string `json:"-"`
+	CallID string `json:"-"`
+	// Cmd is the command or arguments as people should see them; empty
+	// when the agent gave none.
+	Cmd       string       `json:"-"`
+	Approvals []UiApproval `json:"-"`
+	Stdout    string       `json:"-"`
+	Stderr    string       `json:"-"`
+	// ExitCode is nil while the call runs.
+	ExitCode *int `json:"-"`
+}
+
+func (g *UiToolGroup) equal(o *UiToolGroup) bool {
+	return g.Tool == o.Tool && g.CallID == o.CallID && g.Cmd == o.Cmd &&
+		slices.Equal(g.Approvals, o.Approvals) && g.Stdout == o.Stdout && g.Stderr == o.Stderr &&
+		(g.ExitCode == o.ExitCode || g.ExitCode != nil && o.ExitCode != nil && *g.ExitCode == *o.ExitCode)
+}
+
+// Approval decisions of a ToolGroup.
+const (
+	DecisionApprove      = "approve"
+	DecisionDenyContinue = "deny_continue"
+	DecisionDenyAbort    = "deny_abort"
+)
+
+// UiApproval is one decision on a tool call's approval request.
+type UiApproval struct {
+	Decision string    `json:"decision"` // DecisionApprove, DecisionDenyContinue or DecisionDenyAbort
+	Actor    Actor     `json:"actor,omitzero"`
+	Origin   Origin    `json:"origin,omitempty"`
+	Time     time.Time `json:"ts,omitzero"`
+}
+
+// Why a question was closed unanswered (UiItem.Closed, the Text of an
+// EventQuestionClosed).
+const (
+	QuestionExpired   = "expired"
+	QuestionCancelled = "cancelled"
+)
+
+// uiItemFields is UiItem without its methods, for encoding/json.
+type uiItemFields UiItem
+
+// uiItemWire is an item as it is on the wire: its own fields plus those
+// whose name depends on the kind.
+type uiItemWire struct {
+	uiItemFields
+	Text      *string       `json:"text,omitempty"`
+	MD        *string       `json:"md,omitempty"`
+	Tool      *string       `json:"tool,omitempty"`
+	CallID    *string       `json:"call_id,omitempty"`
+	Cmd       string        `json:"cmd,omitempty"`
+	Approvals *[]UiApproval `json:"approvals,omitempty"`
+	Stdout    *string       `json:"stdout,omitempty"`
+	Stderr    *string       `json:"stderr,omitempty"`
+	// ExitCode is a pointer to a pointer so that a running call's
+	// exit_code is written as null rather than left out.
+	ExitCode **int `json:"exit_code,omitempty"`
+}
+
+// markdownKind reports whether a kind's text is markdown ("md").
+func markdownKind(k UiItemType) bool { return k == UiItemAssistant || k == UiItemOutput }
+
+// MarshalJSON writes the item in the ui_state_v1 shape of its kind.
+func (it UiItem) MarshalJSON() ([]byte, error) {
+	w := uiItemWire{uiItemFields: uiItemFields(it)}
+	content := it.Content
+	if markdownKind(it.Type) {
+		w.MD = &content
+	} else if it.Type != UiItemToolGroup && it.Type != UiItemTools {
+		w.Text = &content
+	}
+	if it.Type == UiItemToolGroup {
+		g := it.UiToolGroup
+		w.Tool, w.CallID, w.Cmd, w.Stdout, w.Stderr = &g.Tool, &g.CallID, g.Cmd, &g.Stdout, &g.Stderr
+		if g.Approvals == nil {
+			g.Approvals = []UiApproval{}
+		}
+		w.Approvals = &g.Approvals
+		w.ExitCode = &g.ExitCode
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads an item written by MarshalJSON.
+func (it *UiItem) UnmarshalJSON(b []byte) error {
+	var w uiItemWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*it = UiItem(w.uiItemFields)
+	switch {
+	case w.MD != nil:
+		it.Content = *w.MD
+	case w.Text != nil:
+		it.Content = *w.Text
+	}
+	if it.Type == UiItemToolGroup {
+		g := &it.UiToolGroup
+		g.Tool, g.CallID, g.Cmd = deref(w.Tool), deref(w.CallID), w.Cmd
+		g.Stdout, g.Stderr = deref(w.Stdout), deref(w.Stderr)
+		if w.Approvals != nil && len(*w.Approvals) > 0 {
+			g.Approvals = *w.Approvals
+		}
+		if w.ExitCode != nil {
+			g.ExitCode = *w.ExitCode
+		}
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Updated wraps s in the ui_state_updated envelope: the whole state after
+// a change.
+func Updated(s UiState) UiSnapshot {
+	u := Snapshot(s)
+	u.Type = UiUpdateType
+	return u
+}
+
+// questionClosed marks a question withdrawn unanswered: a UI shows it
+// closed, without buttons.
+func (r *uiReducer) questionClosed(e Event) {
+	if e.QuestionID == "" {
+		return
+	}
+	p, ok := r.find("q:" + e.QuestionID)
+	if !ok || r.s.Items[p].Type != UiItemQuestion || r.s.Items[p].Answer != nil {
+		return
+	}
+	it := r.s.Items[p]
+	why := e.Text
+	if why == "" {
+		why = QuestionExpired
+	}
+	if it.Closed == why {
+		return
+	}
+	it.Closed, it.Updated = why, e.Time
+	r.set(p, it)
+}
+
+// uiIDPrefix starts the positional id of an item without an id of its
+// own; these ids predate the kind names and stay as they were.
+func uiIDPrefix(k UiItemType) string {
+	switch k {
+	case UiItemNotice:
+		return "notice"
+	case UiItemTools:
+		return "tools"
+	case UiItemUser:
+		return "user"
+	case UiItemAssistant:
+		return "assistant"
+	case UiItemQuestion:
+		return "question"
+	}
+	return string(k)
+}

@@ -1,0 +1,146 @@
+package core_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// The fixtures under testdata/uistate are written from the specification's
+// text (issue 11): the envelopes and the three named item kinds, plus
+// parley's own Question. Each must decode into parley's types and encode
+// back to the same JSON, and the values parley builds must encode to them.
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "uistate", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sameJSON fails unless a and b are the same JSON value.
+func sameJSON(t *testing.T, what string, got, want []byte) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: %v in %s", what, err, got)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("%s: fixture: %v", what, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
+	}
+}
+
+func wireAt(sec int) time.Time { return time.Date(2026, 3, 1, 12, 0, sec, 0, time.UTC) }
+
+func exit(n int) *int { return &n }
+
+func TestUiWireFixturesRoundTrip(t *testing.T) {
+	for _, name := range []string{"user_message.json", "assistant_markdown.json", "tool_group_running.json",
+		"tool_group_done.json", "question_expired.json"} {
+		t.Run(name, func(t *testing.T) {
+			fix := readFixture(t, name)
+			var it core.UiItem
+			if err := json.Unmarshal(fix, &it); err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameJSON(t, name, b, fix)
+		})
+	}
+	for _, name := range []string{"snapshot.json", "updated.json"} {
+		t.Run(name, func(t *testing.T) {
+			fix := readFixture(t, name)
+			var env core.UiSnapshot
+			if err := json.Unmarshal(fix, &env); err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameJSON(t, name, b, fix)
+		})
+	}
+}
+
+func TestUiWireBuiltValuesMatchFixtures(t *testing.T) {
+	user := core.UiItem{ID: "msg:01JMSG00000000000000000001", Type: core.UiItemUser, Time: wireAt(1), Content: "deploy it, please"}
+	asst := core.UiItem{ID: "msg:01JMSG00000000000000000002", Type: core.UiItemAssistant, Time: wireAt(2), Content: "**Deploying** now."}
+	running := core.UiItem{ID: "tool:c1", Type: core.UiItemToolGroup, Time: wireAt(3),
+		UiToolGroup: core.UiToolGroup{Tool: "shell", CallID: "c1", Cmd: "make deploy"}}
+	done := core.UiItem{ID: "tool:c2", Type: core.UiItemToolGroup, Time: wireAt(4),
+		UiToolGroup: core.UiToolGroup{Tool: "shell", CallID: "c2", Stdout: "ok\n", Stderr: "warning\n", ExitCode: exit(2),
+			Approvals: []core.UiApproval{{Decision: core.DecisionApprove}, {Decision: core.DecisionDenyContinue}, {Decision: core.DecisionDenyAbort}}}}
+	for name, it := range map[string]core.UiItem{"user_message.json": user, "assistant_markdown.json": asst,
+		"tool_group_running.json": running, "tool_group_done.json": done} {
+		b, err := json.Marshal(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameJSON(t, name, b, readFixture(t, name))
+	}
+
+	// The snapshot and the update of one session: the whole state in
+	// both, under their own type.
+	ran := running
+	ran.Time = wireAt(3)
+	ran.Approvals = []core.UiApproval{{Decision: core.DecisionApprove}}
+	ran.Stdout, ran.ExitCode = "done\n", exit(0)
+	deployed := asst
+	deployed.Time, deployed.Content = wireAt(5), "**Deployed.**"
+	s := core.UiState{Version: core.UiStateVersion, Seq: 7, Session: "01JSESSION0000000000000000", Title: "deploy",
+		Status: core.StatusWorking, Busy: true, Items: []core.UiItem{user, ran, deployed}}
+	b, _ := json.Marshal(core.Snapshot(s))
+	sameJSON(t, "snapshot", b, readFixture(t, "snapshot.json"))
+	s.Seq, s.Status, s.Busy, s.Turn, s.Items = 8, core.StatusIdle, false, 1, []core.UiItem{user}
+	b, _ = json.Marshal(core.Updated(s))
+	sameJSON(t, "updated", b, readFixture(t, "updated.json"))
+}
+
+// A ui.ask that timed out: the reducer closes the question item, which
+// then encodes as the fixture; an answer arriving after does not reopen it
+// nor does a closed event for an answered question close it.
+func TestUiQuestionClosed(t *testing.T) {
+	const sess = "01JSESSION0000000000000000"
+	q := core.Event{Seq: 1, Kind: core.EventQuestion, Session: sess, Time: wireAt(6), QuestionID: "a1b2c3",
+		Options: []string{"yes", "no"}, Message: &core.Message{Role: core.RoleAssistant, Content: "Roll back?", Time: wireAt(6)}}
+	closed := core.Event{Seq: 2, Kind: core.EventQuestionClosed, Session: sess, Time: time.Date(2026, 3, 1, 12, 5, 6, 0, time.UTC),
+		QuestionID: "a1b2c3", Text: core.QuestionExpired}
+	s := core.ReduceAll(core.NewUiState(sess), []core.Event{q, closed})
+	if len(s.Items) != 1 {
+		t.Fatalf("items: %+v", s.Items)
+	}
+	b, _ := json.Marshal(s.Items[0])
+	sameJSON(t, "closed question", b, readFixture(t, "question_expired.json"))
+
+	// The same through a live reducer and its deltas: a client applying
+	// them gets what a snapshot reload shows.
+	r := core.NewUiReducer(core.NewUiState(sess))
+	st := core.NewUiState(sess)
+	for _, e := range []core.Event{q, closed} {
+		st = core.ApplyUpdate(st, r.Apply(e))
+	}
+	a, _ := json.Marshal(core.Snapshot(st))
+	z, _ := json.Marshal(core.Snapshot(r.State()))
+	sameJSON(t, "deltas vs snapshot", a, z)
+
+	answered := core.ReduceAll(core.NewUiState(sess), []core.Event{q,
+		{Seq: 2, Kind: core.EventAnswer, Session: sess, QuestionID: "a1b2c3", Message: &core.Message{Content: "yes"}},
+		{Seq: 3, Kind: core.EventQuestionClosed, Session: sess, QuestionID: "a1b2c3", Text: core.QuestionCancelled}})
+	if it := answered.Items[0]; it.Closed != "" || it.Answer == nil {
+		t.Fatalf("an answered question was closed: %+v", it)
+	}
+}
