@@ -51,12 +51,8 @@ const (
 // edited as they end and deleted when the turn completes.
 const KindProgress MessageKind = "progress"
 
-// Approval decisions, as ui.request_approval returns them.
-const (
-	DecisionApprove      = "approve"
-	DecisionDenyContinue = "deny_continue"
-	DecisionDenyAbort    = "deny_abort"
-)
+// The approval decisions (DecisionApprove, …) are declared with the
+// UiState's ToolGroup (uiwire.go).
 
 // ApprovalOptions are the options of an approval question, in the order
 // of Decisions: buttons where the platform has them, numbers where not.
