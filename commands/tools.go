@@ -117,7 +117,7 @@ func (s *Service) toolOutput(ctx context.Context, cmd core.Command) (core.Result
 	return s.toolUpdate(ctx, cmd, func(ss *core.Session) ([]core.Event, error) {
 		i := core.FindTool(ss.Tools, cmd.Call.CallID)
 		if i < 0 {
-			return nil, refusal(core.ErrNotFound, fmt.Sprintf("unknown call_id %q: report the call with ui.tool_call first", cmd.Call.CallID),
+			return nil, refusal(core.ErrInvalid, fmt.Sprintf("unknown call_id %q: report the call with ui.tool_call first", cmd.Call.CallID),
 				"call "+cmd.Call.CallID)
 		}
 		t := &ss.Tools[i]

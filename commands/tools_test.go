@@ -58,7 +58,7 @@ func TestToolCalls(t *testing.T) {
 	}
 
 	_, err := e.svc.Handle(context.Background(), toolCmd(core.ToolCallOutput, id, core.ToolCall{CallID: "nope"}))
-	if msg, _ := core.UserMessage(err); !errors.Is(err, core.ErrNotFound) || !strings.Contains(msg, `unknown call_id "nope"`) {
+	if msg, _ := core.UserMessage(err); !errors.Is(err, core.ErrInvalid) || !strings.Contains(msg, `unknown call_id "nope"`) {
 		t.Fatalf("unknown call: %v (%q)", err, msg)
 	}
 	if got := e.events(); len(got) != 0 {
