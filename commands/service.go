@@ -152,6 +152,8 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		res, err = s.yieldTurn(ctx, cmd)
 	case core.Ask:
 		res, err = s.ask(ctx, cmd)
+	case core.Withdraw:
+		res, err = s.withdraw(ctx, cmd)
 	case core.Notice:
 		res, err = s.notice(ctx, cmd)
 	case core.StatusQuery:

@@ -30,6 +30,11 @@ const (
 	YieldTurn CommandKind = "yield_turn"
 	// Ask shows a question with options to the people of a session.
 	Ask CommandKind = "ask"
+	// Withdraw closes an open question unanswered (its ui.ask timed out
+	// or was cancelled): QuestionID names it, Text says why
+	// (QuestionExpired or QuestionCancelled). Its buttons are taken away
+	// on every platform, and a later answer is refused as no longer open.
+	Withdraw CommandKind = "withdraw"
 	// StatusQuery asks for the session's status; the answer is a notice
 	// for the person who asked.
 	StatusQuery CommandKind = "status"

@@ -23,6 +23,8 @@ type Sent struct {
 	// Seq is the event that caused the message, so a rule that fired
 	// while the message was still on its way can be applied to it late.
 	Seq uint64
+	// Question is the id of the question a KindQuestion message shows.
+	Question string
 }
 
 // DispatcherOptions configure a Dispatcher.
@@ -87,6 +89,10 @@ type Dispatcher struct {
 	// typing holds, per session and adapter, the stop function of the
 	// loop showing the typing indicator while the agent works.
 	typing map[string]context.CancelFunc
+	// closedQs and closedOrder remember the latest questions withdrawn
+	// (questions.go), for a question message sent after its withdrawal.
+	closedQs    map[string]Event
+	closedOrder []string
 }
 
 // delivery tracks the operations of one journaled event.
@@ -112,7 +118,7 @@ func NewDispatcher(store Store, router *Router, outbox *Outbox, opts DispatcherO
 	return &Dispatcher{
 		store: store, router: router, outbox: outbox, opts: opts, log: opts.Logger,
 		notified: map[string]uint64{}, typing: map[string]context.CancelFunc{},
-		deliveries: map[uint64]*delivery{},
+		deliveries: map[uint64]*delivery{}, closedQs: map[string]Event{},
 	}
 }
 
@@ -214,6 +220,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Event, done []string) error
 	j := d.track(e, done)
 	if e.Seq > 0 && e.Journaled() && j == nil {
 		return nil // already being delivered
+	}
+	if e.Kind == EventQuestionClosed {
+		// To wherever the question is shown, whatever the routing.
+		d.withdraw(s, e, j)
+		d.seal(ctx, j)
+		return nil
 	}
 	for _, name := range d.router.Targets(s, e) {
 		a, _ := d.router.Adapter(name)
@@ -476,7 +488,7 @@ func (d *Dispatcher) enqueueSend(s Session, a Adapter, e Event, j *delivery, key
 			if err != nil {
 				return err
 			}
-			d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: m.Kind, Lifetime: lt, Seq: e.Seq})
+			d.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: m.Kind, Lifetime: lt, Seq: e.Seq, Question: e.QuestionID})
 			return nil
 		},
 		Done: d.doneFunc(s, a, j, key, m.Kind)})
@@ -532,6 +544,9 @@ func (d *Dispatcher) doneFunc(s Session, a Adapter, j *delivery, key string, kin
 }
 
 func (d *Dispatcher) sent(ctx context.Context, s Sent) {
+	if s.Kind == KindQuestion && s.Question != "" {
+		d.questionShown(ctx, s)
+	}
 	if d.opts.OnSent != nil {
 		d.opts.OnSent(ctx, s)
 	}

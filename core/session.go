@@ -136,4 +136,7 @@ type Question struct {
 	Text    string    `json:"text"`
 	Options []string  `json:"options,omitempty"`
 	Asked   time.Time `json:"asked"`
+	// Shown are the platform messages showing the question, recorded by
+	// the dispatcher as they are sent, so that a withdrawal can edit them.
+	Shown []MessageRef `json:"shown,omitempty"`
 }

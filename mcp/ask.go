@@ -149,8 +149,7 @@ func (s *Server) ask(ctx context.Context, raw json.RawMessage) (any, error) {
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case o := <-outcome:
+	answered := func(o askOutcome) (any, error) {
 		if o.err != nil {
 			return nil, toolError(o.err.Error())
 		}
@@ -159,9 +158,22 @@ func (s *Server) ask(ctx context.Context, raw json.RawMessage) (any, error) {
 			res.Option = i + 1
 		}
 		return res, nil
+	}
+	select {
+	case o := <-outcome:
+		if errors.Is(o.err, errAskCancelled) {
+			s.withdrawAsk(ctx, id, qid, core.QuestionCancelled, nil)
+		}
+		return answered(o)
 	case <-timer.C:
-		return nil, toolError(fmt.Sprintf("no answer within %gs; the question stays open, and a later answer arrives in the inbox", timeout.Seconds()))
+		if o, ok := s.withdrawAsk(ctx, id, qid, core.QuestionExpired, outcome); ok {
+			return answered(o)
+		}
+		return nil, toolError(fmt.Sprintf("no answer within %gs; the question was withdrawn (its buttons are gone, a late answer is refused)", timeout.Seconds()))
 	case <-ctx.Done():
+		if o, ok := s.withdrawAsk(ctx, id, qid, core.QuestionCancelled, outcome); ok {
+			return answered(o)
+		}
 		return nil, fmt.Errorf("waiting for the answer: %w", ctx.Err())
 	}
 }

@@ -43,6 +43,8 @@ type registry struct {
 	scopes map[core.SessionID]map[*subscriber]struct{} // "" = all sessions
 	closed bool
 	wg     sync.WaitGroup
+	// moved is closed (and replaced) when the scopes change (presence.go).
+	moved chan struct{}
 }
 
 // subscriber is one MCP connection: a 2025-11-25 session (keyed by its id)
@@ -95,6 +97,7 @@ func (r *registry) add(key any, newSender func() sender, uri string, scope core.
 		r.scopes[scope] = map[*subscriber]struct{}{}
 	}
 	r.scopes[scope][sub] = struct{}{}
+	r.movedLocked()
 }
 
 // unindexLocked drops sub from scope's index unless another of its URIs
@@ -128,6 +131,7 @@ func (r *registry) remove(key any, uri string) {
 	if len(sub.uris) == 0 {
 		r.dropLocked(sub)
 	}
+	r.movedLocked()
 }
 
 // removeAll drops every subscription of key.
@@ -146,6 +150,7 @@ func (r *registry) dropLocked(sub *subscriber) {
 	}
 	delete(r.subs, sub.key)
 	close(sub.stop)
+	r.movedLocked()
 }
 
 func (r *registry) count() int {

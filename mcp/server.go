@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -31,6 +32,12 @@ type Options struct {
 	// messages arriving within Coalesce of it are sent together (default
 	// 2ms).
 	Coalesce time.Duration
+	// NoAgentNotice is the notice a person gets who writes to a session no
+	// agent listens to (presence.go); empty sends none.
+	NoAgentNotice string
+	// NoAgentNoticeSkip are origins that show presence themselves (the
+	// web page) and get no such notice.
+	NoAgentNoticeSkip []core.Origin
 }
 
 // Server is parley's MCP chat server: the inbox resource, its
@@ -49,6 +56,8 @@ type Server struct {
 	// deleted), so binding checks cost one store read per session.
 	known     sync.Map
 	closeOnce sync.Once
+	// ready is true while Run delivers (presence.go).
+	ready atomic.Bool
 }
 
 // A connection's session binding.
@@ -100,6 +109,7 @@ func New(opts Options) (*Server, error) {
 	s.agents = newAgents(s.log)
 	s.addHooks(hooks)
 	s.addResources()
+	s.addStatusResource()
 	s.addTools()
 	s.http = server.NewStreamableHTTPServer(s.mcp,
 		server.WithHTTPContextFunc(bindRequest),
@@ -131,10 +141,12 @@ func (s *Server) Handler() http.Handler { return s.http }
 // Run consumes the bus until ctx ends: it pushes notifications of human
 // messages to subscribers and completes ui.ask calls with their answers.
 func (s *Server) Run(ctx context.Context) {
+	s.ready.Store(true)
+	defer s.ready.Store(false)
 	core.Consume(ctx, s.sub, s.handleEvent)
 }
 
-func (s *Server) handleEvent(_ context.Context, e core.Event) {
+func (s *Server) handleEvent(ctx context.Context, e core.Event) {
 	switch e.Kind {
 	case core.EventSessionCreated:
 		s.known.Store(e.Session, struct{}{})
@@ -153,6 +165,9 @@ func (s *Server) handleEvent(_ context.Context, e core.Event) {
 		return
 	}
 	s.subs.publish(e.Session, toWire(*e.Message))
+	if e.Kind == core.EventHumanMessage {
+		s.noAgentNotice(ctx, e)
+	}
 }
 
 // Subscribers is the number of MCP connections subscribed to at least one

@@ -129,6 +129,7 @@ func (s *Server) addTools() {
 		mcp.WithString("after_id", mcp.Description("The last message id already processed; omit to read from the start.")),
 		mcp.WithInteger("limit", mcp.Description("At most this many messages (1 to 1000, default 100)."), mcp.Min(1), mcp.Max(1000)),
 		mcp.WithString("session_id", mcp.Description("The session; defaults to the bound session, or all sessions on an unbound connection.")),
+		mcp.WithString("author", mcp.Enum("user", "assistant", "system"), mcp.Description("Only messages of this author (user: what people wrote); omit for every message. last_id is then the last message read, kept or not.")),
 		mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
 	)
 	s.addTool("chat.human.post", "Post a message into the inbox on behalf of a person (origin mcp). Subscribers are notified as for any human message.",
@@ -154,7 +155,7 @@ func (s *Server) addTools() {
 		s.yieldTurn, sessionArg, mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("ui.ask", "Ask the people of the session a question with options (buttons where the platform has them, a numbered list where not) "+
-		"and wait for the answer.",
+		"and wait for the answer. Unanswered by the timeout (or cancelled), the question is withdrawn: its buttons go and a late answer is refused.",
 		s.ask,
 		mcp.WithString("question", mcp.Required(), mcp.Description("The question.")),
 		mcp.WithArray("options", mcp.Required(), mcp.WithStringItems(), mcp.MinItems(1), mcp.MaxItems(20), mcp.Description("1 to 20 answers to choose from.")),
@@ -179,6 +180,7 @@ type readSinceArgs struct {
 	AfterID   string `json:"after_id"`
 	Limit     int    `json:"limit"`
 	SessionID string `json:"session_id"`
+	Author    string `json:"author"`
 }
 
 func (s *Server) readSince(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -195,9 +197,19 @@ func (s *Server) readSince(ctx context.Context, raw json.RawMessage) (any, error
 	case a.Limit < 0 || a.Limit > 1000:
 		return nil, toolError(fmt.Sprintf("limit %d is out of range: 1 to 1000", a.Limit))
 	}
+	if err := validAuthor(a.Author); err != nil {
+		return nil, err
+	}
 	id, err := s.sessionFor(ctx, "chat_read_since", a.SessionID, false)
 	if err != nil {
 		return nil, err
+	}
+	if a.Author != "" {
+		msgs, last, err := s.readByAuthor(ctx, id, core.MessageID(a.AfterID), a.Limit, core.Role(a.Author))
+		if err != nil {
+			return nil, fmt.Errorf("reading the inbox: %w", err)
+		}
+		return inboxBody{LastID: last, Messages: toWireAll(msgs)}, nil
 	}
 	msgs, err := s.opts.Store.Inbox(ctx, id, core.MessageID(a.AfterID), a.Limit)
 	if err != nil {

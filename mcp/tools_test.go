@@ -191,7 +191,7 @@ func TestAskEnds(t *testing.T) {
 	id := st.createSession("")
 	c := mustDial(t, st.url, connOptions{modern: true})
 	c.fails(t, "ui.ask", map[string]any{"question": "Still there?", "options": []string{"yes"}, "timeout_s": 0.2, "session_id": string(id)},
-		"no answer within 0.2s")
+		"no answer within 0.2s; the question was withdrawn")
 
 	questions, cancel := st.bus.Subscribe(16, false)
 	defer cancel()

@@ -1,0 +1,63 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// withdraw closes an open question unanswered. The question leaves the
+// session's open questions in the same update that logs the
+// EventQuestionClosed, which carries the platform messages showing it (for
+// the dispatcher to edit) and why it closed. An answer that comes after is
+// refused as no longer open, like a second click. A question already
+// answered or withdrawn is refused the same way, so the caller knows the
+// answer won the race.
+func (s *Service) withdraw(ctx context.Context, cmd core.Command) (core.Result, error) {
+	why := cmd.Text
+	switch why {
+	case "":
+		why = core.QuestionExpired
+	case core.QuestionExpired, core.QuestionCancelled:
+	default:
+		return core.Result{}, invalid("a question is withdrawn as %q or %q, not %q", core.QuestionExpired, core.QuestionCancelled, why)
+	}
+	sess, err := s.resolve(ctx, cmd)
+	if err != nil {
+		return core.Result{}, err
+	}
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
+	defer unlock()
+	i := slices.IndexFunc(sess.Questions, func(q core.Question) bool { return q.ID == cmd.QuestionID })
+	if i < 0 {
+		return core.Result{Session: sess.ID}, refusal(core.ErrInvalid, "this question is no longer open",
+			fmt.Sprintf("question %q is not open (answered already?)", cmd.QuestionID))
+	}
+	q := sess.Questions[i]
+	events := []core.Event{{Kind: core.EventQuestionClosed, Session: sess.ID, Origin: cmd.Origin, QuestionID: q.ID,
+		Text: why, Options: q.Options, Refs: slices.Clone(q.Shown),
+		Message: &core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: q.Text}}}
+	// The agent's turn goes on (ui.ask returned to it): the session
+	// stops waiting once no question is open.
+	rest := len(sess.Questions) - 1
+	if rest == 0 && sess.Status == core.StatusWaiting {
+		events = append(events, statusEvent(sess, core.StatusWorking, cmd.Origin))
+	}
+	_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
+		ss.Questions = removeQuestion(ss.Questions, q.ID)
+		if len(ss.Questions) == 0 && ss.Status == core.StatusWaiting {
+			ss.Status = core.StatusWorking
+		}
+		return nil
+	}, events...)
+	if err != nil {
+		return core.Result{}, fmt.Errorf("commands: withdraw: %w", err)
+	}
+	s.publish(events)
+	return core.Result{Session: sess.ID}, nil
+}

@@ -1,0 +1,117 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// Questions that end. A question (ui.ask) is shown with buttons, or as a
+// numbered list, on every platform it is routed to; each message showing it
+// is recorded in the open question (Question.Shown) as it is sent. When the
+// question is withdrawn unanswered (EventQuestionClosed: the ask timed out
+// or was cancelled), each of those messages is edited, by its own adapter,
+// to the question's text and a line saying it closed, without buttons. A
+// question message that reaches its platform only after the withdrawal
+// (it was still in the outbox) finds the question no longer open and is
+// edited at once, from the withdrawals remembered in memory (the latest
+// maxClosedQs). An answer that arrives later is refused by the Handler as
+// no longer open, and the adapter says so to whoever clicked.
+
+// maxClosedQs bounds the withdrawn questions the dispatcher remembers.
+const maxClosedQs = 1024
+
+// ClosedQuestionText is what a withdrawn question's messages show.
+func ClosedQuestionText(question, why string) string {
+	note := "⌛ This question expired without an answer; it is no longer open."
+	if why == QuestionCancelled {
+		note = "✖ This question was withdrawn; it is no longer open."
+	}
+	return question + "\n\n_" + note + "_"
+}
+
+// questionShown records s.Ref in its open question; if the question is no
+// longer open and was withdrawn, the message is edited at once.
+func (d *Dispatcher) questionShown(ctx context.Context, s Sent) {
+	open := false
+	_, _, err := d.store.UpdateSession(context.WithoutCancel(ctx), s.Session, func(ss *Session) error {
+		open = false
+		for i := range ss.Questions {
+			if ss.Questions[i].ID == s.Question {
+				open = true
+				if !slices.Contains(ss.Questions[i].Shown, s.Ref) {
+					ss.Questions[i].Shown = append(slices.Clone(ss.Questions[i].Shown), s.Ref)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		d.log.Warn("could not record where a question is shown; a withdrawal will not reach it", "session", s.Session, "err", err)
+		return
+	}
+	if open {
+		return
+	}
+	d.mu.Lock()
+	e, closed := d.closedQs[s.Question]
+	d.mu.Unlock()
+	if closed {
+		e.Refs = []MessageRef{s.Ref}
+		d.editClosed(s.Session, e, nil, 0)
+	}
+}
+
+// withdraw edits every message showing a withdrawn question.
+func (d *Dispatcher) withdraw(s Session, e Event, j *delivery) {
+	d.mu.Lock()
+	if _, ok := d.closedQs[e.QuestionID]; !ok {
+		d.closedOrder = append(d.closedOrder, e.QuestionID)
+		if len(d.closedOrder) > maxClosedQs {
+			delete(d.closedQs, d.closedOrder[0])
+			d.closedOrder = d.closedOrder[1:]
+		}
+	}
+	d.closedQs[e.QuestionID] = Event{Session: e.Session, QuestionID: e.QuestionID, Text: e.Text, Message: e.Message}
+	d.mu.Unlock()
+	for i := range e.Refs {
+		d.editClosed(s.ID, e, j, i)
+	}
+}
+
+// editClosed enqueues the edit of e.Refs[i] to show the question closed.
+func (d *Dispatcher) editClosed(session SessionID, e Event, j *delivery, i int) {
+	ref := e.Refs[i]
+	a, ok := d.router.Adapter(ref.Adapter)
+	if !ok {
+		return
+	}
+	ed, ok := a.(Editor)
+	if !ok {
+		return // nothing to take back; a late answer is refused all the same
+	}
+	key := opKey(a.Name(), "withdraw", i)
+	if !d.add(j, key) {
+		return
+	}
+	text := ""
+	if e.Message != nil {
+		text = e.Message.Content
+	}
+	m := OutMessage{Kind: KindQuestion, Text: ClosedQuestionText(text, e.Text)}
+	d.outbox.Enqueue(Op{Kind: OpEdit, Adapter: a.Name(), Place: ref.Place,
+		Key: "withdraw\x00" + string(ref.Adapter) + "\x00" + ref.Place.Chat + "\x00" + ref.ID,
+		Run: func(ctx context.Context, _ Place) error {
+			err := ed.Edit(ctx, ref, m)
+			if errors.Is(err, ErrMessageGone) || errors.Is(err, ErrNotModified) {
+				return nil
+			}
+			return err
+		},
+		Done: func(err error) {
+			d.confirm(j, a.Name(), key, err)
+			if err != nil && !IsClosed(err) {
+				d.log.Warn("could not take a withdrawn question's buttons away", "adapter", a.Name(), "session", session, "err", err)
+			}
+		}})
+}
