@@ -164,8 +164,6 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		res, err = s.toolOutput(ctx, cmd)
 	case core.RequestApproval:
 		res, err = s.requestApproval(ctx, cmd)
-	case core.ApprovalTimeout:
-		res, err = s.approvalTimeout(ctx, cmd)
 	default:
 		err = invalid("unknown command kind %q", cmd.Kind)
 	}

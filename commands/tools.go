@@ -72,7 +72,7 @@ func (s *Service) toolUpdate(ctx context.Context, cmd core.Command, fn func(ss *
 		return core.Result{Session: sess.ID, Duplicate: true}, nil
 	}
 	_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
-		ss.Tools, ss.Status, ss.Questions = cp.Tools, cp.Status, cp.Questions
+		ss.Tools, ss.Status = cp.Tools, cp.Status
 		return nil
 	}, events...)
 	if err != nil {
@@ -251,22 +251,10 @@ func questionTool(tools []core.ToolState, qid string) int {
 	return -1
 }
 
-// approvalTimeout withdraws an approval question nobody answered: it is
-// no longer open, so a late answer is refused and decides nothing. A
-// question answered meanwhile is no longer open either: the caller reads
-// the decision from the session.
-func (s *Service) approvalTimeout(ctx context.Context, cmd core.Command) (core.Result, error) {
-	return s.toolUpdate(ctx, cmd, func(ss *core.Session) ([]core.Event, error) {
-		i := questionTool(ss.Tools, cmd.QuestionID)
-		if i < 0 || cmd.QuestionID == "" {
-			return nil, refusal(core.ErrInvalid, "this question is no longer open", "approval "+cmd.QuestionID)
-		}
+// forgetApproval notes that question qid, withdrawn unanswered, no longer
+// waits for a decision on its call: the call stays undecided.
+func forgetApproval(ss *core.Session, qid string) {
+	if i := questionTool(ss.Tools, qid); i >= 0 {
 		ss.Tools[i].Question = ""
-		ss.Questions = removeQuestion(ss.Questions, cmd.QuestionID)
-		if len(ss.Questions) == 0 && ss.Status == core.StatusWaiting {
-			ss.Status = core.StatusWorking
-			return []core.Event{statusEvent(*ss, core.StatusWorking, cmd.Origin)}, nil
-		}
-		return []core.Event{statusEvent(*ss, ss.Status, cmd.Origin)}, nil
-	})
+	}
 }

@@ -88,7 +88,8 @@ func TestSessionToolsBounded(t *testing.T) {
 // TestApproval: an approval is a question with the three options; an
 // allowed person's click records the decision on the call in the same
 // transaction as the answer; a stranger's click and answers that are no
-// decision change nothing; a timed-out approval takes no late answer.
+// decision change nothing; a withdrawn approval (its ui.request_approval
+// timed out) leaves the call undecided and takes no late answer.
 func TestApproval(t *testing.T) {
 	e := newEnv(t, commands.Options{Allow: map[core.Origin][]string{"fake": {"42"}}})
 	id := e.newSession()
@@ -147,7 +148,10 @@ func TestApproval(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		ask("c2", "q2")
 		e.events()
-		e.handle(core.Command{Kind: core.ApprovalTimeout, Session: id, Origin: core.OriginMCP, QuestionID: "q2"})
+		e.handle(core.Command{Kind: core.Withdraw, Session: id, Origin: core.OriginMCP, QuestionID: "q2", Text: core.QuestionExpired})
+		if got := ofKind(e.events(), core.EventQuestionClosed); len(got) != 1 || got[0].QuestionID != "q2" {
+			t.Fatalf("withdrawal events %+v", got)
+		}
 		_, err := e.svc.Handle(context.Background(), core.Command{Kind: core.Answer, Origin: "fake", Actor: core.Actor{ID: "42"},
 			Session: id, QuestionID: "q2", Option: 1})
 		if !errors.Is(err, core.ErrInvalid) {

@@ -23,6 +23,8 @@ import (
 //   - An approval is a question (ui.ask's machinery: buttons, numbered
 //     options, allow-list) whose answer also records a decision on the call.
 //     Only the three options answer it; a decision, once made, is final.
+//     One nobody answered in time is withdrawn like any question (Withdraw):
+//     the call stays undecided and a late click decides nothing.
 
 // Event kinds of tool activity. Each carries Call and the session's Turn.
 const (
@@ -42,9 +44,6 @@ const (
 	// (ui.request_approval): a question whose id is QuestionID and whose
 	// answer records a decision. Text is the agent's reason, if any.
 	RequestApproval CommandKind = "request_approval"
-	// ApprovalTimeout withdraws the approval question QuestionID nobody
-	// answered in time, so that a late answer decides nothing.
-	ApprovalTimeout CommandKind = "approval_timeout"
 )
 
 // KindProgress is the compact progress message of a turn's tool calls,

@@ -20,7 +20,9 @@ import (
 // registered before the question exists, the answer arrives on the bus —
 // whose answer the Service also records as the call's decision. A timeout
 // withdraws the question (a late click decides nothing) and returns
-// {"decision": "timeout"}: never an approval.
+// {"decision": "timeout"}: never an approval. Like ui.ask's, a question
+// that ends unanswered (timeout, the call cancelled, the person's /cancel)
+// is withdrawn on every platform (withdraw.go).
 
 // DecisionTimeout is ui.request_approval's result when nobody decided in
 // time.
@@ -170,8 +172,7 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case o := <-outcome:
+	answered := func(o askOutcome) (any, error) {
 		if o.err != nil {
 			return nil, toolError(o.err.Error())
 		}
@@ -180,19 +181,22 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 			return nil, fmt.Errorf("the answer %q is no decision", o.msg.Content)
 		}
 		return result(d), nil
+	}
+	select {
+	case o := <-outcome:
+		if errors.Is(o.err, errAskCancelled) {
+			s.withdrawAsk(ctx, id, qid, core.QuestionCancelled, nil)
+		}
+		return answered(o)
 	case <-timer.C:
-		_, err := s.handle(context.WithoutCancel(ctx), core.Command{Kind: core.ApprovalTimeout, Session: id, Origin: core.OriginMCP, QuestionID: qid})
-		if err == nil {
-			return result(DecisionTimeout), nil
+		if o, ok := s.withdrawAsk(ctx, id, qid, core.QuestionExpired, outcome); ok {
+			return answered(o)
 		}
-		// Answered just before the timeout took it back: the decision
-		// is in the session.
-		d, derr := s.decided(ctx, id, a.CallID)
-		if derr != nil || d == "" {
-			return nil, errors.Join(err, derr)
-		}
-		return result(d), nil
+		return result(DecisionTimeout), nil
 	case <-ctx.Done():
+		if o, ok := s.withdrawAsk(ctx, id, qid, core.QuestionCancelled, outcome); ok {
+			return answered(o)
+		}
 		return nil, fmt.Errorf("waiting for the decision: %w", ctx.Err())
 	}
 }

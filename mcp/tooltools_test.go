@@ -125,7 +125,8 @@ func TestRequestApproval(t *testing.T) {
 }
 
 // TestRequestApprovalTimeout: nobody decides: the result says timeout, never
-// approve, and the question is withdrawn so a late click decides nothing.
+// approve, and the question is withdrawn (closed as expired in the
+// timeline) so a late click decides nothing.
 func TestRequestApprovalTimeout(t *testing.T) {
 	st := newStack(t, t.TempDir(), stackOptions{})
 	id := st.createSession("")
@@ -138,6 +139,15 @@ func TestRequestApprovalTimeout(t *testing.T) {
 	sess, _ := st.store.Session(context.Background(), id)
 	if len(sess.Questions) != 0 || sess.Tools[0].Decision != "" || sess.Tools[0].Question != "" {
 		t.Fatalf("after the timeout: questions %+v tools %+v", sess.Questions, sess.Tools)
+	}
+	events, err := st.store.EventsSince(context.Background(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range core.ReduceAll(core.NewUiState(id), events).Items {
+		if it.Type == core.UiItemQuestion && it.Closed != core.QuestionExpired {
+			t.Fatalf("the approval question is shown %+v, want it closed as expired", it)
+		}
 	}
 	c.fails(t, "ui.request_approval", map[string]any{"call_id": "c2", "tool": "deploy", "timeout_s": 0, "session_id": string(id)}, "timeout_s 0 is out of range")
 	c.fails(t, "ui.request_approval", map[string]any{"call_id": "", "tool": "deploy", "session_id": string(id)}, "call_id is empty")
