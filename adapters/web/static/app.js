@@ -392,6 +392,9 @@ function renderItem(it) {
     case 'tools':
       renderTools(it, box);
       break;
+    case 'ToolGroup':
+      renderToolGroup(it, box);
+      break;
     default:
       box.append(el('div', 'bubble', it.content || ''));
   }
@@ -475,6 +478,33 @@ function renderTools(it, box) {
     ul.append(li);
   }
   d.append(sum, ul);
+  box.append(d);
+}
+
+const DECISION = { approve: 'approved', deny_continue: 'denied, go on', deny_abort: 'denied, abort' };
+
+// renderToolGroup shows one tool call reported by ui.tool_call: tool,
+// command, state and decisions in the summary; the output tails inside,
+// open when the call failed.
+function renderToolGroup(it, box) {
+  const running = it.exit_code === null || it.exit_code === undefined;
+  const failed = !running && it.exit_code !== 0;
+  const state = running ? 'running' : failed ? 'error' : 'ok';
+  const d = el('details', 'toolgroup ' + state);
+  d.open = failed;
+  const sum = el('summary', '');
+  sum.append(el('span', 'icon', TOOL_ICON[state]), el('code', 'name', it.tool || it.call_id));
+  if (it.cmd) sum.append(el('code', 'cmd', it.cmd));
+  sum.append(el('span', 'state', running ? 'running' : 'exit ' + it.exit_code));
+  for (const a of it.approvals || []) {
+    const who = (a.actor && a.actor.name) || a.origin || '';
+    sum.append(el('span', 'approval ' + a.decision, (DECISION[a.decision] || a.decision) + (who ? ' by ' + who : '')));
+  }
+  d.append(sum);
+  for (const name of ['stdout', 'stderr']) {
+    if (!it[name]) continue;
+    d.append(el('div', 'stream', name), el('pre', name, it[name]));
+  }
   box.append(d);
 }
 
