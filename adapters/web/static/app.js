@@ -197,7 +197,7 @@ async function loadSnapshot() {
   try {
     const snap = await api('GET', '/api/sessions/' + encodeURIComponent(v.id) + '/state');
     if (app.view !== v) return;
-    if (snap.version !== 'ui_state_v1') throw new Error('this page is older than the daemon: reload it');
+    if ((snap.v || snap.version) !== 'ui_state_v1') throw new Error('this page is older than the daemon: reload it');
     v.state = snap.state;
     showBanner('');
     renderAll();
@@ -354,6 +354,11 @@ function renderUpdate(before, u) {
 function renderItem(it) {
   const box = el('article', 'item ' + it.type);
   box.dataset.id = it.id;
+  if (it.kind === 'ToolGroup') {
+    box.classList.add('toolgroup-item');
+    renderToolGroup(it, box);
+    return box;
+  }
   switch (it.type) {
     case 'user': {
       const b = el('div', 'bubble');
@@ -391,9 +396,6 @@ function renderItem(it) {
       break;
     case 'tools':
       renderTools(it, box);
-      break;
-    case 'ToolGroup':
-      renderToolGroup(it, box);
       break;
     default:
       box.append(el('div', 'bubble', it.content || ''));
