@@ -37,7 +37,17 @@
 //
 // ui.ask makes the question id itself and registers a waiter before the Ask
 // command runs, so the answer event cannot race past it; it also ends when the
-// session is closed or the person cancels.
+// session is closed or the person cancels. A question that ends unanswered
+// (the timeout, the call cancelled, the person's /cancel) is withdrawn with a
+// Withdraw command (withdraw.go): its buttons go on every platform and a late
+// answer is refused as no longer open.
+//
+// Presence (presence.go): the registry of subscriptions is what says which
+// sessions have an agent listening. The Server serves it as the
+// ui://agent/status resource, is the core.Presence the web page reads, and
+// has the Handler send a short notice (Options.NoAgentNotice) to a person
+// who writes from a chat platform to a session nobody listens to.
+// chat_read_since takes an optional author filter (author.go).
 //
 // The proxy is a raw JSON-RPC relay rather than a second MCP server: each
 // stdin message is forwarded with mcp-go's Streamable HTTP client transport,

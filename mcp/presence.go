@@ -142,7 +142,9 @@ func (s *Server) noAgentNotice(ctx context.Context, e core.Event) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeTimeout)
 	defer cancel()
-	_, err := s.opts.Handler.Handle(ctx, core.Command{Kind: core.Notice, Session: e.Session, Origin: e.Origin, Text: text})
+	// For the person who wrote, whom the origin's allow-list admits.
+	_, err := s.opts.Handler.Handle(ctx, core.Command{Kind: core.Notice, Session: e.Session, Origin: e.Origin,
+		Actor: e.Message.Actor, Text: text})
 	if err != nil {
 		s.log.Warn("could not tell a person that no agent listens", "session", e.Session, "origin", e.Origin, "err", err)
 	}

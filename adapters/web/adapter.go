@@ -72,6 +72,7 @@ type Adapter struct {
 	sent     atomic.Uint64
 	idPrefix string
 	clients  atomic.Int64
+	presence atomic.Pointer[presenceBox] // presence.go
 }
 
 type handlerBox struct{ h core.Handler }

@@ -28,6 +28,7 @@ func (a *Adapter) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/sessions/{id}/answer", a.withBackend(a.answer))
 	mux.HandleFunc("GET /api/sessions/{id}/state", a.withBackend(a.state))
 	mux.HandleFunc("GET /api/events", a.withBackend(a.events))
+	mux.HandleFunc("GET /api/agents", a.agents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{"no such API endpoint: " + r.Method + " " + r.URL.Path})
 	})

@@ -47,7 +47,12 @@
 //	event: <kind>
 //	data: {"seq","kind","session_id","ts","event":{…},"ui":{…}}
 //
-// where ui is the session's core.UiUpdate when its reducer was in memory.
+// where, with ?ui=delta (parley's extension, which the page uses), ui is the
+// session's core.UiUpdate when its reducer was in memory. Without it, the
+// stream sends whole states as the UiState specification has them, in their
+// own messages without an id ("event: ui_state_updated", coalesced to one
+// per session every 200 ms; see uiwire.go). "event: agents" messages, also
+// without an id, say which sessions have an agent listening (presence.go).
 // Resuming with Last-Event-ID replays the store's log after that seq, then
 // follows a lossy bus subscription opened before the replay: overlapping
 // live events (seq not above the last sent) are dropped, and a jump in seq or

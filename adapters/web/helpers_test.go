@@ -237,6 +237,8 @@ func (f frame) msg(tb testing.TB) sseMsg {
 type sseClient struct {
 	t      testing.TB
 	frames chan frame
+	agents chan frame // "agents" messages
+	states chan frame // "ui_state_updated" messages
 	pings  chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -262,7 +264,7 @@ func (s *stack) sse(query, lastEventID string) *sseClient {
 		cancel()
 		s.t.Fatalf("events: %d %s", resp.StatusCode, body)
 	}
-	c := &sseClient{t: s.t, frames: make(chan frame, 100000), pings: make(chan struct{}, 100), cancel: cancel, done: make(chan struct{})}
+	c := &sseClient{t: s.t, frames: make(chan frame, 100000), agents: make(chan frame, 1000), states: make(chan frame, 100000), pings: make(chan struct{}, 100), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		defer resp.Body.Close()
@@ -283,7 +285,14 @@ func (c *sseClient) read(r io.Reader) {
 		case line == "":
 			if f.Event != "" || data.Len() > 0 {
 				f.Data = data.String()
-				c.frames <- f
+				switch f.Event {
+				case "agents":
+					c.agents <- f // presence, apart from the event log
+				case core.UiUpdateType:
+					c.states <- f // whole states, apart from the event log
+				default:
+					c.frames <- f
+				}
 			}
 			f, data = frame{}, bytes.Buffer{}
 		case line == ": ping":

@@ -24,12 +24,12 @@ type sseMessage struct {
 	Session core.SessionID `json:"session_id"`
 	Time    time.Time      `json:"ts"`
 	Event   core.Event     `json:"event"`
-	// UI is the session's UiState after the event: by default the whole
-	// state in a ui_state_updated envelope (see uiOf); with ?ui=delta a
-	// core.UiUpdate, what the event changed, when the session's reducer
-	// was in memory as the event arrived. A client that follows a session
-	// and gets an event of it without UI reloads the snapshot.
-	UI any `json:"ui,omitempty"`
+	// UI is, with ?ui=delta, what the event changed in the session's
+	// UiState, when the session's reducer was in memory as the event
+	// arrived. A client that follows a session and gets an event of it
+	// without UI reloads the snapshot. Without ?ui=delta whole states
+	// follow as their own messages (uiwire.go).
+	UI *core.UiUpdate `json:"ui,omitempty"`
 }
 
 // resyncMessage is the data of a "resync" SSE message.
@@ -42,12 +42,16 @@ type resyncMessage struct {
 
 // stream is one open /api/events response.
 type stream struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	back    *backend
-	filter  core.SessionID
-	delta   bool // ?ui=delta: UiUpdates instead of whole states
-	timeout time.Duration
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	back   *backend
+	filter core.SessionID
+	delta  bool // ?ui=delta: UiUpdates instead of whole states
+	// dirty are the sessions whose whole state is to be sent when
+	// stateTimer fires (uiwire.go).
+	dirty      map[core.SessionID]bool
+	stateTimer *time.Timer
+	timeout    time.Duration
 	// last is the seq of the last event handled (sent, or skipped by the
 	// filter): everything up to it is done.
 	last uint64
@@ -124,10 +128,24 @@ func (a *Adapter) follow(ctx context.Context, s *stream, sub *core.Subscription,
 			return err
 		}
 	}
+	agents, moved := a.presenceNow()
+	if err := s.sendAgents(agents); err != nil {
+		return err
+	}
 	beat := time.NewTicker(a.opts.Heartbeat)
 	defer beat.Stop()
+	defer s.stopStates()
 	for {
 		select {
+		case <-s.stateDue():
+			if err := s.sendStates(ctx); err != nil {
+				return err
+			}
+		case <-moved:
+			agents, moved = a.presenceNow()
+			if err := s.sendAgents(agents); err != nil {
+				return err
+			}
 		case e := <-sub.C:
 			if e.Seq == 0 || e.Seq <= s.last {
 				break
@@ -177,7 +195,7 @@ func (s *stream) send(ctx context.Context, e core.Event) error {
 	}
 	m := sseMessage{Seq: e.Seq, Kind: e.Kind, Session: e.Session, Time: e.Time, Event: publicEvent(e)}
 	s.back.states.waitApplied(ctx, e.Seq, uiWait)
-	m.UI = s.uiOf(ctx, e)
+	m.UI = s.uiOf(e)
 	data, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("web: encode event %d: %w", e.Seq, err)

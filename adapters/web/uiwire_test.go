@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/core"
 )
 
-// Without ?ui=delta every event message carries the session's whole state
-// in a ui_state_updated envelope; the last one a client keeps (the highest
-// seq) is the snapshot a reload gives.
+// Without ?ui=delta the stream sends whole states in ui_state_updated
+// messages after the events (coalesced); the one with the highest seq is
+// the snapshot a reload gives, and event messages carry no delta.
 func TestStreamCarriesWholeStates(t *testing.T) {
 	s := newStack(t)
 	id := s.newSession("whole states")
@@ -24,25 +25,29 @@ func TestStreamCarriesWholeStates(t *testing.T) {
 
 	kept := before
 	for kept.Seq < after.Seq {
-		f := c.next(wait)
-		var m struct {
-			Seq uint64           `json:"seq"`
-			UI  *core.UiSnapshot `json:"ui"`
-		}
-		if err := json.Unmarshal([]byte(f.Data), &m); err != nil {
-			t.Fatal(err)
-		}
-		if m.UI == nil || m.UI.Type != core.UiUpdateType || m.UI.Version != core.UiStateVersion {
-			t.Fatalf("event %d: ui is not a ui_state_updated envelope: %s", m.Seq, f.Data)
-		}
-		if m.UI.Seq < m.Seq || m.UI.State.Seq != m.UI.Seq {
-			t.Fatalf("event %d carries the state of seq %d (state says %d)", m.Seq, m.UI.Seq, m.UI.State.Seq)
-		}
-		if m.UI.Seq > kept.Seq {
-			kept = *m.UI
+		select {
+		case f := <-c.states:
+			var env core.UiSnapshot
+			if err := json.Unmarshal([]byte(f.Data), &env); err != nil {
+				t.Fatal(err)
+			}
+			if f.ID != "" || env.Type != core.UiUpdateType || env.Version != core.UiStateVersion || env.State.Seq != env.Seq {
+				t.Fatalf("not a ui_state_updated envelope (id %q): %s", f.ID, f.Data)
+			}
+			if env.Seq < kept.Seq {
+				t.Fatalf("state of seq %d after one of %d", env.Seq, kept.Seq)
+			}
+			kept = env
+		case <-time.After(wait):
+			t.Fatalf("no state past seq %d (snapshot %d)", kept.Seq, after.Seq)
 		}
 	}
 	if got, want := stateJSON(t, kept.State), stateJSON(t, after.State); got != want {
 		t.Fatalf("the last state streamed differs from the snapshot:\n%s\nwant\n%s", got, want)
+	}
+	for len(c.frames) > 0 {
+		if m := c.next(wait).msg(t); m.UI != nil {
+			t.Fatalf("event %d carries a delta without ?ui=delta", m.Seq)
+		}
 	}
 }

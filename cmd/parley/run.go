@@ -245,11 +245,14 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.daemon = d
 	m.mcp, err = mcp.New(mcp.Options{Handler: d.Service, Store: d.Store, Bus: d.Bus,
-		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: Version()})
+		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: Version(),
+		// The page shows presence itself.
+		NoAgentNotice: c.MCP.NoAgentNotice, NoAgentNoticeSkip: []core.Origin{core.Origin(web.Name)}})
 	if err != nil {
 		d.Close()
 		return err
 	}
+	m.web.SetPresence(m.mcp)
 	m.metrics = met
 	pairing := requireToken(c.HTTP.Token, boundBody(maxAPIBody, apiRefusal, pairingHandler(d.Service)))
 	m.routes = append(m.routes, route{"/api/pairing", pairing}, route{"/api/pairing/", pairing})

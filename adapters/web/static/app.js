@@ -9,7 +9,7 @@
 'use strict';
 
 const KINDS = ['session_created', 'session_updated', 'human_message', 'queued', 'assistant_message',
-  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity'];
+  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity', 'question_closed'];
 const TOKEN_KEY = 'parley.token';
 // Status words; the colours are in style.css (no emoji: a headless or
 // minimal system may have no emoji font).
@@ -197,8 +197,8 @@ async function loadSnapshot() {
   try {
     const snap = await api('GET', '/api/sessions/' + encodeURIComponent(v.id) + '/state');
     if (app.view !== v) return;
-    if ((snap.v || snap.version) !== 'ui_state_v1') throw new Error('this page is older than the daemon: reload it');
-    v.state = snap.state;
+    if (snap.v !== 'ui_state_v1') throw new Error('this page is older than the daemon: reload it');
+    v.state = Object.assign({}, snap.state, { items: (snap.state.items || []).map(norm) });
     showBanner('');
     renderAll();
   } catch (err) {
@@ -227,6 +227,14 @@ function onSessionEvent(v, d) {
   renderUpdate(before, d.ui);
 }
 
+// KIND_TYPE names the wire kinds (ui_state_v1) the way the page's renderer
+// does; norm gives an item its text as content, from text or md.
+const KIND_TYPE = { UserMessage: 'user', AssistantMarkdown: 'assistant', Output: 'output', Notice: 'notice',
+  Question: 'question', ToolCalls: 'tools', ToolGroup: 'toolgroup' };
+function norm(it) {
+  return Object.assign({}, it, { type: KIND_TYPE[it.kind] || it.kind, content: it.text !== undefined ? it.text : it.md });
+}
+
 // applyUpdate mirrors core.ApplyUpdate.
 function applyUpdate(s, u) {
   const n = Object.assign({}, s, { session_id: u.session_id, seq: u.seq });
@@ -240,7 +248,8 @@ function applyUpdate(s, u) {
   }
   if (u.items && u.items.length) {
     const pos = new Map(items.map((it, i) => [it.id, i]));
-    for (const it of u.items) {
+    for (const raw of u.items) {
+      const it = norm(raw);
       if (pos.has(it.id)) items[pos.get(it.id)] = it;
       else { pos.set(it.id, items.length); items.push(it); }
     }
@@ -286,7 +295,9 @@ function renderHeader(st, info) {
   meta.replaceChildren();
   if (app.view) {
     meta.append(el('code', 'sid', app.view.id));
-    if (st && st.busy) meta.append(el('span', 'busy', 'agent is working'));
+    // Presence first: "working" means nothing when nobody listens.
+    if (app.agents && !listening(app.agents, app.view.id)) meta.append(el('span', 'noagent', 'no agent connected'));
+    else if (st && st.busy) meta.append(el('span', 'busy', 'agent is working'));
   }
   const closed = status === 'closed';
   $('input').disabled = !app.view || closed;
@@ -342,7 +353,7 @@ function renderUpdate(before, u) {
     if (e) e.remove();
     v.els.delete(id);
   }
-  for (const it of u.items || []) {
+  for (const it of (u.items || []).map(norm)) {
     const e = renderItem(it);
     const old = v.els.get(it.id);
     if (old) old.replaceWith(e); else tl.append(e);
@@ -443,7 +454,10 @@ function renderQuestion(it, box) {
     opts.append(btn);
   });
   box.append(el('div', 'q-label', 'Question'), b, opts);
-  if (it.answer) {
+  if (it.closed && !it.answer) {
+    for (const btn of opts.querySelectorAll('button')) btn.disabled = true;
+    box.append(meta(it, [it.closed === 'cancelled' ? 'withdrawn — no longer open' : 'expired — no longer open']));
+  } else if (it.answer) {
     const who = (it.answer.actor && it.answer.actor.name) || it.answer.origin || 'someone';
     box.append(el('div', 'item-meta', 'Answered “' + it.answer.content + '” · ' + who + ' · ' + when(it.answer.ts)));
   } else {
@@ -514,7 +528,8 @@ function renderToolGroup(it, box) {
 
 function connect() {
   if (app.es) app.es.close();
-  const url = '/api/events' + (app.token ? '?access_token=' + encodeURIComponent(app.token) : '');
+  // ui=delta: each event carries what it changed (parley's extension).
+  const url = '/api/events?ui=delta' + (app.token ? '&access_token=' + encodeURIComponent(app.token) : '');
   const es = new EventSource(url);
   app.es = es;
   setConn('connecting');
@@ -535,6 +550,10 @@ function connect() {
     }
   };
   for (const k of KINDS) es.addEventListener(k, onEvent);
+  es.addEventListener('agents', (ev) => {
+    try { app.agents = JSON.parse(ev.data); } catch (_) { return; }
+    if (app.view) renderHeader(app.view.state, app.sessions.find((s) => s.id === app.view.id));
+  });
   es.addEventListener('resync', () => {
     refreshSessions();
     if (app.view) loadSnapshot();
@@ -547,6 +566,11 @@ function onEvent(ev) {
   if (d.kind === 'session_created' || d.kind === 'session_updated') scheduleSessions();
   const v = app.view;
   if (v && d.session_id === v.id) onSessionEvent(v, d);
+}
+
+// listening mirrors core.AgentStatus.Listening.
+function listening(a, id) {
+  return a.ready && (a.all_sessions > 0 || (a.sessions && a.sessions[id] > 0));
 }
 
 function setConn(state) {

@@ -44,11 +44,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
+	"github.com/parley-chat/parley/mcp"
 )
 
 // Config is parley's whole configuration. The zero Config is not valid: start
@@ -76,6 +78,8 @@ type Config struct {
 	Routing Routing `toml:"routing"`
 	// Access admits people beyond the platforms' allow-lists.
 	Access Access `toml:"access"`
+	// MCP configures what the chat server agents use tells people.
+	MCP MCP `toml:"mcp"`
 	// Telegram is the Telegram adapter's section, defined and validated by
 	// the adapter; enabled when its token is set.
 	Telegram telegram.Config `toml:"telegram"`
@@ -139,6 +143,33 @@ type Access struct {
 	// the bot in a private chat a one-time code; `parley pairing approve
 	// CODE` admits them. Default false.
 	Pairing bool `toml:"pairing"`
+}
+
+// MCP configures the MCP chat server's dealings with people.
+type MCP struct {
+	// NoAgentNotice is the short notice a person on a chat platform gets
+	// who writes to a session no agent listens to (subscribed to its
+	// inbox or to all sessions'); the next notice or the agent's output
+	// deletes it. Empty sends none. Default: a sentence saying the message
+	// is kept and will be read when an agent connects.
+	NoAgentNotice string `toml:"no_agent_notice"`
+}
+
+// maxNotice bounds a configured notice, well within every platform's
+// message length.
+const maxNotice = 1000
+
+// Validate implements Section.
+func (m MCP) Validate(report func(key, problem string)) {
+	n := m.NoAgentNotice
+	switch {
+	case n != "" && strings.TrimSpace(n) == "":
+		report("no_agent_notice", `only white space; write the notice, or set it to "" to send none`)
+	case len(n) > maxNotice:
+		report("no_agent_notice", fmt.Sprintf("%d bytes, more than %d; shorten it", len(n), maxNotice))
+	case !utf8.ValidString(n):
+		report("no_agent_notice", "not valid UTF-8")
+	}
 }
 
 // Routing configures event routing.
@@ -266,6 +297,7 @@ func defaults(env []string) Config {
 			DrainTimeout:  Duration{5 * time.Second},
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
+		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice},
 		Telegram: telegram.DefaultConfig(),
 		Slack:    slack.DefaultConfig(),
 	}

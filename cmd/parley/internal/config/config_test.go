@@ -15,6 +15,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
+	"github.com/parley-chat/parley/mcp"
 )
 
 // home is the environment most tests run in: nothing but HOME.
@@ -73,6 +74,7 @@ func TestDefaults(t *testing.T) {
 			DrainTimeout:  Duration{5 * time.Second},
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
+		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice},
 		Telegram: telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"},
 		Slack:    slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"},
 	}
@@ -131,6 +133,7 @@ func TestLoadFile(t *testing.T) {
 		},
 		Cleanup: Cleanup{NextNotice: false, NextInput: true, TurnComplete: false},
 		Routing: Routing{ReflectInput: true},
+		MCP:     MCP{NoAgentNotice: "Nobody reads this session yet; your message waits."},
 		Telegram: telegram.Config{
 			Token:          "123456:telegram-secret-token",
 			APIURL:         "http://127.0.0.1:8081",

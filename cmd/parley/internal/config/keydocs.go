@@ -19,6 +19,8 @@ var keyDocs = map[string]string{
 	"log":                       "Log configures logging.",
 	"log.format":                "format is text (logfmt-like) or json. Default text.",
 	"log.level":                 "level is the least severe level logged: debug, info, warn or error.\nDefault info.",
+	"mcp":                       "MCP configures what the chat server agents use tells people.",
+	"mcp.no_agent_notice":       "no_agent_notice is the short notice a person on a chat platform gets\nwho writes to a session no agent listens to (subscribed to its\ninbox or to all sessions'); the next notice or the agent's output\ndeletes it. Empty sends none. Default: a sentence saying the message\nis kept and will be read when an agent connects.",
 	"outbox":                    "Outbox paces platform operations.",
 	"outbox.drain_timeout":      "drain_timeout is how long shutdown waits for pending operations to\nreach the platforms before giving up on them. Default 5s.",
 	"outbox.flush_interval":     "flush_interval is the pacing fallback: how often pending edits are\nflushed when nothing else triggers a send, so a stalled agent still\nshows its latest output. Default 1s.",
