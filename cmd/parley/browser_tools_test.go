@@ -17,7 +17,8 @@ import (
 // TestBrowserToolGroups: the page shows each tool call the agent reports
 // as a ToolGroup — tool, command, running or exit code, the decision on
 // its approval (made through the page's answer endpoint) — the failed call
-// opened on its output, and a reload shows the same.
+// opened on its output; a reload shows the same, and a call that ends
+// while the page is open changes live.
 func TestBrowserToolGroups(t *testing.T) {
 	ctx, console := webtest.Browser(t)
 	m := startMain(t)
@@ -105,6 +106,12 @@ func TestBrowserToolGroups(t *testing.T) {
 	waitJS(`document.querySelectorAll('#timeline details.toolgroup').length === 4`)
 	if after := groups(); !slices.Equal(before, after) {
 		t.Errorf("tool groups changed across a reload:\nbefore %q\nafter  %q", before, after)
+	}
+	// Live: the running call ends while the page is open.
+	call("ui.tool_output", map[string]any{"call_id": "c4", "stdout": "deployed", "exit_code": 0})
+	waitJS(`Array.from(document.querySelectorAll('#timeline details.toolgroup.ok')).some(d => d.innerText.includes('deploy'))`)
+	if got := groups(); got[3] != "✓ deploy exit 0" {
+		t.Errorf("the ended call shows %q", got[3])
 	}
 	webtest.Screenshot(t, ctx, "parley-tool-groups.png")
 	for _, msg := range console() {

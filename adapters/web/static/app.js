@@ -9,7 +9,8 @@
 'use strict';
 
 const KINDS = ['session_created', 'session_updated', 'human_message', 'queued', 'assistant_message',
-  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity', 'question_closed'];
+  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity', 'question_closed',
+  'tool_call', 'tool_output', 'tool_approval'];
 const TOKEN_KEY = 'parley.token';
 // Status words; the colours are in style.css (no emoji: a headless or
 // minimal system may have no emoji font).
