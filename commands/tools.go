@@ -98,7 +98,7 @@ func (s *Service) toolCall(ctx context.Context, cmd core.Command) (core.Result, 
 // startCall adds cmd's call to ss and returns its events.
 func startCall(ss *core.Session, cmd core.Command) []core.Event {
 	c := *cmd.Call
-	noteCall(ss, core.ToolState{CallID: c.CallID, Tool: c.Tool, Cmd: c.Cmd, Turn: ss.Turn})
+	noteCall(ss, core.ToolState{CallID: c.CallID, Tool: c.Tool, Cmd: core.StateCmd(c.Cmd), Turn: ss.Turn})
 	call := core.ToolCall{CallID: c.CallID, Tool: c.Tool, Cmd: c.Cmd}
 	events := []core.Event{{Kind: core.EventToolCall, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call}}
 	if ss.Status == core.StatusIdle {

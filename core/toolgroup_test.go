@@ -98,6 +98,22 @@ func TestTailKeep(t *testing.T) {
 	}
 }
 
+func TestStateCmd(t *testing.T) {
+	if got := core.StateCmd("ls -la"); got != "ls -la" {
+		t.Fatalf("StateCmd kept %q", got)
+	}
+	long := strings.Repeat("a", 399) + "é" + strings.Repeat("z", 100)
+	if got := core.StateCmd(long); got != strings.Repeat("a", 399) {
+		t.Fatalf("StateCmd cut inside a character: %d bytes", len(got))
+	}
+	// The progress line shows the same from the kept part.
+	tools := []core.ToolState{{CallID: "a", Tool: "t", Cmd: core.StateCmd(long)}}
+	full := []core.ToolState{{CallID: "a", Tool: "t", Cmd: long}}
+	if core.ProgressText(tools, 0) != core.ProgressText(full, 0) {
+		t.Fatal("the progress line differs with the command a session keeps")
+	}
+}
+
 func TestDecisionOf(t *testing.T) {
 	for in, want := range map[string]string{"Approve": "approve", "deny and continue": "deny_continue", "3": "deny_abort",
 		"deny_abort": "deny_abort", " 1 ": "approve"} {

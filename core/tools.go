@@ -83,7 +83,11 @@ const (
 	// MaxToolName bounds a tool's name and a call id.
 	MaxToolName = 128
 	// MaxSessionTools is how many calls a session remembers.
-	MaxSessionTools = 256
+	MaxSessionTools = 128
+	// maxStateCmd bounds the command a session remembers of a call: enough
+	// for the progress line, which shows a short first line; the whole
+	// command is in the call's event.
+	maxStateCmd = 400
 )
 
 // ToolCall is what a tool command or event says about one call. Fields a
@@ -101,7 +105,8 @@ type ToolCall struct {
 	Actor    Actor  `json:"actor,omitzero"`
 }
 
-// ToolState is what a session remembers of one tool call.
+// ToolState is what a session remembers of one tool call: small, as the
+// session is read for every event it has.
 type ToolState struct {
 	CallID string `json:"call_id"`
 	Tool   string `json:"tool"`
@@ -127,6 +132,19 @@ func FindTool(tools []ToolState, id string) int {
 		}
 	}
 	return -1
+}
+
+// StateCmd is cmd as a ToolState keeps it: its first bytes, cut at a
+// character boundary.
+func StateCmd(cmd string) string {
+	if len(cmd) <= maxStateCmd {
+		return cmd
+	}
+	end := maxStateCmd
+	for end > 0 && !utf8.RuneStart(cmd[end]) {
+		end--
+	}
+	return cmd[:end]
 }
 
 // TailKeep returns the last max bytes of s (cut at a character boundary)
