@@ -294,15 +294,8 @@ func syncPlaces(tx *bbolt.Tx, id core.SessionID, old, cur map[core.AdapterName]c
 	return nil
 }
 
-// cloneSession copies s so the copy shares no map, and no slice its
-// users write into, with it.
+// cloneSession copies s so the copy shares no map with it.
 func cloneSession(s core.Session) core.Session {
 	s.Bindings = maps.Clone(s.Bindings)
-	// Callers change questions and tool calls in place (an UpdateSession
-	// fn recording where a question is shown): those must not reach the
-	// cache or another reader. Their own slices (options, refs) are only
-	// ever replaced, never written into.
-	s.Questions = slices.Clone(s.Questions)
-	s.Tools = slices.Clone(s.Tools)
 	return s
 }
