@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -42,10 +43,18 @@ func checkCall(c *core.ToolCall, needTool bool) error {
 // noteCall adds a call to the session's memory, forgetting the oldest past
 // core.MaxSessionTools.
 func noteCall(ss *core.Session, t core.ToolState) {
-	ss.Tools = append(ss.Tools, t)
-	if n := len(ss.Tools) - core.MaxSessionTools; n > 0 {
-		ss.Tools = append([]core.ToolState(nil), ss.Tools[n:]...)
+	tools := ownTools(ss)
+	if n := len(tools) + 1 - core.MaxSessionTools; n > 0 {
+		tools = tools[n:]
 	}
+	ss.Tools = append(tools, t)
+}
+
+// ownTools gives ss a copy of its calls to change in place: the session a
+// store hands to an update function may share them with its other readers.
+func ownTools(ss *core.Session) []core.ToolState {
+	ss.Tools = slices.Clone(ss.Tools)
+	return ss.Tools
 }
 
 // toolUpdate runs fn on the session under its lock and stores the events
@@ -191,7 +200,7 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 			events = startCall(ss, cmd)
 			i = len(ss.Tools) - 1
 		}
-		ss.Tools[i].Question = qid
+		ownTools(ss)[i].Question = qid
 		events = append(events, core.Event{Kind: core.EventQuestion, Session: ss.ID, Origin: cmd.Origin, Message: &msg, QuestionID: qid, Options: q.Options})
 		if ss.Status != core.StatusWaiting {
 			events = append(events, statusEvent(*ss, core.StatusWaiting, cmd.Origin))
@@ -236,7 +245,8 @@ func approvalAnswer(sess core.Session, q core.Question, text string, cmd core.Co
 	events = []core.Event{{Kind: core.EventToolApproval, Session: sess.ID, Origin: cmd.Origin, Turn: sess.Turn, Call: &call}}
 	return events, func(ss *core.Session) {
 		if j := questionTool(ss.Tools, q.ID); j >= 0 {
-			ss.Tools[j].Question, ss.Tools[j].Decision = "", decision
+			t := &ownTools(ss)[j]
+			t.Question, t.Decision = "", decision
 		}
 	}, nil
 }
@@ -255,6 +265,6 @@ func questionTool(tools []core.ToolState, qid string) int {
 // waits for a decision on its call: the call stays undecided.
 func forgetApproval(ss *core.Session, qid string) {
 	if i := questionTool(ss.Tools, qid); i >= 0 {
-		ss.Tools[i].Question = ""
+		ownTools(ss)[i].Question = ""
 	}
 }
