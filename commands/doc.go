@@ -29,6 +29,15 @@
 // until a person's first message with text names it by its first line
 // (title.go); a title a person or agent gave is never replaced.
 //
+// Tool activity (tools.go): the session remembers its newest tool calls
+// (core.ToolState), so ToolCallStart and ToolCallOutput are idempotent by
+// call id (a repeat is a Duplicate result that publishes nothing) and an
+// output for an unknown call is refused. Output is tail-kept
+// (core.MaxToolOutput). RequestApproval is a question whose answer, in the
+// same transaction, records the call's decision (EventToolApproval); only
+// the three decisions answer it, and a withdrawn one leaves the call
+// undecided.
+//
 // Every refusal the person or agent should hear about — a closed session,
 // no session at the place or with the id given, content that is empty,
 // too long or not UTF-8, a question no longer open — is a *core.UserError:

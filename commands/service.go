@@ -128,7 +128,7 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		err error
 	)
 	switch cmd.Kind {
-	case core.SendMessage, core.Answer, core.Cancel, core.Close, core.AssistantPost, core.Ask:
+	case core.SendMessage, core.Answer, core.Cancel, core.Close, core.AssistantPost, core.Ask, core.RequestApproval:
 		if res, dup, err := s.redelivered(ctx, cmd); err != nil || dup {
 			return res, err
 		}
@@ -158,6 +158,12 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		res, err = s.notice(ctx, cmd)
 	case core.StatusQuery:
 		res, err = s.status(ctx, cmd)
+	case core.ToolCallStart:
+		res, err = s.toolCall(ctx, cmd)
+	case core.ToolCallOutput:
+		res, err = s.toolOutput(ctx, cmd)
+	case core.RequestApproval:
+		res, err = s.requestApproval(ctx, cmd)
 	default:
 		err = invalid("unknown command kind %q", cmd.Kind)
 	}
@@ -506,11 +512,16 @@ func (s *Service) answerLocked(ctx context.Context, sess core.Session, cmd core.
 	if err := s.checkContent(text, nil); err != nil {
 		return core.Result{}, err
 	}
+	decided, decide, err := approvalAnswer(sess, q, text, cmd)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
 	msg := core.Message{Session: sess.ID, Role: core.RoleUser, Actor: cmd.Actor, Origin: cmd.Origin,
 		Mime: "text/plain", Content: text, Ref: cmd.Ref}
 	events := []core.Event{
 		{Kind: core.EventAnswer, Session: sess.ID, Origin: cmd.Origin, Message: &msg, QuestionID: q.ID, Options: q.Options},
 	}
+	events = append(events, decided...)
 	if sess.Status != core.StatusWorking {
 		events = append(events, statusEvent(sess, core.StatusWorking, cmd.Origin))
 	}
@@ -521,6 +532,7 @@ func (s *Service) answerLocked(ctx context.Context, sess core.Session, cmd core.
 			s.noteInput(ss, cmd)
 			ss.Status = core.StatusWorking
 			ss.Questions = removeQuestion(ss.Questions, q.ID)
+			decide(ss)
 		},
 		Events:  events,
 		Cleanup: inputCleanup(sess.ID, cmd, s.opts.Now()),

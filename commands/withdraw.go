@@ -49,6 +49,7 @@ func (s *Service) withdraw(ctx context.Context, cmd core.Command) (core.Result, 
 	}
 	_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
 		ss.Questions = removeQuestion(ss.Questions, q.ID)
+		forgetApproval(ss, q.ID)
 		if len(ss.Questions) == 0 && ss.Status == core.StatusWaiting {
 			ss.Status = core.StatusWorking
 		}

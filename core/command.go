@@ -81,6 +81,9 @@ type Command struct {
 	// Option is the 1-based option an Answer chose (a button click);
 	// zero means Text is the answer.
 	Option int `json:"option,omitempty"`
+	// Call belongs to the tool commands (ToolCallStart, ToolCallOutput,
+	// RequestApproval).
+	Call *ToolCall `json:"call,omitempty"`
 	// Lifetime is the cleanup lifetime of a Notice; zero means next_notice.
 	Lifetime Lifetime `json:"lifetime,omitempty"`
 }

@@ -444,6 +444,8 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event, j *delivery) {
 		}
 		d.markNotified(s, name)
 		d.send(s, a, e, j, opKey(name, "question", 0), m, LifetimeManual, true)
+	case EventToolCall, EventToolOutput, EventToolApproval:
+		d.enqueueProgress(s, a, e)
 	case EventSessionCreated, EventSessionUpdated:
 		d.setTyping(s, a, e.Status == StatusWorking)
 		d.enqueueStatus(s, a)

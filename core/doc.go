@@ -7,7 +7,9 @@
 // interfaces: the Router that decides which adapters an event goes to, the
 // Outbox that paces, coalesces and retries every platform operation, the
 // output-message lifecycle (one message per session and binding, edited in
-// place), markdown splitting for length limits, and the UiState reducer.
+// place), the tool progress message (one per session, binding and turn,
+// deleted when the turn completes; progress.go, tools.go), markdown
+// splitting for length limits, and the UiState reducer.
 //
 // core imports only the standard library and nothing of the project.
 // Platform ids stay opaque here: a Telegram topic id or a Slack thread

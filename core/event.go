@@ -53,6 +53,8 @@ type Event struct {
 	Options    []string `json:"options,omitempty"`
 	// Tool describes EventToolActivity.
 	Tool *ToolActivity `json:"tool,omitempty"`
+	// Call describes EventToolCall, EventToolOutput and EventToolApproval.
+	Call *ToolCall `json:"call,omitempty"`
 	// Lifetime is the cleanup lifetime of what this event makes adapters
 	// send (notices); zero means the kind's default.
 	Lifetime Lifetime `json:"lifetime,omitempty"`

@@ -61,6 +61,8 @@ type Session struct {
 	OutputFinal bool `json:"output_final,omitempty"`
 	// Questions are the open questions (ui.ask) awaiting an answer.
 	Questions []Question `json:"questions,omitempty"`
+	// Tools are the newest tool calls the agent's runtime reported.
+	Tools []ToolState `json:"tools,omitempty"`
 	// Bindings holds where the session lives on each adapter, created
 	// lazily on first delivery or when input arrives from that adapter.
 	Bindings map[AdapterName]Binding `json:"bindings,omitempty"`
@@ -85,6 +87,8 @@ type Binding struct {
 	Place   Place       `json:"place"`
 	// Output is the live output message the session edits in place.
 	Output OutputState `json:"output"`
+	// Progress is the turn's tool progress message, like Output.
+	Progress OutputState `json:"progress,omitzero"`
 	// Shown is the title and status the platform shows now, so the
 	// status is only shown again when it would change something.
 	Shown StatusView `json:"shown"`

@@ -410,6 +410,8 @@ func (r *uiReducer) apply(e Event) {
 		r.answer(e)
 	case EventToolActivity:
 		r.tool(e)
+	case EventToolCall, EventToolOutput, EventToolApproval:
+		r.toolGroup(e)
 	case EventQuestionClosed:
 		r.questionClosed(e)
 	}

@@ -3,7 +3,8 @@
 // ui://chat/inbox resource (and ui://chat/sessions/{session_id}/inbox), are
 // notified of new human messages, and act through tools (chat_read_since,
 // chat.human.post, chat.assistant.post, session.output, loop.yield_turn,
-// ui.ask, session.create, session.list, session.close; each dotted name also
+// ui.ask, ui.tool_call, ui.tool_output, ui.request_approval, session.create,
+// session.list, session.close; each dotted name also
 // as an underscore alias) that run as commands on the core.Handler. The
 // Server's Handler serves Streamable HTTP at /mcp; Proxy is `parley mcp`,
 // the same over stdio.
@@ -48,6 +49,14 @@
 // has the Handler send a short notice (Options.NoAgentNotice) to a person
 // who writes from a chat platform to a session nobody listens to.
 // chat_read_since takes an optional author filter (author.go).
+//
+// Tool activity (tooltools.go): the agent's runtime reports tool calls with
+// ui.tool_call and ui.tool_output, which become ToolGroup items in the
+// UiState and the turn's progress message on chat platforms, and asks for
+// approvals with ui.request_approval — a question with three fixed options
+// on ui.ask's machinery whose answer the Service also records as the call's
+// decision; unanswered, it is withdrawn and the agent gets decision
+// "timeout", never an approval.
 //
 // The proxy is a raw JSON-RPC relay rather than a second MCP server: each
 // stdin message is forwarded with mcp-go's Streamable HTTP client transport,

@@ -11,10 +11,10 @@ import (
 	"github.com/parley-chat/parley/core"
 )
 
-// fuzzTools are the tools FuzzToolArguments calls. ui.ask is left out: it
-// waits for a person's answer.
+// fuzzTools are the tools FuzzToolArguments calls. ui.ask and
+// ui.request_approval are left out: they wait for a person's answer.
 var fuzzTools = []string{"chat_read_since", "chat.human.post", "chat.assistant.post", "session.output",
-	"loop.yield_turn", "session.create", "session.list", "session.close"}
+	"loop.yield_turn", "session.create", "session.list", "session.close", "ui.tool_call", "ui.tool_output"}
 
 // FuzzToolArguments calls the tools with arbitrary arguments ($S stands
 // for a real session's id) through mcp-go's own message handling, as a

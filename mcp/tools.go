@@ -173,6 +173,7 @@ func (s *Server) addTools() {
 		mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
 	)
 	s.addTool("session.close", "Close a session; later input to it is refused.", s.closeSession, sessionArg)
+	s.addToolActivityTools()
 }
 
 type readSinceArgs struct {

@@ -25,6 +25,9 @@ var toolNames = []string{
 	"session.create", "session_create",
 	"session.list", "session_list",
 	"session.close", "session_close",
+	"ui.tool_call", "ui_tool_call",
+	"ui.tool_output", "ui_tool_output",
+	"ui.request_approval", "ui_request_approval",
 }
 
 func TestToolList(t *testing.T) {

@@ -35,8 +35,10 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	if ts, ok, err := a.startStream(ctx, p, m); ok || err != nil {
 		return ref(p, ts), err
 	}
-	if m.Kind != core.KindOutput {
-		a.endStreams(ctx, p) // the turn's answer, question or "done" follows its output
+	if m.Kind != core.KindOutput && m.Kind != core.KindProgress {
+		// The turn's answer, question or "done" follows its output; the
+		// tool progress, shown while the output streams, does not end it.
+		a.endStreams(ctx, p)
 	}
 	ts, err := a.post(ctx, p, pl.options(false))
 	if len(pl.Blocks) > 0 && hasCode(err, codeInvalidBlocks, codeMsgTooLong) {

@@ -18,7 +18,8 @@
 'use strict';
 
 const KINDS = ['session_created', 'session_updated', 'human_message', 'queued', 'assistant_message',
-  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity', 'question_closed'];
+  'output', 'turn_complete', 'notice', 'question', 'answer', 'cancel', 'tool_activity', 'question_closed',
+  'tool_call', 'tool_output', 'tool_approval'];
 const TOKEN_KEY = 'parley.token';
 const ARCHIVED_KEY = 'parley.showArchived';
 const NARROW = window.matchMedia('(max-width: 720px)');
@@ -446,6 +447,11 @@ function renderUpdate(before, u) {
 function renderItem(it) {
   const box = el('article', 'item ' + it.type);
   box.dataset.id = it.id;
+  if (it.kind === 'ToolGroup') {
+    box.classList.add('toolgroup-item');
+    renderToolGroup(it, box);
+    return box;
+  }
   switch (it.type) {
     case 'user': {
       const b = el('div', 'bubble');
@@ -570,6 +576,33 @@ function renderTools(it, box) {
     ul.append(li);
   }
   d.append(sum, ul);
+  box.append(d);
+}
+
+const DECISION = { approve: 'approved', deny_continue: 'denied, go on', deny_abort: 'denied, abort' };
+
+// renderToolGroup shows one tool call reported by ui.tool_call: tool,
+// command, state and decisions in the summary; the output tails inside,
+// open when the call failed.
+function renderToolGroup(it, box) {
+  const running = it.exit_code === null || it.exit_code === undefined;
+  const failed = !running && it.exit_code !== 0;
+  const state = running ? 'running' : failed ? 'error' : 'ok';
+  const d = el('details', 'toolgroup ' + state);
+  d.open = failed;
+  const sum = el('summary', '');
+  sum.append(el('span', 'icon', TOOL_ICON[state]), el('code', 'name', it.tool || it.call_id));
+  if (it.cmd) sum.append(el('code', 'cmd', it.cmd));
+  sum.append(el('span', 'state', running ? 'running' : 'exit ' + it.exit_code));
+  for (const a of it.approvals || []) {
+    const who = (a.actor && a.actor.name) || a.origin || '';
+    sum.append(el('span', 'approval ' + a.decision, (DECISION[a.decision] || a.decision) + (who ? ' by ' + who : '')));
+  }
+  d.append(sum);
+  for (const name of ['stdout', 'stderr']) {
+    if (!it[name]) continue;
+    d.append(el('div', 'stream', name), el('pre', name, it[name]));
+  }
   box.append(d);
 }
 

@@ -1,0 +1,270 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Tool activity (core/tools.go): the session remembers its newest calls,
+// which makes reports idempotent by call id; each new fact is one logged
+// event, which the UiState reduces into a ToolGroup and the dispatcher
+// shows in the turn's progress message.
+
+// checkCall validates the call of a tool command.
+func checkCall(c *core.ToolCall, needTool bool) error {
+	if c == nil || strings.TrimSpace(c.CallID) == "" {
+		return invalid("call_id is empty")
+	}
+	if len(c.CallID) > core.MaxToolName {
+		return invalid("call_id is longer than %d bytes", core.MaxToolName)
+	}
+	if needTool && strings.TrimSpace(c.Tool) == "" {
+		return invalid("tool is empty")
+	}
+	if len(c.Tool) > core.MaxToolName {
+		return invalid("tool is longer than %d bytes", core.MaxToolName)
+	}
+	if len(c.Cmd) > core.MaxToolCmd {
+		return invalid("cmd is longer than %d bytes", core.MaxToolCmd)
+	}
+	for _, s := range []string{c.CallID, c.Tool, c.Cmd, c.Stdout, c.Stderr} {
+		if !utf8.ValidString(s) {
+			return invalid("the tool call's text is not valid UTF-8")
+		}
+	}
+	return nil
+}
+
+// noteCall adds a call to the session's memory, forgetting the oldest past
+// core.MaxSessionTools.
+func noteCall(ss *core.Session, t core.ToolState) {
+	tools := ownTools(ss)
+	if n := len(tools) + 1 - core.MaxSessionTools; n > 0 {
+		tools = tools[n:]
+	}
+	ss.Tools = append(tools, t)
+}
+
+// ownTools gives ss a copy of its calls to change in place: the session a
+// store hands to an update function may share them with its other readers.
+func ownTools(ss *core.Session) []core.ToolState {
+	ss.Tools = slices.Clone(ss.Tools)
+	return ss.Tools
+}
+
+// toolUpdate runs fn on the session under its lock and stores the events
+// it returns; fn returns none when the command changes nothing (a
+// repeated report), and the result is then a duplicate.
+func (s *Service) toolUpdate(ctx context.Context, cmd core.Command, fn func(ss *core.Session) ([]core.Event, error)) (core.Result, error) {
+	sess, err := s.resolve(ctx, cmd)
+	if err != nil {
+		return core.Result{}, err
+	}
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
+	defer unlock()
+	cp := sess
+	cp.Bindings = nil
+	cp.Tools = append([]core.ToolState(nil), sess.Tools...)
+	events, err := fn(&cp)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
+	if len(events) == 0 {
+		return core.Result{Session: sess.ID, Duplicate: true}, nil
+	}
+	_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
+		ss.Tools, ss.Status = cp.Tools, cp.Status
+		return nil
+	}, events...)
+	if err != nil {
+		return core.Result{}, fmt.Errorf("commands: %s: %w", cmd.Kind, err)
+	}
+	s.publish(events)
+	return core.Result{Session: sess.ID}, nil
+}
+
+// toolCall records a tool call starting; the agent is then working.
+func (s *Service) toolCall(ctx context.Context, cmd core.Command) (core.Result, error) {
+	if err := checkCall(cmd.Call, true); err != nil {
+		return core.Result{}, err
+	}
+	return s.toolUpdate(ctx, cmd, func(ss *core.Session) ([]core.Event, error) {
+		if core.FindTool(ss.Tools, cmd.Call.CallID) >= 0 {
+			return nil, nil
+		}
+		return startCall(ss, cmd), nil
+	})
+}
+
+// startCall adds cmd's call to ss and returns its events.
+func startCall(ss *core.Session, cmd core.Command) []core.Event {
+	c := *cmd.Call
+	noteCall(ss, core.ToolState{CallID: c.CallID, Tool: c.Tool, Cmd: core.StateCmd(c.Cmd), Turn: ss.Turn})
+	call := core.ToolCall{CallID: c.CallID, Tool: c.Tool, Cmd: c.Cmd}
+	events := []core.Event{{Kind: core.EventToolCall, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call}}
+	if ss.Status == core.StatusIdle {
+		events = append(events, statusEvent(*ss, core.StatusWorking, cmd.Origin))
+		ss.Status = core.StatusWorking
+	}
+	return events
+}
+
+// toolOutput records a call's result, bounded (core.MaxToolOutput). The
+// call must be known; its first output is the one kept.
+func (s *Service) toolOutput(ctx context.Context, cmd core.Command) (core.Result, error) {
+	if err := checkCall(cmd.Call, false); err != nil {
+		return core.Result{}, err
+	}
+	return s.toolUpdate(ctx, cmd, func(ss *core.Session) ([]core.Event, error) {
+		i := core.FindTool(ss.Tools, cmd.Call.CallID)
+		if i < 0 {
+			return nil, refusal(core.ErrInvalid, fmt.Sprintf("unknown call_id %q: report the call with ui.tool_call first", cmd.Call.CallID),
+				"call "+cmd.Call.CallID)
+		}
+		t := &ss.Tools[i]
+		if t.Done {
+			return nil, nil
+		}
+		t.Done = true
+		call := core.ToolCall{CallID: t.CallID, Tool: t.Tool,
+			Stdout: core.TailKeep(cmd.Call.Stdout, core.MaxToolOutput), Stderr: core.TailKeep(cmd.Call.Stderr, core.MaxToolOutput)}
+		if cmd.Call.ExitCode != nil {
+			code := *cmd.Call.ExitCode
+			t.ExitCode, call.ExitCode = &code, &code
+		}
+		return []core.Event{{Kind: core.EventToolOutput, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call}}, nil
+	})
+}
+
+// approvalText is the question an approval request shows.
+func approvalText(c core.ToolCall, reason string) string {
+	var b strings.Builder
+	b.WriteString("🔐 **Approve this tool call?**\n\n**" + c.Tool + "**")
+	if c.Cmd != "" {
+		fence := "```"
+		for strings.Contains(c.Cmd, fence) {
+			fence += "`"
+		}
+		b.WriteString("\n" + fence + "\n" + c.Cmd + "\n" + fence)
+	}
+	if r := strings.TrimSpace(reason); r != "" {
+		b.WriteString("\n\n" + r)
+	}
+	return b.String()
+}
+
+// requestApproval asks the session's people to decide on a tool call: a
+// question with core.ApprovalOptions, whose answer records the decision.
+// An unknown call is recorded as starting first.
+func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.Result, error) {
+	if err := checkCall(cmd.Call, true); err != nil {
+		return core.Result{}, err
+	}
+	if cmd.QuestionID == "" || len(cmd.QuestionID) > 32 {
+		return core.Result{}, invalid("an approval needs a question id of 1 to 32 bytes")
+	}
+	text := approvalText(*cmd.Call, cmd.Text)
+	if err := s.checkContent(text, nil); err != nil {
+		return core.Result{}, err
+	}
+	sess, err := s.resolve(ctx, cmd)
+	if err != nil {
+		return core.Result{}, err
+	}
+	unlock, err := s.lockOpen(ctx, &sess)
+	if err != nil {
+		return core.Result{Session: sess.ID}, err
+	}
+	defer unlock()
+	if i := core.FindTool(sess.Tools, cmd.Call.CallID); i >= 0 && sess.Tools[i].Decision != "" {
+		return core.Result{Session: sess.ID}, refusal(core.ErrInvalid,
+			fmt.Sprintf("call %s was decided already: %s", cmd.Call.CallID, sess.Tools[i].Decision), "call "+cmd.Call.CallID)
+	}
+	qid := cmd.QuestionID
+	q := core.Question{ID: qid, Text: text, Options: append([]string(nil), core.ApprovalOptions...), Asked: s.opts.Now()}
+	msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: text}
+	// The events are decided on a copy, as Update applies the same changes
+	// to the session the store holds.
+	change := func(ss *core.Session) []core.Event {
+		var events []core.Event
+		i := core.FindTool(ss.Tools, cmd.Call.CallID)
+		if i < 0 {
+			events = startCall(ss, cmd)
+			i = len(ss.Tools) - 1
+		}
+		ownTools(ss)[i].Question = qid
+		events = append(events, core.Event{Kind: core.EventQuestion, Session: ss.ID, Origin: cmd.Origin, Message: &msg, QuestionID: qid, Options: q.Options})
+		if ss.Status != core.StatusWaiting {
+			events = append(events, statusEvent(*ss, core.StatusWaiting, cmd.Origin))
+		}
+		ss.Questions = append(removeQuestion(ss.Questions, qid), q)
+		ss.Status = core.StatusWaiting
+		return events
+	}
+	cp := sess
+	cp.Bindings = nil
+	cp.Tools = append([]core.ToolState(nil), sess.Tools...)
+	events := change(&cp)
+	res, err := s.store.Append(ctx, core.Append{
+		Message:  msg,
+		DedupKey: dedupKey(cmd),
+		Update:   func(ss *core.Session) { change(ss) },
+		Events:   events,
+	})
+	if err != nil {
+		return core.Result{}, fmt.Errorf("commands: request approval: %w", err)
+	}
+	s.publish(res.Events)
+	return core.Result{Session: sess.ID, Message: res.Message}, nil
+}
+
+// approvalAnswer is what answering question q means for a tool call
+// waiting on it: the decision's event and the change to the session
+// (nothing when q is no approval); err refuses an answer that is no
+// decision.
+func approvalAnswer(sess core.Session, q core.Question, text string, cmd core.Command) (events []core.Event, update func(*core.Session), err error) {
+	i := questionTool(sess.Tools, q.ID)
+	if i < 0 {
+		return nil, func(*core.Session) {}, nil
+	}
+	decision, ok := core.DecisionOf(text)
+	if !ok {
+		return nil, nil, refusal(core.ErrInvalid, "this is an approval: answer Approve, Deny and continue, or Deny and abort (or 1, 2, 3)",
+			fmt.Sprintf("answer %q to approval %s", text, q.ID))
+	}
+	t := sess.Tools[i]
+	call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Decision: decision, Actor: cmd.Actor}
+	events = []core.Event{{Kind: core.EventToolApproval, Session: sess.ID, Origin: cmd.Origin, Turn: sess.Turn, Call: &call}}
+	return events, func(ss *core.Session) {
+		if j := questionTool(ss.Tools, q.ID); j >= 0 {
+			t := &ownTools(ss)[j]
+			t.Question, t.Decision = "", decision
+		}
+	}, nil
+}
+
+// questionTool returns the position of the call waiting on question qid, or -1.
+func questionTool(tools []core.ToolState, qid string) int {
+	for i := range tools {
+		if tools[i].Question == qid {
+			return i
+		}
+	}
+	return -1
+}
+
+// forgetApproval notes that question qid, withdrawn unanswered, no longer
+// waits for a decision on its call: the call stays undecided.
+func forgetApproval(ss *core.Session, qid string) {
+	if i := questionTool(ss.Tools, qid); i >= 0 {
+		ownTools(ss)[i].Question = ""
+	}
+}

@@ -1,0 +1,161 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Tool activity reported by the agent's runtime (ui.tool_call,
+// ui.tool_output, ui.request_approval), and people's decisions on
+// approvals.
+//
+// Decisions, where the architecture is silent:
+//   - A tool call is known by its call id within a session; reporting the
+//     same call again, or its output again, changes nothing (idempotent).
+//     The session keeps the newest MaxSessionTools calls (ToolState, without
+//     their output), which is what idempotency and "unknown call id" are
+//     decided on; the output itself lives only in the event log, like every
+//     other UiState item.
+//   - Output is bounded: stdout and stderr each keep their last
+//     MaxToolOutput bytes (the end of a command's output is what explains
+//     how it ended), behind a line saying how much was cut.
+//   - An approval is a question (ui.ask's machinery: buttons, numbered
+//     options, allow-list) whose answer also records a decision on the call.
+//     Only the three options answer it; a decision, once made, is final.
+//     One nobody answered in time is withdrawn like any question (Withdraw):
+//     the call stays undecided and a late click decides nothing.
+
+// Event kinds of tool activity. Each carries Call and the session's Turn.
+const (
+	EventToolCall     EventKind = "tool_call"     // a tool call started (Call: call id, tool, command)
+	EventToolOutput   EventKind = "tool_output"   // it ended (Call: output, exit code)
+	EventToolApproval EventKind = "tool_approval" // a person decided on its approval (Call.Decision, Call.Actor)
+)
+
+// Command kinds of tool activity. Each carries Call.
+const (
+	// ToolCallStart records a tool call starting (ui.tool_call).
+	ToolCallStart CommandKind = "tool_call"
+	// ToolCallOutput records its result (ui.tool_output); the call must be
+	// known.
+	ToolCallOutput CommandKind = "tool_output"
+	// RequestApproval asks the session's people to approve a tool call
+	// (ui.request_approval): a question whose id is QuestionID and whose
+	// answer records a decision. Text is the agent's reason, if any.
+	RequestApproval CommandKind = "request_approval"
+)
+
+// KindProgress is the compact progress message of a turn's tool calls,
+// edited as they end and deleted when the turn completes.
+const KindProgress MessageKind = "progress"
+
+// The approval decisions (DecisionApprove, …) are declared with the
+// UiState's ToolGroup (uiwire.go).
+
+// ApprovalOptions are the options of an approval question, in the order
+// of Decisions: buttons where the platform has them, numbers where not.
+var ApprovalOptions = []string{"Approve", "Deny and continue", "Deny and abort"}
+
+// Decisions are the decisions of ApprovalOptions, position for position.
+var Decisions = []string{DecisionApprove, DecisionDenyContinue, DecisionDenyAbort}
+
+// DecisionOf returns the decision an answer to an approval question
+// means: one of ApprovalOptions, a decision's own name, or the option's
+// number. ok is false for anything else.
+func DecisionOf(answer string) (decision string, ok bool) {
+	a := strings.TrimSpace(answer)
+	for i, o := range ApprovalOptions {
+		if strings.EqualFold(a, o) || a == Decisions[i] || a == fmt.Sprint(i+1) {
+			return Decisions[i], true
+		}
+	}
+	return "", false
+}
+
+// Bounds of tool activity.
+const (
+	// MaxToolOutput is how many bytes of each of stdout and stderr a tool
+	// call keeps: the last ones.
+	MaxToolOutput = 16 << 10
+	// MaxToolCmd bounds the command shown for a call.
+	MaxToolCmd = 4 << 10
+	// MaxToolName bounds a tool's name and a call id.
+	MaxToolName = 128
+	// MaxSessionTools is how many calls a session remembers.
+	MaxSessionTools = 128
+	// maxStateCmd bounds the command a session remembers of a call: enough
+	// for the progress line, which shows a short first line; the whole
+	// command is in the call's event.
+	maxStateCmd = 400
+)
+
+// ToolCall is what a tool command or event says about one call. Fields a
+// kind does not use are empty.
+type ToolCall struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool,omitempty"`
+	Cmd    string `json:"cmd,omitempty"`
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+	// ExitCode is nil when the runtime gave none.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Decision and Actor belong to EventToolApproval.
+	Decision string `json:"decision,omitempty"`
+	Actor    Actor  `json:"actor,omitzero"`
+}
+
+// ToolState is what a session remembers of one tool call: small, as the
+// session is read for every event it has.
+type ToolState struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	Cmd    string `json:"cmd,omitempty"`
+	// Turn is the turn the call started in.
+	Turn uint64 `json:"turn"`
+	// Done is set once its output was reported.
+	Done     bool `json:"done,omitempty"`
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Question is the open approval question, Decision the decision made.
+	Question string `json:"question,omitempty"`
+	Decision string `json:"decision,omitempty"`
+}
+
+// Failed reports whether the call ended with a non-zero exit code.
+func (t ToolState) Failed() bool { return t.ExitCode != nil && *t.ExitCode != 0 }
+
+// FindTool returns the position of call id in tools, or -1.
+func FindTool(tools []ToolState, id string) int {
+	for i := len(tools) - 1; i >= 0; i-- {
+		if tools[i].CallID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// StateCmd is cmd as a ToolState keeps it: its first bytes, cut at a
+// character boundary.
+func StateCmd(cmd string) string {
+	if len(cmd) <= maxStateCmd {
+		return cmd
+	}
+	end := maxStateCmd
+	for end > 0 && !utf8.RuneStart(cmd[end]) {
+		end--
+	}
+	return cmd[:end]
+}
+
+// TailKeep returns the last max bytes of s (cut at a character boundary)
+// behind a line saying how many bytes were cut, or s when it fits.
+func TailKeep(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := len(s) - max
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return fmt.Sprintf("… [%d bytes cut]\n", cut) + s[cut:]
+}

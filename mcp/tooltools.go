@@ -1,0 +1,214 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Tool activity from the agent's runtime: ui.tool_call and ui.tool_output
+// report a call and its result (idempotent by call_id; see core/tools.go),
+// ui.request_approval asks the session's people to decide on a call. An
+// approval is a question asked through ui.ask's machinery — the waiter is
+// registered before the question exists, the answer arrives on the bus —
+// whose answer the Service also records as the call's decision. A timeout
+// withdraws the question (a late click decides nothing) and returns
+// {"decision": "timeout"}: never an approval. Like ui.ask's, a question
+// that ends unanswered (timeout, the call cancelled, the person's /cancel)
+// is withdrawn on every platform (withdraw.go).
+
+// DecisionTimeout is ui.request_approval's result when nobody decided in
+// time.
+const DecisionTimeout = "timeout"
+
+func (s *Server) addToolActivityTools() {
+	sessionArg := mcp.WithString("session_id", mcp.Description("The session; defaults to the session this connection is bound to."))
+	callArg := mcp.WithString("call_id", mcp.Required(), mcp.Description(fmt.Sprintf("The call's id, unique in the session (at most %d bytes); reports with the same id are one call.", core.MaxToolName)))
+	toolArg := mcp.WithString("tool", mcp.Required(), mcp.Description("The tool's name (shell, edit_file, …)."))
+	cmdArg := mcp.WithString("cmd", mcp.Description("The command or arguments as people should see them."))
+	s.addTool("ui.tool_call", "Report a tool call starting, shown to the session's people (a progress line while the turn runs, a tool group on the page). "+
+		"Idempotent by call_id.", s.toolCall,
+		callArg, toolArg, cmdArg, sessionArg,
+		mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
+	)
+	s.addTool("ui.tool_output", fmt.Sprintf("Report a tool call's result (after ui.tool_call with the same call_id). stdout and stderr keep their last %d KiB each; "+
+		"a non-zero exit_code is shown as an error. Idempotent by call_id: the first result is kept.", core.MaxToolOutput>>10), s.toolOutput,
+		callArg,
+		mcp.WithString("stdout", mcp.Description("The call's standard output (or its result).")),
+		mcp.WithString("stderr", mcp.Description("The call's standard error.")),
+		mcp.WithNumber("exit_code", mcp.Description("The exit code; non-zero is an error.")),
+		sessionArg, mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
+	)
+	s.addTool("ui.request_approval", "Ask the session's people to approve a tool call (buttons where the platform has them, numbered options where not) "+
+		`and wait for their decision: {"decision": "approve" | "deny_continue" | "deny_abort"}, or "timeout" when nobody decided in time (never an approval).`,
+		s.requestApproval,
+		callArg, toolArg, cmdArg,
+		mcp.WithString("reason", mcp.Description("Why the call needs approval, shown with it.")),
+		mcp.WithNumber("timeout_s", mcp.Description("Seconds to wait for a decision (default 300, at most 3600).")),
+		sessionArg, mcp.WithDestructiveHintAnnotation(false),
+	)
+}
+
+type toolCallArgs struct {
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Cmd       string `json:"cmd"`
+	SessionID string `json:"session_id"`
+}
+
+type toolOutputArgs struct {
+	CallID    string   `json:"call_id"`
+	Stdout    string   `json:"stdout"`
+	Stderr    string   `json:"stderr"`
+	ExitCode  *float64 `json:"exit_code"`
+	SessionID string   `json:"session_id"`
+}
+
+type approvalArgs struct {
+	CallID    string   `json:"call_id"`
+	Tool      string   `json:"tool"`
+	Cmd       string   `json:"cmd"`
+	Reason    string   `json:"reason"`
+	TimeoutS  *float64 `json:"timeout_s"`
+	SessionID string   `json:"session_id"`
+}
+
+// toolResult is the answer of ui.tool_call and ui.tool_output. Duplicate
+// says the call (or its output) was reported before and nothing changed.
+type toolResult struct {
+	OK        bool           `json:"ok"`
+	CallID    string         `json:"call_id"`
+	Duplicate bool           `json:"duplicate,omitempty"`
+	SessionID core.SessionID `json:"session_id"`
+}
+
+type approvalResult struct {
+	Decision  string         `json:"decision"`
+	CallID    string         `json:"call_id"`
+	SessionID core.SessionID `json:"session_id"`
+}
+
+func (s *Server) toolCall(ctx context.Context, raw json.RawMessage) (any, error) {
+	var a toolCallArgs
+	if err := bind(raw, &a); err != nil {
+		return nil, err
+	}
+	id, err := s.sessionFor(ctx, "ui.tool_call", a.SessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.handle(ctx, core.Command{Kind: core.ToolCallStart, Session: id, Origin: core.OriginMCP,
+		Call: &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd}})
+	if err != nil {
+		return nil, err
+	}
+	return toolResult{OK: true, CallID: a.CallID, Duplicate: res.Duplicate, SessionID: res.Session}, nil
+}
+
+func (s *Server) toolOutput(ctx context.Context, raw json.RawMessage) (any, error) {
+	var a toolOutputArgs
+	if err := bind(raw, &a); err != nil {
+		return nil, err
+	}
+	call := &core.ToolCall{CallID: a.CallID, Stdout: a.Stdout, Stderr: a.Stderr}
+	if a.ExitCode != nil {
+		code := int(*a.ExitCode)
+		if float64(code) != *a.ExitCode {
+			return nil, toolError(fmt.Sprintf("exit_code %g is not a whole number", *a.ExitCode))
+		}
+		call.ExitCode = &code
+	}
+	id, err := s.sessionFor(ctx, "ui.tool_output", a.SessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.handle(ctx, core.Command{Kind: core.ToolCallOutput, Session: id, Origin: core.OriginMCP, Call: call})
+	if err != nil {
+		return nil, err
+	}
+	return toolResult{OK: true, CallID: a.CallID, Duplicate: res.Duplicate, SessionID: res.Session}, nil
+}
+
+func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any, error) {
+	var a approvalArgs
+	if err := bind(raw, &a); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(a.CallID) == "" {
+		return nil, toolError("call_id is empty")
+	}
+	timeout := askDefaultTimeout
+	if a.TimeoutS != nil {
+		t := time.Duration(*a.TimeoutS * float64(time.Second))
+		if t <= 0 || t > askMaxTimeout {
+			return nil, toolError(fmt.Sprintf("timeout_s %g is out of range: more than 0, at most %d", *a.TimeoutS, int(askMaxTimeout.Seconds())))
+		}
+		timeout = t
+	}
+	id, err := s.sessionFor(ctx, "ui.request_approval", a.SessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	result := func(decision string) approvalResult {
+		return approvalResult{Decision: decision, CallID: a.CallID, SessionID: id}
+	}
+	// Asked again (a retry) after the people decided: the decision stands.
+	if d, err := s.decided(ctx, id, a.CallID); err != nil || d != "" {
+		return result(d), err
+	}
+	qid := newQuestionID()
+	outcome, done := s.asks.wait(qid, id)
+	defer done()
+	if _, err := s.handle(ctx, core.Command{Kind: core.RequestApproval, Session: id, Origin: core.OriginMCP,
+		Call: &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd}, Text: a.Reason, QuestionID: qid}); err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	answered := func(o askOutcome) (any, error) {
+		if o.err != nil {
+			return nil, toolError(o.err.Error())
+		}
+		d, ok := core.DecisionOf(o.msg.Content)
+		if !ok {
+			return nil, fmt.Errorf("the answer %q is no decision", o.msg.Content)
+		}
+		return result(d), nil
+	}
+	select {
+	case o := <-outcome:
+		if errors.Is(o.err, errAskCancelled) {
+			s.withdrawAsk(ctx, id, qid, core.QuestionCancelled, nil)
+		}
+		return answered(o)
+	case <-timer.C:
+		if o, ok := s.withdrawAsk(ctx, id, qid, core.QuestionExpired, outcome); ok {
+			return answered(o)
+		}
+		return result(DecisionTimeout), nil
+	case <-ctx.Done():
+		if o, ok := s.withdrawAsk(ctx, id, qid, core.QuestionCancelled, outcome); ok {
+			return answered(o)
+		}
+		return nil, fmt.Errorf("waiting for the decision: %w", ctx.Err())
+	}
+}
+
+// decided returns the decision people made on call id in session, if any.
+func (s *Server) decided(ctx context.Context, session core.SessionID, id string) (string, error) {
+	sess, err := s.opts.Store.Session(ctx, session)
+	if err != nil {
+		return "", fmt.Errorf("reading the session: %w", err)
+	}
+	if i := core.FindTool(sess.Tools, id); i >= 0 {
+		return sess.Tools[i].Decision, nil
+	}
+	return "", nil
+}
