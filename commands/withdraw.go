@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -39,28 +40,51 @@ func (s *Service) withdraw(ctx context.Context, cmd core.Command) (core.Result, 
 		return core.Result{Session: sess.ID}, refusal(core.ErrInvalid, "this question is no longer open",
 			fmt.Sprintf("question %q is not open (answered already?)", cmd.QuestionID))
 	}
-	q := sess.Questions[i]
-	events := []core.Event{closedEvent(sess, q, cmd.Origin, why)}
-	// The agent's turn goes on (ui.ask returned to it): the session
-	// stops waiting once no question is open.
-	rest := len(sess.Questions) - 1
-	if rest == 0 && sess.Status == core.StatusWaiting {
-		events = append(events, statusEvent(sess, core.StatusWorking, cmd.Origin))
-	}
-	_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
-		ss.Questions = removeQuestion(ss.Questions, q.ID)
-		forgetApproval(ss, q.ID)
-		if len(ss.Questions) == 0 && ss.Status == core.StatusWaiting {
-			ss.Status = core.StatusWorking
+	// The dispatcher records where the question is shown (Shown) as its
+	// messages are sent, outside this lock: the event must carry every
+	// message recorded up to the removal, so a change in between makes
+	// the update start again from what is stored.
+	var events []core.Event
+	for attempt := 0; ; attempt++ {
+		q := sess.Questions[i]
+		events = []core.Event{closedEvent(sess, q, cmd.Origin, why)}
+		// The agent's turn goes on (ui.ask returned to it): the session
+		// stops waiting once no question is open.
+		if len(sess.Questions) == 1 && sess.Status == core.StatusWaiting {
+			events = append(events, statusEvent(sess, core.StatusWorking, cmd.Origin))
 		}
-		return nil
-	}, events...)
-	if err != nil {
-		return core.Result{}, fmt.Errorf("commands: withdraw: %w", err)
+		var cur core.Session
+		_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
+			j := slices.IndexFunc(ss.Questions, func(x core.Question) bool { return x.ID == q.ID })
+			if j < 0 || !slices.Equal(ss.Questions[j].Shown, q.Shown) {
+				cur = *ss
+				return errShownMoved
+			}
+			ss.Questions = removeQuestion(ss.Questions, q.ID)
+			forgetApproval(ss, q.ID)
+			if len(ss.Questions) == 0 && ss.Status == core.StatusWaiting {
+				ss.Status = core.StatusWorking
+			}
+			return nil
+		}, events...)
+		if errors.Is(err, errShownMoved) && attempt < 10 {
+			sess = cur
+			if i = slices.IndexFunc(sess.Questions, func(x core.Question) bool { return x.ID == cmd.QuestionID }); i < 0 {
+				return core.Result{Session: sess.ID}, refusal(core.ErrInvalid, "this question is no longer open", "question answered meanwhile")
+			}
+			continue
+		}
+		if err != nil {
+			return core.Result{}, fmt.Errorf("commands: withdraw: %w", err)
+		}
+		break
 	}
 	s.publish(events)
 	return core.Result{Session: sess.ID}, nil
 }
+
+// errShownMoved: the question's messages changed while it was withdrawn.
+var errShownMoved = errors.New("the question was shown somewhere new meanwhile")
 
 // closedEvent is the EventQuestionClosed of q.
 func closedEvent(sess core.Session, q core.Question, origin core.Origin, why string) core.Event {

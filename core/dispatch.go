@@ -93,6 +93,11 @@ type Dispatcher struct {
 	// (questions.go), for a question message sent after its withdrawal.
 	closedQs    map[string]Event
 	closedOrder []string
+	// lateShown are question messages sent after their question left the
+	// session but before its withdrawal reached the dispatcher (it may
+	// have been answered instead): withdraw edits them when it comes.
+	lateShown map[string][]Sent
+	lateOrder []string
 }
 
 // delivery tracks the operations of one journaled event.
@@ -118,7 +123,7 @@ func NewDispatcher(store Store, router *Router, outbox *Outbox, opts DispatcherO
 	return &Dispatcher{
 		store: store, router: router, outbox: outbox, opts: opts, log: opts.Logger,
 		notified: map[string]uint64{}, typing: map[string]context.CancelFunc{},
-		deliveries: map[uint64]*delivery{}, closedQs: map[string]Event{},
+		deliveries: map[uint64]*delivery{}, closedQs: map[string]Event{}, lateShown: map[string][]Sent{},
 	}
 }
 

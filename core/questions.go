@@ -55,6 +55,18 @@ func (d *Dispatcher) questionShown(ctx context.Context, s Sent) {
 	}
 	d.mu.Lock()
 	e, closed := d.closedQs[s.Question]
+	if !closed {
+		// Answered, or withdrawn with the withdrawal still on its way
+		// here: keep it for withdraw, under the same lock.
+		if _, ok := d.lateShown[s.Question]; !ok {
+			d.lateOrder = append(d.lateOrder, s.Question)
+			if len(d.lateOrder) > maxClosedQs {
+				delete(d.lateShown, d.lateOrder[0])
+				d.lateOrder = d.lateOrder[1:]
+			}
+		}
+		d.lateShown[s.Question] = append(d.lateShown[s.Question], s)
+	}
 	d.mu.Unlock()
 	if closed {
 		e.Refs = []MessageRef{s.Ref}
@@ -73,9 +85,19 @@ func (d *Dispatcher) withdraw(s Session, e Event, j *delivery) {
 		}
 	}
 	d.closedQs[e.QuestionID] = Event{Session: e.Session, QuestionID: e.QuestionID, Text: e.Text, Message: e.Message}
+	late := d.lateShown[e.QuestionID]
+	delete(d.lateShown, e.QuestionID)
 	d.mu.Unlock()
 	for i := range e.Refs {
 		d.editClosed(s.ID, e, j, i)
+	}
+	for _, sent := range late {
+		if slices.Contains(e.Refs, sent.Ref) {
+			continue
+		}
+		one := e
+		one.Refs = []MessageRef{sent.Ref}
+		d.editClosed(s.ID, one, nil, 0)
 	}
 }
 
