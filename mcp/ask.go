@@ -128,13 +128,9 @@ func (s *Server) ask(ctx context.Context, raw json.RawMessage) (any, error) {
 	if len(a.Options) == 0 {
 		return nil, toolError("options is empty: give 1 to 20 answers to choose from")
 	}
-	timeout := askDefaultTimeout
-	if a.TimeoutS != nil {
-		t := time.Duration(*a.TimeoutS * float64(time.Second))
-		if t <= 0 || t > askMaxTimeout {
-			return nil, toolError(fmt.Sprintf("timeout_s %g is out of range: more than 0, at most %d", *a.TimeoutS, int(askMaxTimeout.Seconds())))
-		}
-		timeout = t
+	timeout, err := askTimeout(a.TimeoutS)
+	if err != nil {
+		return nil, err
 	}
 	id, err := s.sessionFor(ctx, "ui.ask", a.SessionID, true)
 	if err != nil {
@@ -176,4 +172,17 @@ func (s *Server) ask(ctx context.Context, raw json.RawMessage) (any, error) {
 		}
 		return nil, fmt.Errorf("waiting for the answer: %w", ctx.Err())
 	}
+}
+
+// askTimeout is a blocking tool's timeout_s argument: the default when
+// absent, else more than 0 and at most askMaxTimeout.
+func askTimeout(seconds *float64) (time.Duration, error) {
+	if seconds == nil {
+		return askDefaultTimeout, nil
+	}
+	t := time.Duration(*seconds * float64(time.Second))
+	if t <= 0 || t > askMaxTimeout {
+		return 0, toolError(fmt.Sprintf("timeout_s %g is out of range: more than 0, at most %d", *seconds, int(askMaxTimeout.Seconds())))
+	}
+	return t, nil
 }

@@ -144,13 +144,9 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 	if strings.TrimSpace(a.CallID) == "" {
 		return nil, toolError("call_id is empty")
 	}
-	timeout := askDefaultTimeout
-	if a.TimeoutS != nil {
-		t := time.Duration(*a.TimeoutS * float64(time.Second))
-		if t <= 0 || t > askMaxTimeout {
-			return nil, toolError(fmt.Sprintf("timeout_s %g is out of range: more than 0, at most %d", *a.TimeoutS, int(askMaxTimeout.Seconds())))
-		}
-		timeout = t
+	timeout, err := askTimeout(a.TimeoutS)
+	if err != nil {
+		return nil, err
 	}
 	id, err := s.sessionFor(ctx, "ui.request_approval", a.SessionID, true)
 	if err != nil {
