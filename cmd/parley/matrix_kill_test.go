@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +124,12 @@ func TestMatrixKilledMidStream(t *testing.T) {
 	seen := map[string]bool{}
 	for _, ev := range mxMessages(st.ann, room, st.bot.ID) {
 		text := matrixtest.Text(ev)
+		if strings.HasPrefix(text, "📭") {
+			// The presence notice goes out for each message that arrives
+			// while no agent listens (here: before the agent reconnects
+			// after the restart), each replacing the one before.
+			continue
+		}
 		if seen[text] {
 			t.Errorf("the bot posted %.60q twice", text)
 		}
