@@ -78,6 +78,23 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 		}
 	}
 	addr := startedAt(t, errOut.String())
+	// "parley started" is logged once everything is built; the adapters,
+	// the web page's included, attach to the running daemon a moment
+	// later, and until then the probe truthfully answers 503.
+	for ready := time.After(10 * time.Second); ; {
+		resp, err := http.Get("http://" + addr + "/api/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-ready:
+			t.Fatalf("/api/health never answered 200: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	for path, want := range map[string]string{
 		"/api/health": `{"ok":true}`,
 		"/metrics":    "parley_outbox_queue_depth",
