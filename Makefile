@@ -15,7 +15,7 @@ TSCLIENT := mcp/testdata/tsclient
 # Dendrite, built once from its Go module into a cache shared by worktrees
 # and runs; DENDRITE_DIR overrides where. It is not a dependency of parley's
 # go.mod: it is built in a throwaway module of its own.
-DENDRITE_VERSION := v0.15.2
+DENDRITE_VERSION := v0.13.8
 DENDRITE_DIR ?= $(HOME)/.cache/parley/dendrite-$(DENDRITE_VERSION)
 DENDRITE_BINS := dendrite generate-keys generate-config create-account
 
@@ -44,11 +44,11 @@ dendrite:
 		echo "building Dendrite $(DENDRITE_VERSION) into $(DENDRITE_DIR)"; \
 		tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && \
 		$(GO) mod init parley-dendrite-build 2>/dev/null && \
-		{ $(GO) get $(foreach b,$(DENDRITE_BINS),github.com/element-hq/dendrite/cmd/$(b)@$(DENDRITE_VERSION)) \
+		{ $(GO) get $(foreach b,$(DENDRITE_BINS),github.com/matrix-org/dendrite/cmd/$(b)@$(DENDRITE_VERSION)) \
 			2>"$$tmp/get.log" || { cat "$$tmp/get.log"; exit 1; }; } && \
 		mkdir -p "$(DENDRITE_DIR)" && \
 		CGO_ENABLED=1 $(GO) build -trimpath -o "$(DENDRITE_DIR)/" \
-			$(addprefix github.com/element-hq/dendrite/cmd/,$(DENDRITE_BINS)) || exit 1; \
+			$(addprefix github.com/matrix-org/dendrite/cmd/,$(DENDRITE_BINS)) || exit 1; \
 	fi
 
 vet:
