@@ -156,6 +156,9 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer m.Close()
+	for _, o := range openFiles(*configPath, cfg.DataDir) {
+		log.Warn("open to other users", "problem", o.Problem, "fix", o.Fix)
+	}
 	if err := m.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return exitFailed
