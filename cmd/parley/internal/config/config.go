@@ -356,9 +356,26 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 		}
 		errs = append(absentSections(path, string(data), raw, platforms), errs...)
 		md, err := toml.Decode(string(data), &c)
-		if err != nil {
-			// The file is half-read: validating it would mislead.
-			return c, errors.Join(append(append(errs, fileError(path, err, true)), applyEnv(&c, env)...)...)
+		// A value of the wrong type or form ends decoding at that key.
+		// To report every problem at once, the key is taken out and the
+		// rest decoded again, until all that is left decodes.
+		for err != nil {
+			key, msg, ok := failedKey(err)
+			if !ok || !deleteKey(raw, key) {
+				// The file is half-read: validating it would mislead.
+				return c, errors.Join(append(append(errs, fileError(path, err, true)), applyEnv(&c, env)...)...)
+			}
+			where := path
+			if line := keyLine(string(data), toml.Key(strings.Split(key, "."))); line > 0 {
+				where = fmt.Sprintf("%s:%d", path, line)
+			}
+			errs = append(errs, fmt.Errorf("config: %s: %s: %s", where, key, msg))
+			var rest strings.Builder
+			if err := toml.NewEncoder(&rest).Encode(raw); err != nil {
+				return c, errors.Join(append(errs, applyEnv(&c, env)...)...)
+			}
+			c = defaults(env)
+			md, err = toml.Decode(rest.String(), &c)
 		}
 		errs = append(errs, unknownKeys(path, string(data), md, platforms.Absent)...)
 	}
@@ -372,6 +389,38 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 	c.Log.Format = strings.ToLower(c.Log.Format)
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
+}
+
+// failedKey returns the key whose value a decoding error is about, and
+// what is wrong with it.
+func failedKey(err error) (key, msg string, ok bool) {
+	var perr toml.ParseError
+	if errors.As(err, &perr) && perr.LastKey != "" {
+		return perr.LastKey, perr.Message, true
+	}
+	if m := tomlLine.FindStringSubmatch(err.Error()); m != nil && m[2] != "" {
+		return m[2], m[3], true
+	}
+	return "", "", false
+}
+
+// deleteKey removes a dotted key from a decoded TOML document, reporting
+// whether it was there.
+func deleteKey(doc map[string]any, key string) bool {
+	parts := strings.Split(key, ".")
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := doc[p].(map[string]any)
+		if !ok {
+			return false
+		}
+		doc = next
+	}
+	last := parts[len(parts)-1]
+	if _, ok := doc[last]; !ok {
+		return false
+	}
+	delete(doc, last)
+	return true
 }
 
 var tomlLine = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)

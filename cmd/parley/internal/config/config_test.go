@@ -425,6 +425,31 @@ func TestValidConfigs(t *testing.T) {
 	}
 }
 
+// TestBadValuesDoNotHideOthers: a value the decoder cannot take (a
+// duration that is not one, a string for a number) no longer stops the
+// file's reading: every such value and every other rule's problem are
+// reported together, each at its line.
+func TestBadValuesDoNotHideOthers(t *testing.T) {
+	path := writeFile(t, "retention = \"a month\"\n[log]\nlevel = \"loud\"\n[outbox]\nflush_interval = \"soon\"\ndrain_timeout = 5\n[telegram]\nchat_id = \"x\"\n[lgo]\nlevel = 1\n")
+	_, err := Load(path, withHome(), Platforms{})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, w := range []string{
+		path + `:1: retention: "a month" is not a duration like 2s`,
+		`log.level: "loud" is not one of debug, info, warn, error`,
+		path + `:5: outbox.flush_interval: "soon" is not a duration like 2s`,
+		path + `:6: outbox.drain_timeout: "5" is not a duration like 2s`,
+		path + `:8: telegram.chat_id: incompatible types`,
+		path + `:9: unknown table [lgo] (did you mean log?)`,
+	} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error does not contain %q:\n%s", w, msg)
+		}
+	}
+}
+
 func TestAllProblemsReported(t *testing.T) {
 	_, msg := loadErr(t, "[log]\nlevel = \"loud\"\nformat = \"xml\"\n[http]\nlisten = \"nope\"\n",
 		withHome("PARLEY_OUTBOX_FLUSH_INTERVAL=soon", "PARLEY_TELEGRAM_MODE=carrier-pigeon"))
