@@ -5,48 +5,48 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
 func TestOpenFiles(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(dir, "data")
+	if err := os.Mkdir(cfg.DataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	secret := filepath.Join(dir, "secret.toml")
-	plain := filepath.Join(dir, "plain.toml")
-	write := func(path, text string, mode os.FileMode) {
+	path := filepath.Join(dir, "parley.toml")
+	if err := os.WriteFile(path, []byte("[http]\ntoken = \"0123456789abcdef\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chmod := func(p string, mode os.FileMode) {
 		t.Helper()
-		if err := os.WriteFile(path, []byte(text), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(path, mode); err != nil { // past the umask
+		if err := os.Chmod(p, mode); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(secret, "[telegram]\ntoken = \"123:abc\"\n", 0o644)
-	write(plain, "[log]\nlevel = \"debug\"\n", 0o644)
-
-	got := openFiles(secret, data)
-	if len(got) != 1 || !strings.Contains(got[0].Problem, "telegram.token") || !strings.Contains(got[0].Problem, "0644") ||
-		got[0].Fix != "chmod 600 "+secret {
-		t.Errorf("secret config 0644: %+v", got)
+	if got := openFiles(path, cfg); len(got) != 0 {
+		t.Errorf("no secret in the config: %+v", got)
 	}
-	if strings.Contains(got[0].Problem, "123:abc") {
-		t.Errorf("the warning shows the secret: %s", got[0].Problem)
+	secret := cfg
+	secret.HTTP.Token = "0123456789abcdef"
+	if got := openFiles(path, secret); len(got) != 0 {
+		t.Errorf("config 0600, data 0700: %+v", got)
 	}
-	if got := openFiles(plain, data); len(got) != 0 {
-		t.Errorf("config without secrets: %+v", got)
+	chmod(path, 0o640) // a system service reads it through its group
+	if got := openFiles(path, secret); len(got) != 0 {
+		t.Errorf("config 0640: %+v", got)
 	}
-	write(secret, "[telegram]\ntoken = \"123:abc\"\n", 0o600)
-	if got := openFiles(secret, data); len(got) != 0 {
-		t.Errorf("secret config 0600: %+v", got)
+	chmod(path, 0o644)
+	got := openFiles(path, secret)
+	if len(got) != 1 || !strings.Contains(got[0].Problem, "0644") || !strings.HasPrefix(got[0].Fix, "chmod 600 "+path) {
+		t.Errorf("config 0644: %+v", got)
 	}
-	if err := os.Chmod(data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	got = openFiles("", data)
-	if len(got) != 1 || got[0].Fix != "chmod 700 "+data || !strings.Contains(got[0].Problem, "0755") {
-		t.Errorf("data directory 0755: %+v", got)
+	chmod(path, 0o600)
+	chmod(cfg.DataDir, 0o750)
+	got = openFiles(path, secret)
+	if len(got) != 1 || got[0].Fix != "chmod 700 "+cfg.DataDir || !strings.Contains(got[0].Problem, "0750") {
+		t.Errorf("data directory 0750: %+v", got)
 	}
 }

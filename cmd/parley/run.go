@@ -156,8 +156,8 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer m.Close()
-	for _, o := range openFiles(*configPath, cfg.DataDir) {
-		log.Warn("open to other users", "problem", o.Problem, "fix", o.Fix)
+	for _, f := range openFiles(*configPath, cfg) {
+		log.Warn("open to other users", "check", f.Check, "problem", f.Problem, "fix", f.Fix)
 	}
 	if err := m.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
