@@ -124,6 +124,10 @@ func New(opts Options) (*Server, error) {
 		server.WithHeartbeatInterval(heartbeat),
 		server.WithSessionIdleTTL(sessionIdleTTL),
 		server.WithStreamableHTTPLogger(s.log.With("part", "transport")),
+		// cmd/parley checks the Host of every route, /mcp included,
+		// against loopback names and [http] allowed_hosts; mcp-go's own
+		// check knows only loopback and would refuse a configured name.
+		server.WithDisableLocalhostProtection(true),
 	)
 	s.sub, s.cancel = opts.Bus.Subscribe(busBuffer, false)
 	return s, nil
@@ -135,7 +139,9 @@ Answer with chat.assistant.post, stream progress with session.output, ask with u
 
 // Handler returns the Streamable HTTP endpoint (POST for requests, GET for
 // the server-initiated notification stream, DELETE to end a session).
-// cmd mounts it at /mcp.
+// cmd mounts it at /mcp. It does not check the Host header against DNS
+// rebinding: whoever serves it must (cmd/parley's guard does, for every
+// route).
 func (s *Server) Handler() http.Handler { return s.http }
 
 // Run consumes the bus until ctx ends: it pushes notifications of human

@@ -78,13 +78,17 @@
 // static/ holds it: no build step, nothing loaded from elsewhere. When the
 // API answers 401 it asks for the token in a box, checks it with one
 // request before keeping it in localStorage, and says when it is refused.
-// Below 720 px the session list is a drawer over the page.
+// Below 720 px the session list is a drawer over the page. Every POST it
+// makes says Content-Type: application/json, with a body or without (the
+// archive), because cmd's guard takes changes only as JSON; it uploads no
+// files.
 //
 // # Wiring
 //
 // cmd builds the adapter before the daemon (the daemon's Router takes the
 // adapters), attaches it to the daemon's store and bus with Attach, and
-// mounts Handler at "/" behind its token check for /api/. Run receives the
+// mounts Handler at "/" behind its guard of browser requests (Host, Origin,
+// JSON) and its token check for /api/. Run receives the
 // daemon's Handler. Requests that arrive while the adapter has no store,
 // bus or Handler get 503.
 package web

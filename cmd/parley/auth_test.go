@@ -12,23 +12,31 @@ import (
 func TestRequireToken(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	tests := []struct {
-		name   string
-		token  string
-		header string
-		query  string
-		want   int
+		name         string
+		token        string
+		method, path string
+		header       string
+		query        string
+		want         int
 	}{
-		{"no token configured", "", "", "", http.StatusNoContent},
-		{"bearer", "s3cret", "Bearer s3cret", "", http.StatusNoContent},
-		{"query for EventSource", "s3cret", "", "?access_token=s3cret", http.StatusNoContent},
-		{"missing", "s3cret", "", "", http.StatusUnauthorized},
-		{"wrong", "s3cret", "Bearer nope", "", http.StatusUnauthorized},
-		{"wrong scheme", "s3cret", "Basic s3cret", "", http.StatusUnauthorized},
-		{"header wins over query", "s3cret", "Bearer nope", "?access_token=s3cret", http.StatusUnauthorized},
+		{"no token configured", "", "GET", "/api/sessions", "", "", http.StatusNoContent},
+		{"bearer", "s3cret", "GET", "/api/sessions", "Bearer s3cret", "", http.StatusNoContent},
+		{"lower-case scheme", "s3cret", "POST", "/api/chat", "bearer s3cret", "", http.StatusNoContent},
+		{"upper-case scheme", "s3cret", "POST", "/api/chat", "BEARER s3cret", "", http.StatusNoContent},
+		{"query for EventSource", "s3cret", "GET", "/api/events", "", "?access_token=s3cret", http.StatusNoContent},
+		{"query on a POST", "s3cret", "POST", "/api/chat", "", "?access_token=s3cret", http.StatusUnauthorized},
+		{"query on a POST to the stream's path", "s3cret", "POST", "/api/events", "", "?access_token=s3cret", http.StatusUnauthorized},
+		{"query on another GET", "s3cret", "GET", "/api/sessions", "", "?access_token=s3cret", http.StatusUnauthorized},
+		{"query on MCP's stream", "s3cret", "GET", "/mcp", "", "?access_token=s3cret", http.StatusUnauthorized},
+		{"missing", "s3cret", "GET", "/api/sessions", "", "", http.StatusUnauthorized},
+		{"wrong", "s3cret", "GET", "/api/sessions", "Bearer nope", "", http.StatusUnauthorized},
+		{"wrong scheme", "s3cret", "GET", "/api/sessions", "Basic s3cret", "", http.StatusUnauthorized},
+		{"scheme alone", "s3cret", "GET", "/api/sessions", "Bearer", "", http.StatusUnauthorized},
+		{"header wins over query", "s3cret", "GET", "/api/events", "Bearer nope", "?access_token=s3cret", http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest("GET", "/api/health"+tt.query, nil)
+			r := httptest.NewRequest(tt.method, tt.path+tt.query, nil)
 			if tt.header != "" {
 				r.Header.Set("Authorization", tt.header)
 			}
@@ -45,7 +53,7 @@ func TestRequireToken(t *testing.T) {
 // probe answer without it.
 func TestRoutesNeedToken(t *testing.T) {
 	mcpOK := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	h, err := newHTTPServer("127.0.0.1:0", "s3cret", web.New(web.Options{}), mcpOK, metrics.New(metrics.Sources{}))
+	h, err := newHTTPServer(serverOptions{Listen: "127.0.0.1:0", Token: "s3cret"}, web.New(web.Options{}), mcpOK, metrics.New(metrics.Sources{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +75,10 @@ func TestRoutesNeedToken(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			h.srv.Handler.ServeHTTP(w, httptest.NewRequest(tt.method, tt.path, nil))
+			r := httptest.NewRequest(tt.method, tt.path, nil)
+			r.Host = "127.0.0.1:8765"
+			r.Header.Set("Content-Type", "application/json")
+			h.srv.Handler.ServeHTTP(w, r)
 			if w.Code != tt.want {
 				t.Errorf("status %d, want %d: %s", w.Code, tt.want, w.Body)
 			}

@@ -204,6 +204,11 @@ func (c pairingClient) do(ctx context.Context, method, path string, out any) err
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if method != http.MethodGet {
+		// The daemon takes changes only as JSON (guard.go); these carry
+		// no body.
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("is parley running at %s? %w", c.base, err)

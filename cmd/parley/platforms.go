@@ -73,8 +73,9 @@ type deps struct {
 	// transcriber turns voice notes into text; nil when [transcription]
 	// is not set.
 	transcriber transcriber
-	// route mounts a handler (a webhook) on parley's HTTP listener; the
-	// handler authenticates its requests itself.
+	// route mounts a handler (a webhook) on parley's HTTP listener,
+	// outside the guard of browser requests (route.webhook); the handler
+	// authenticates its requests itself.
 	route func(path string, h http.Handler)
 }
 
@@ -146,7 +147,9 @@ func (m *Main) buildAdapters(ctx context.Context, dd daemon.Deps) ([]core.Adapte
 		}
 		a, err := p.build(ctx, c, deps{
 			Deps: dd, log: m.Logger.With("adapter", p.name), dataDir: c.DataDir, transcriber: tr,
-			route: func(path string, h http.Handler) { m.routes = append(m.routes, route{path: path, handler: h}) },
+			route: func(path string, h http.Handler) {
+				m.routes = append(m.routes, route{path: path, handler: h, webhook: true})
+			},
 		})
 		if err != nil {
 			return nil, err

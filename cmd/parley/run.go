@@ -156,6 +156,9 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer m.Close()
+	for _, f := range openFiles(*configPath, cfg) {
+		log.Warn("open to other users", "check", f.Check, "problem", f.Problem, "fix", f.Fix)
+	}
 	if err := m.Run(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return exitFailed
@@ -255,8 +258,9 @@ func (m *Main) Open(ctx context.Context) error {
 	m.web.SetPresence(m.mcp)
 	m.metrics = met
 	pairing := requireToken(c.HTTP.Token, boundBody(maxAPIBody, apiRefusal, pairingHandler(d.Service)))
-	m.routes = append(m.routes, route{"/api/pairing", pairing}, route{"/api/pairing/", pairing})
-	m.http, err = newHTTPServer(c.HTTP.Listen, c.HTTP.Token, m.web, m.mcp.Handler(), met, m.routes...)
+	m.routes = append(m.routes, route{path: "/api/pairing", handler: pairing}, route{path: "/api/pairing/", handler: pairing})
+	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
+		m.web, m.mcp.Handler(), met, m.routes...)
 	if err != nil {
 		m.mcp.Close()
 		d.Close()

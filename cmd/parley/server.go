@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,40 +14,77 @@ import (
 )
 
 // httpServer is the daemon's one HTTP listener: the web page at /, the
-// JSON/SSE API at /api/, MCP at /mcp and metrics at /metrics. Everything
-// but the page's static files and the liveness probe (/api/health)
-// requires the bearer token when one is set; request bodies are bounded in
-// size and in time (bodies.go).
+// JSON/SSE API at /api/, MCP at /mcp and metrics at /metrics. Every route
+// but the platforms' webhooks is behind the guard (guard.go: Host, and no
+// cross-site or non-JSON request changes anything); everything but the
+// page's static files and the liveness probe (/api/health) requires the
+// bearer token when one is set; request bodies are bounded in size and in
+// time (bodies.go).
 type httpServer struct {
 	ln     net.Listener
 	srv    *http.Server
 	cancel context.CancelFunc // ends long-lived requests (SSE, MCP streams)
 }
 
-// route is an extra endpoint an adapter serves (a webhook); it carries its
-// own authentication (the platform's secret token).
+// route is an extra endpoint: parley's own (pairing), guarded and
+// authenticated like /api, or a platform's webhook.
 type route struct {
 	path    string
 	handler http.Handler
+	// webhook marks an endpoint a platform's servers call (Telegram's
+	// webhook, Slack's Events API). It skips the guard: it is reached by
+	// the public name the platform was given, which need not be in
+	// allowed_hosts, Slack posts forms, and it needs no protection from
+	// browsers because every request must carry the platform's secret
+	// (Telegram's secret token, Slack's signature), which the adapter
+	// checks.
+	webhook bool
 }
 
-func newHTTPServer(listen, token string, page *web.Adapter, mcpHandler http.Handler, met *metrics.Metrics, routes ...route) (*httpServer, error) {
+// serverOptions configure newHTTPServer.
+type serverOptions struct {
+	Listen string
+	Token  string
+	// AllowedHosts are the names besides loopback ones the server
+	// answers to ([http] allowed_hosts).
+	AllowedHosts []string
+	// IdleTimeout closes keep-alive connections idle this long; 0 means
+	// defaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// defaultIdleTimeout is how long an idle keep-alive connection stays open.
+// A browser reuses its connection within seconds while the page is used
+// and keeps the event stream busy with heartbeats, so a minute and a half
+// costs a returning client nothing, while connections left behind by
+// clients that never close them are reclaimed rather than held forever
+// (net/http's default when no ReadTimeout is set).
+const defaultIdleTimeout = 90 * time.Second
+
+func newHTTPServer(o serverOptions, page *web.Adapter, mcpHandler http.Handler, met *metrics.Metrics, routes ...route) (*httpServer, error) {
+	token := o.Token
 	mux := http.NewServeMux()
+	guarded := http.NewServeMux()
 	for _, r := range routes {
-		mux.Handle(r.path, r.handler)
+		if r.webhook {
+			mux.Handle(r.path, r.handler)
+		} else {
+			guarded.Handle(r.path, r.handler)
+		}
 	}
-	mux.Handle("/api/", requireToken(token, boundBody(maxAPIBody, apiRefusal, page.Handler())))
+	guarded.Handle("/api/", requireToken(token, boundBody(maxAPIBody, apiRefusal, page.Handler())))
 	// Liveness for probes, which hold no token: it says only whether
 	// parley runs, no data.
-	mux.Handle("GET /api/health", page.Handler())
+	guarded.Handle("GET /api/health", page.Handler())
 	if mcpHandler != nil {
-		mux.Handle("/mcp", requireToken(token, boundBody(maxMCPBody, mcpRefusal, mcpHandler)))
+		guarded.Handle("/mcp", requireToken(token, boundBody(maxMCPBody, mcpRefusal, mcpHandler)))
 	}
-	mux.Handle("/metrics", requireToken(token, met.Handler()))
-	mux.Handle("/", page.Handler())
-	ln, err := net.Listen("tcp", listen)
+	guarded.Handle("/metrics", requireToken(token, met.Handler()))
+	guarded.Handle("/", page.Handler())
+	mux.Handle("/", newGuard(o.AllowedHosts).wrap(guarded))
+	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("http: listen on %s (set [http] listen or --listen): %w", listen, err)
+		return nil, fmt.Errorf("http: listen on %s (set [http] listen or --listen): %w", o.Listen, err)
 	}
 	base, cancel := context.WithCancel(context.Background())
 	return &httpServer{
@@ -55,6 +93,7 @@ func newHTTPServer(listen, token string, page *web.Adapter, mcpHandler http.Hand
 		srv: &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       cmp.Or(o.IdleTimeout, defaultIdleTimeout),
 			BaseContext:       func(net.Listener) context.Context { return base },
 		},
 	}, nil

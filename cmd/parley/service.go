@@ -85,6 +85,9 @@ func service(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "parley service install: %v\n", err)
 		return exitUsage
 	}
+	for _, w := range privateTmpHides(spec) {
+		fmt.Fprintf(stderr, "parley service install: warning: %s\n", w)
+	}
 	unit := renderUnit(spec)
 	if *dryRun {
 		fmt.Fprintf(stdout, "# parley service install --dry-run: would write %s\n%s", path, unit)
@@ -258,6 +261,41 @@ func renderUnit(s unitSpec) string {
 	w("[Install]")
 	w("WantedBy=multi-user.target")
 	return b.String()
+}
+
+// privateTmpHides warns of the paths a system unit needs (its binary,
+// configuration, data directory) that lie under /tmp or /var/tmp: the
+// unit's PrivateTmp=yes gives the service empty directories of its own
+// there, so it would not find them. The unit is written all the same (a
+// packager may install the files elsewhere later); the warning says what
+// to move where.
+func privateTmpHides(s unitSpec) []string {
+	if !s.system {
+		return nil
+	}
+	var out []string
+	for _, p := range []struct{ what, path, to string }{
+		{"parley's binary", s.exe, "/usr/local/bin/parley"},
+		{"the configuration", s.config, "/etc/parley/parley.toml"},
+		{"the data directory", s.dataDir, "/var/lib/parley"},
+	} {
+		if underTmp(p.path) {
+			out = append(out, fmt.Sprintf("%s %s is under a temporary directory, which the unit's PrivateTmp=yes replaces with an empty one for the service: it would not find it; move it (to %s, say) and run this again",
+				p.what, p.path, p.to))
+		}
+	}
+	return out
+}
+
+// underTmp reports whether a path is below a directory PrivateTmp=yes
+// replaces.
+func underTmp(p string) bool {
+	for _, dir := range []string{"/tmp", "/var/tmp"} {
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // underHome reports whether a path is below a directory ProtectHome=yes

@@ -208,3 +208,38 @@ func TestServiceUnitHomePaths(t *testing.T) {
 	s.config = "/etc/parley/100% $HOME.toml"
 	wantLines(t, renderUnit(s), `ExecStart=/usr/local/bin/parley serve --config "/etc/parley/100%% $$HOME.toml"`)
 }
+
+// TestServiceUnitPrivateTmp: a system unit's PrivateTmp=yes hides /tmp
+// and /var/tmp from the service, so a configuration, data directory or
+// binary there gets a warning naming where to move it; a user unit has no
+// private /tmp and gets none.
+func TestServiceUnitPrivateTmp(t *testing.T) {
+	s := unitSpec{system: true, exe: "/usr/local/bin/parley", config: "/etc/parley/parley.toml"}
+	if w := privateTmpHides(s); len(w) != 0 {
+		t.Errorf("warnings for paths outside /tmp: %q", w)
+	}
+	s.config, s.dataDir = "/tmp/parley.toml", "/var/tmp/parley"
+	w := privateTmpHides(s)
+	if len(w) != 2 || !strings.Contains(w[0], "the configuration /tmp/parley.toml") || !strings.Contains(w[0], "PrivateTmp=yes") ||
+		!strings.Contains(w[0], "/etc/parley/parley.toml") || !strings.Contains(w[1], "the data directory /var/tmp/parley") {
+		t.Errorf("warnings %q", w)
+	}
+	s.config, s.dataDir = "/tmpfiles/parley.toml", ""
+	if w := privateTmpHides(s); len(w) != 0 {
+		t.Errorf("a path that only begins like /tmp: %q", w)
+	}
+	s.system, s.config = false, "/tmp/parley.toml"
+	if w := privateTmpHides(s); len(w) != 0 {
+		t.Errorf("a user unit: %q", w)
+	}
+	// The command says it.
+	cfg := filepath.Join("/tmp", filepath.Base(t.TempDir())+".toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Skipf("cannot write under /tmp: %v", err)
+	}
+	defer os.Remove(cfg)
+	code, _, _, errOut := installService(t, t.TempDir(), "--system", "--config", cfg)
+	if code != exitOK || !strings.Contains(errOut, "warning: the configuration "+cfg) {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

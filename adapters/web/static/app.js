@@ -73,9 +73,11 @@ async function api(method, path, body) {
   const headers = {};
   if (app.token) headers.Authorization = 'Bearer ' + app.token;
   const init = { method, headers };
-  if (body !== undefined) {
+  // parley takes changes only as JSON, which a cross-site form cannot
+  // send: every POST says so, with a body or without.
+  if (body !== undefined || method !== 'GET') {
     headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
+    init.body = JSON.stringify(body === undefined ? {} : body);
   }
   const res = await fetch(path, init);
   let data = null;

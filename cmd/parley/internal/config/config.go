@@ -90,7 +90,8 @@ type Config struct {
 	// Matrix is the Matrix adapter's section, defined and validated by the
 	// adapter; enabled when its homeserver is set.
 	Matrix matrix.Config `toml:"matrix"`
-	// Transcription turns voice messages into text; enabled when APIURL is set.
+	// Transcription turns voice messages into text; enabled when api_url is
+	// set.
 	Transcription Transcription `toml:"transcription"`
 	// Fake is the in-memory test adapter.
 	Fake Fake `toml:"fake"`
@@ -102,9 +103,21 @@ type HTTP struct {
 	// address reachable from other machines requires Token.
 	Listen string `toml:"listen"`
 	// Token is the bearer token HTTP clients (API, MCP, web page) must
-	// present. Empty means no authentication, allowed on loopback only.
+	// present. Empty means no authentication, allowed on loopback only;
+	// beyond loopback it must be at least 16 characters (make one with
+	// `openssl rand -hex 32`).
 	Token string `toml:"token" secret:"true"`
+	// AllowedHosts are the host names (or addresses) besides localhost and
+	// loopback addresses that parley answers to, for a reverse proxy or a
+	// name on the network: parley.example.org. A request carrying any
+	// other Host header is refused, which keeps web pages from reaching
+	// parley by DNS rebinding. Platform webhooks are exempt (they check
+	// the platform's secret). Default none.
+	AllowedHosts []string `toml:"allowed_hosts"`
 }
+
+// minToken is the shortest bearer token accepted beyond loopback.
+const minToken = 16
 
 // Log configures logging.
 type Log struct {
@@ -343,9 +356,26 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 		}
 		errs = append(absentSections(path, string(data), raw, platforms), errs...)
 		md, err := toml.Decode(string(data), &c)
-		if err != nil {
-			// The file is half-read: validating it would mislead.
-			return c, errors.Join(append(append(errs, fileError(path, err, true)), applyEnv(&c, env)...)...)
+		// A value of the wrong type or form ends decoding at that key.
+		// To report every problem at once, the key is taken out and the
+		// rest decoded again, until all that is left decodes.
+		for err != nil {
+			key, msg, ok := failedKey(err)
+			if !ok || !deleteKey(raw, key) {
+				// The file is half-read: validating it would mislead.
+				return c, errors.Join(append(append(errs, fileError(path, err, true)), applyEnv(&c, env)...)...)
+			}
+			where := path
+			if line := keyLine(string(data), toml.Key(strings.Split(key, "."))); line > 0 {
+				where = fmt.Sprintf("%s:%d", path, line)
+			}
+			errs = append(errs, fmt.Errorf("config: %s: %s: %s", where, key, msg))
+			var rest strings.Builder
+			if err := toml.NewEncoder(&rest).Encode(raw); err != nil {
+				return c, errors.Join(append(errs, applyEnv(&c, env)...)...)
+			}
+			c = defaults(env)
+			md, err = toml.Decode(rest.String(), &c)
 		}
 		errs = append(errs, unknownKeys(path, string(data), md, platforms.Absent)...)
 	}
@@ -359,6 +389,38 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 	c.Log.Format = strings.ToLower(c.Log.Format)
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)
+}
+
+// failedKey returns the key whose value a decoding error is about, and
+// what is wrong with it.
+func failedKey(err error) (key, msg string, ok bool) {
+	var perr toml.ParseError
+	if errors.As(err, &perr) && perr.LastKey != "" {
+		return perr.LastKey, perr.Message, true
+	}
+	if m := tomlLine.FindStringSubmatch(err.Error()); m != nil && m[2] != "" {
+		return m[2], m[3], true
+	}
+	return "", "", false
+}
+
+// deleteKey removes a dotted key from a decoded TOML document, reporting
+// whether it was there.
+func deleteKey(doc map[string]any, key string) bool {
+	parts := strings.Split(key, ".")
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := doc[p].(map[string]any)
+		if !ok {
+			return false
+		}
+		doc = next
+	}
+	last := parts[len(parts)-1]
+	if _, ok := doc[last]; !ok {
+		return false
+	}
+	delete(doc, last)
+	return true
 }
 
 var tomlLine = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
@@ -413,8 +475,18 @@ func (c *Config) validate() []error {
 	} else if p, err := strconv.ParseUint(port, 10, 16); err != nil || p > 65535 {
 		bad("http.listen", "%q has no port number 0-65535", c.HTTP.Listen)
 	} else if c.HTTP.Token == "" && !loopback(host) {
-		errs = append(errs, fmt.Errorf("config: http.listen: %q accepts connections from other machines, so http.token is required (%s, or bind 127.0.0.1)",
+		errs = append(errs, fmt.Errorf("config: http.listen: %q accepts connections from other machines, so http.token is required (%s to a secret such as the output of `openssl rand -hex 32`, or bind 127.0.0.1)",
 			c.HTTP.Listen, fix("http.token")))
+	} else if !loopback(host) && len(strings.TrimSpace(c.HTTP.Token)) < minToken {
+		bad("http.token", "shorter than %d characters, too easy to guess for an address other machines reach (%s); make one with `openssl rand -hex 32`", minToken, c.HTTP.Listen)
+	}
+	if c.HTTP.Token != "" && strings.TrimSpace(c.HTTP.Token) != c.HTTP.Token {
+		bad("http.token", "begins or ends with white space, which no client's Authorization header keeps; remove it (make a token with `openssl rand -hex 32`)")
+	}
+	for i, h := range c.HTTP.AllowedHosts {
+		if !hostEntry(h) {
+			bad("http.allowed_hosts", "item %d, %q, is not a host name or address; write the name alone, like parley.example.org, without scheme, port or path", i+1, h)
+		}
 	}
 
 	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
@@ -440,6 +512,19 @@ func (c *Config) validate() []error {
 		}
 	}
 	return errs
+}
+
+// hostName matches a DNS name (parley.example.org, localhost) as people
+// write one in allowed_hosts.
+var hostName = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$`)
+
+// hostEntry reports whether s is a host name or an IP address (IPv6 with
+// or without brackets), with no scheme, port or path.
+func hostEntry(s string) bool {
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		return true
+	}
+	return len(s) <= 253 && hostName.MatchString(s)
 }
 
 // loopback reports whether a listen host accepts connections from this

@@ -127,7 +127,7 @@ func TestLoadFile(t *testing.T) {
 	want := Config{
 		DataDir:   "/srv/parley",
 		Retention: Duration{90 * 24 * time.Hour},
-		HTTP:      HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token"},
+		HTTP:      HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token", AllowedHosts: []string{"parley.example.org", "192.0.2.7"}},
 		Log:       Log{Level: "debug", Format: "json"},
 		Outbox: Outbox{
 			FlushInterval: Duration{250 * time.Millisecond},
@@ -334,6 +334,18 @@ func TestValidation(t *testing.T) {
 			want: []string{"http.listen", "http.token is required", "PARLEY_HTTP_TOKEN", "bind 127.0.0.1"}},
 		{name: "listen on an empty host without token", env: []string{"PARLEY_HTTP_LISTEN=:8765"},
 			want: []string{"http.listen", "http.token is required"}},
+		{name: "short token beyond loopback", env: []string{"PARLEY_HTTP_LISTEN=0.0.0.0:8765", "PARLEY_HTTP_TOKEN=s3cret"},
+			want: []string{"config: http.token: shorter than 16 characters", "openssl rand -hex 32", "(set [http] token or PARLEY_HTTP_TOKEN)"}},
+		{name: "blank token beyond loopback", file: "[http]\nlisten = \"192.0.2.1:80\"\ntoken = \"                    \"\n",
+			want: []string{"config: http.token: shorter than 16 characters", "http.token: begins or ends with white space"}},
+		{name: "token with white space", env: []string{"PARLEY_HTTP_TOKEN=0123456789abcdef "},
+			want: []string{"http.token: begins or ends with white space", "openssl rand -hex 32"}},
+		{name: "no token beyond loopback names the fix", env: []string{"PARLEY_HTTP_LISTEN=0.0.0.0:8765"},
+			want: []string{"openssl rand -hex 32"}},
+		{name: "allowed host with a scheme", env: []string{"PARLEY_HTTP_ALLOWED_HOSTS=good.example.org,https://parley.example.org"},
+			want: []string{`config: http.allowed_hosts: item 2, "https://parley.example.org", is not a host name or address`, "without scheme, port or path", "PARLEY_HTTP_ALLOWED_HOSTS"}},
+		{name: "allowed host with a port", file: "[http]\nallowed_hosts = [\"parley.example.org:443\"]\n",
+			want: []string{`http.allowed_hosts: item 1, "parley.example.org:443", is not a host name`}},
 		{name: "flush interval not a duration", env: []string{"PARLEY_OUTBOX_FLUSH_INTERVAL=soon"},
 			want: []string{`config: PARLEY_OUTBOX_FLUSH_INTERVAL: "soon" is not a duration like 2s`}},
 		{name: "flush interval zero", file: "[outbox]\nflush_interval = \"0s\"\n",
@@ -398,7 +410,9 @@ func TestValidConfigs(t *testing.T) {
 	}{
 		{"loopback ipv6", []string{"PARLEY_HTTP_LISTEN=[::1]:8765"}},
 		{"localhost", []string{"PARLEY_HTTP_LISTEN=localhost:0"}},
-		{"public with token", []string{"PARLEY_HTTP_LISTEN=0.0.0.0:8765", "PARLEY_HTTP_TOKEN=secret"}},
+		{"public with token", []string{"PARLEY_HTTP_LISTEN=0.0.0.0:8765", "PARLEY_HTTP_TOKEN=0123456789abcdef"}},
+		{"short token on loopback", []string{"PARLEY_HTTP_TOKEN=s3cret"}},
+		{"allowed hosts", []string{"PARLEY_HTTP_ALLOWED_HOSTS=parley.example.org,Chat.Example.ORG.,192.0.2.7,[2001:db8::1],2001:db8::2,localhost"}},
 		{"telegram polling", []string{"PARLEY_TELEGRAM_TOKEN=t", "PARLEY_TELEGRAM_CHAT_ID=-100", "PARLEY_TELEGRAM_ALLOWED_USERS=1"}},
 		{"telegram webhook", []string{"PARLEY_TELEGRAM_TOKEN=t", "PARLEY_TELEGRAM_CHAT_ID=-100", "PARLEY_TELEGRAM_ALLOWED_USERS=1",
 			"PARLEY_TELEGRAM_MODE=webhook", "PARLEY_TELEGRAM_WEBHOOK_URL=https://x.example.org/tg", "PARLEY_TELEGRAM_WEBHOOK_SECRET=abc_DEF-1"}},
@@ -408,6 +422,31 @@ func TestValidConfigs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			load(t, "", withHome(tt.env...))
 		})
+	}
+}
+
+// TestBadValuesDoNotHideOthers: a value the decoder cannot take (a
+// duration that is not one, a string for a number) no longer stops the
+// file's reading: every such value and every other rule's problem are
+// reported together, each at its line.
+func TestBadValuesDoNotHideOthers(t *testing.T) {
+	path := writeFile(t, "retention = \"a month\"\n[log]\nlevel = \"loud\"\n[outbox]\nflush_interval = \"soon\"\ndrain_timeout = 5\n[telegram]\nchat_id = \"x\"\n[lgo]\nlevel = 1\n")
+	_, err := Load(path, withHome(), Platforms{})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, w := range []string{
+		path + `:1: retention: "a month" is not a duration like 2s`,
+		`log.level: "loud" is not one of debug, info, warn, error`,
+		path + `:5: outbox.flush_interval: "soon" is not a duration like 2s`,
+		path + `:6: outbox.drain_timeout: "5" is not a duration like 2s`,
+		path + `:8: telegram.chat_id: incompatible types`,
+		path + `:9: unknown table [lgo] (did you mean log?)`,
+	} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error does not contain %q:\n%s", w, msg)
+		}
 	}
 }
 

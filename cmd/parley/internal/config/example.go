@@ -10,7 +10,7 @@ import (
 )
 
 // Example returns a commented example configuration file, as `parley init`
-// writes it: every key of Config, section by section, each under its
+// writes it: every key of Config but the test adapter's, section by section, each under its
 // description, its environment variable and its default, written as a
 // commented-out assignment of the default ("# listen = "127.0.0.1:8765"").
 // The file therefore loads as the defaults, and a person uncomments what
@@ -32,11 +32,14 @@ func Example(env []string) []byte {
 # platform is enabled by setting its token. "parley doctor --config FILE"
 # checks the result.
 `)
-	current := ""
+	current, lastDoc := "", ""
 	for _, f := range fields(&def) {
 		section, name, inSection := strings.Cut(f.key, ".")
 		if !inSection {
 			section, name = "", f.key
+		}
+		if section == testOnly {
+			continue
 		}
 		if section != current {
 			current = section
@@ -45,12 +48,21 @@ func Example(env []string) []byte {
 			fmt.Fprintf(&b, "[%s]\n", section)
 		}
 		b.WriteString("\n")
-		comment(&b, keyDocs[f.key])
+		// Keys declared together share one doc comment ("A and B are
+		// …"): it is written once, above the first of them.
+		if doc := keyDocs[f.key]; doc != lastDoc {
+			comment(&b, doc)
+			lastDoc = doc
+		}
 		fmt.Fprintf(&b, "# Environment: %s\n", f.env)
 		fmt.Fprintf(&b, "# %s\n", assignment(name, f.v))
 	}
 	return b.Bytes()
 }
+
+// testOnly is the section of the in-memory test adapter, which people have
+// no use for: the example leaves it out, though Load accepts it.
+const testOnly = "fake"
 
 // comment writes text as comment lines.
 func comment(b *bytes.Buffer, text string) {

@@ -208,6 +208,12 @@ func TestExampleHasEveryKey(t *testing.T) {
 		}
 	}
 	for _, f := range fields(&Config{}) {
+		if strings.HasPrefix(f.key, testOnly+".") {
+			if shown[f.key] || envs[f.env] {
+				t.Errorf("the example offers the test adapter's %s", f.key)
+			}
+			continue
+		}
 		if !shown[f.key] {
 			t.Errorf("the example does not show %s", f.key)
 		}
@@ -217,6 +223,20 @@ func TestExampleHasEveryKey(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(ex)
+	}
+}
+
+// TestExampleSaysEachThingOnce: keys that share a doc comment (Matrix's
+// message budget) show it once.
+func TestExampleSaysEachThingOnce(t *testing.T) {
+	ex := string(Example(withHome()))
+	if n := strings.Count(ex, "# messages_per_minute and message_burst are"); n != 1 {
+		t.Errorf("the Matrix budget paragraph appears %d times:\n%s", n, ex)
+	}
+	for _, w := range []string{"[fake]", "APIURL"} {
+		if strings.Contains(ex, w) {
+			t.Errorf("the example says %s", w)
+		}
 	}
 }
 
