@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,7 +68,8 @@ func TestReduceToolGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	if wire["kind"] != "ToolGroup" || wire["call_id"] != "b" || wire["cmd"] != "rm -rf build" || wire["exit_code"] != float64(1) ||
-		wire["approvals"].([]any)[0].(map[string]any)["decision"] != "deny_continue" {
+		fmt.Sprint(wire["approvals"]) != "[deny_continue]" ||
+		wire["approvals_detail"].([]any)[0].(map[string]any)["actor"].(map[string]any)["id"] != "42" {
 		t.Fatalf("wire %s", raw)
 	}
 }

@@ -24,6 +24,14 @@ import (
 // "exit_code" (null until the call ended), and "cmd" when the agent gave
 // one. Items are in the order their events happened: a tool call, then its
 // output (in the same ToolGroup), then the items that followed.
+//
+// "approvals" is the specification's: the decisions' kinds, in the order
+// they were made ["approve", "deny_continue", …], and nothing else, so a
+// client written against the specification reads it as such. Who decided,
+// from where and when is parley's extension beside it,
+// "approvals_detail": one object per entry of "approvals", in the same
+// order, {"decision", "actor"?, "origin"?, "ts"?}, left out while there is
+// no decision.
 
 // UiToolGroup is what a ToolGroup item shows of one tool call.
 type UiToolGroup struct {
@@ -52,7 +60,9 @@ const (
 	DecisionDenyAbort    = "deny_abort"
 )
 
-// UiApproval is one decision on a tool call's approval request.
+// UiApproval is one decision on a tool call's approval request. On the
+// wire its Decision is an entry of a ToolGroup's "approvals" and the
+// whole of it the entry of "approvals_detail" at the same index.
 type UiApproval struct {
 	Decision string    `json:"decision"` // DecisionApprove, DecisionDenyContinue or DecisionDenyAbort
 	Actor    Actor     `json:"actor,omitzero"`
@@ -74,14 +84,17 @@ type uiItemFields UiItem
 // whose name depends on the kind.
 type uiItemWire struct {
 	uiItemFields
-	Text      *string       `json:"text,omitempty"`
-	MD        *string       `json:"md,omitempty"`
-	Tool      *string       `json:"tool,omitempty"`
-	CallID    *string       `json:"call_id,omitempty"`
-	Cmd       string        `json:"cmd,omitempty"`
-	Approvals *[]UiApproval `json:"approvals,omitempty"`
-	Stdout    *string       `json:"stdout,omitempty"`
-	Stderr    *string       `json:"stderr,omitempty"`
+	Text      *string   `json:"text,omitempty"`
+	MD        *string   `json:"md,omitempty"`
+	Tool      *string   `json:"tool,omitempty"`
+	CallID    *string   `json:"call_id,omitempty"`
+	Cmd       string    `json:"cmd,omitempty"`
+	Approvals *[]string `json:"approvals,omitempty"`
+	// ApprovalsDetail is parley's extension: who made each decision of
+	// Approvals, and when.
+	ApprovalsDetail []UiApproval `json:"approvals_detail,omitempty"`
+	Stdout          *string      `json:"stdout,omitempty"`
+	Stderr          *string      `json:"stderr,omitempty"`
 	// ExitCode is a pointer to a pointer so that a running call's
 	// exit_code is written as null rather than left out.
 	ExitCode **int `json:"exit_code,omitempty"`
@@ -102,10 +115,11 @@ func (it UiItem) MarshalJSON() ([]byte, error) {
 	if it.Type == UiItemToolGroup {
 		g := it.UiToolGroup
 		w.Tool, w.CallID, w.Cmd, w.Stdout, w.Stderr = &g.Tool, &g.CallID, g.Cmd, &g.Stdout, &g.Stderr
-		if g.Approvals == nil {
-			g.Approvals = []UiApproval{}
+		decisions := make([]string, len(g.Approvals))
+		for i, a := range g.Approvals {
+			decisions[i] = a.Decision
 		}
-		w.Approvals = &g.Approvals
+		w.Approvals, w.ApprovalsDetail = &decisions, g.Approvals
 		w.ExitCode = &g.ExitCode
 	}
 	return json.Marshal(w)
@@ -128,14 +142,29 @@ func (it *UiItem) UnmarshalJSON(b []byte) error {
 		g := &it.UiToolGroup
 		g.Tool, g.CallID, g.Cmd = deref(w.Tool), deref(w.CallID), w.Cmd
 		g.Stdout, g.Stderr = deref(w.Stdout), deref(w.Stderr)
-		if w.Approvals != nil && len(*w.Approvals) > 0 {
-			g.Approvals = *w.Approvals
-		}
+		g.Approvals = approvalsOf(w.Approvals, w.ApprovalsDetail)
 		if w.ExitCode != nil {
 			g.ExitCode = *w.ExitCode
 		}
 	}
 	return nil
+}
+
+// approvalsOf reads a ToolGroup's decisions: the details where they
+// match the decisions one to one, the decisions alone otherwise (a
+// producer that follows only the specification); nil for none.
+func approvalsOf(decisions *[]string, detail []UiApproval) []UiApproval {
+	if decisions == nil || len(*decisions) == 0 {
+		return nil
+	}
+	if len(detail) == len(*decisions) {
+		return detail
+	}
+	out := make([]UiApproval, len(*decisions))
+	for i, d := range *decisions {
+		out[i] = UiApproval{Decision: d}
+	}
+	return out
 }
 
 func deref(s *string) string {

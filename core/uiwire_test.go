@@ -83,7 +83,10 @@ func TestUiWireBuiltValuesMatchFixtures(t *testing.T) {
 		UiToolGroup: core.UiToolGroup{Tool: "shell", CallID: "c1", Cmd: "make deploy"}}
 	done := core.UiItem{ID: "tool:c2", Type: core.UiItemToolGroup, Time: wireAt(4),
 		UiToolGroup: core.UiToolGroup{Tool: "shell", CallID: "c2", Stdout: "ok\n", Stderr: "warning\n", ExitCode: exit(2),
-			Approvals: []core.UiApproval{{Decision: core.DecisionApprove}, {Decision: core.DecisionDenyContinue}, {Decision: core.DecisionDenyAbort}}}}
+			Approvals: []core.UiApproval{
+				{Decision: core.DecisionApprove, Actor: core.Actor{ID: "42", Name: "Ann"}, Origin: "telegram", Time: wireAt(5)},
+				{Decision: core.DecisionDenyContinue, Actor: core.Actor{ID: "U7", Name: "Bob"}, Origin: "slack", Time: wireAt(6)},
+				{Decision: core.DecisionDenyAbort}}}}
 	for name, it := range map[string]core.UiItem{"user_message.json": user, "assistant_markdown.json": asst,
 		"tool_group_running.json": running, "tool_group_done.json": done} {
 		b, err := json.Marshal(it)
@@ -97,7 +100,7 @@ func TestUiWireBuiltValuesMatchFixtures(t *testing.T) {
 	// both, under their own type.
 	ran := running
 	ran.Time = wireAt(3)
-	ran.Approvals = []core.UiApproval{{Decision: core.DecisionApprove}}
+	ran.Approvals = []core.UiApproval{{Decision: core.DecisionApprove, Actor: core.Actor{ID: "42", Name: "Ann"}, Origin: "web", Time: wireAt(4)}}
 	ran.Stdout, ran.ExitCode = "done\n", exit(0)
 	deployed := asst
 	deployed.Time, deployed.Content = wireAt(5), "**Deployed.**"
@@ -108,6 +111,55 @@ func TestUiWireBuiltValuesMatchFixtures(t *testing.T) {
 	s.Seq, s.Status, s.Busy, s.Turn, s.Items = 8, core.StatusIdle, false, 1, []core.UiItem{user}
 	b, _ = json.Marshal(core.Updated(s))
 	sameJSON(t, "updated", b, readFixture(t, "updated.json"))
+}
+
+// TestUiWireApprovals: a ToolGroup's "approvals" is the specification's
+// list of decision kinds — strings only — whoever reads it; who decided
+// and when is in parley's "approvals_detail" beside it, entry for entry.
+// A producer that writes only the specification's list is read as those
+// decisions, and so is one whose detail does not match them.
+func TestUiWireApprovals(t *testing.T) {
+	it := core.UiItem{ID: "tool:c1", Type: core.UiItemToolGroup, Time: wireAt(1), UiToolGroup: core.UiToolGroup{Tool: "shell", CallID: "c1",
+		Approvals: []core.UiApproval{{Decision: core.DecisionDenyContinue, Actor: core.Actor{ID: "42", Name: "Ann"}, Origin: "telegram", Time: wireAt(2)},
+			{Decision: core.DecisionApprove, Origin: "web", Time: wireAt(3)}}}}
+	b, err := json.Marshal(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Approvals []string `json:"approvals"`
+	}
+	// An unknown element type fails decoding: every entry must be a string.
+	if err := json.Unmarshal(b, &spec); err != nil || !reflect.DeepEqual(spec.Approvals, []string{"deny_continue", "approve"}) {
+		t.Fatalf("approvals as the specification reads them: %v %q in %s", err, spec.Approvals, b)
+	}
+	var back core.UiItem
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, it) {
+		t.Fatalf("round trip: %v\n got %+v\nwant %+v", err, back, it)
+	}
+	// Without a decision, "approvals" is [] and the detail is left out.
+	none, _ := json.Marshal(core.UiItem{ID: "tool:c2", Type: core.UiItemToolGroup, Time: wireAt(1), UiToolGroup: core.UiToolGroup{Tool: "t", CallID: "c2"}})
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(none, &fields); err != nil || string(fields["approvals"]) != "[]" || fields["approvals_detail"] != nil {
+		t.Errorf("a call without decisions: %s", none)
+	}
+
+	for name, tt := range map[string]struct {
+		wire string
+		want []core.UiApproval
+	}{
+		"the specification's list alone": {`"approvals": ["approve", "deny_abort"]`,
+			[]core.UiApproval{{Decision: core.DecisionApprove}, {Decision: core.DecisionDenyAbort}}},
+		"a detail that does not match": {`"approvals": ["approve"], "approvals_detail": [{"decision": "approve"}, {"decision": "deny_abort"}]`,
+			[]core.UiApproval{{Decision: core.DecisionApprove}}},
+		"none": {`"approvals": []`, nil},
+	} {
+		var got core.UiItem
+		wire := `{"id": "tool:c3", "kind": "ToolGroup", "ts": "2026-03-01T12:00:01Z", "tool": "t", "call_id": "c3", ` + tt.wire + `}`
+		if err := json.Unmarshal([]byte(wire), &got); err != nil || !reflect.DeepEqual(got.Approvals, tt.want) {
+			t.Errorf("%s: %v, approvals %+v, want %+v", name, err, got.Approvals, tt.want)
+		}
+	}
 }
 
 // A ui.ask that timed out: the reducer closes the question item, which

@@ -103,15 +103,13 @@ type Adapter struct {
 	typing typingState
 	// streams holds the streaming state (see stream.go).
 	streams streamState
-	// handler is the Handler of a running Run, for EventsHandler.
-	handler atomic.Pointer[handlerRef]
+	// recv lets EventsHandler's requests into the lanes of a running Run.
+	recv receiver
 	// bg tracks work done after an acknowledgement (showing a question's
 	// answer); bgCtx ends with Run.
 	bg    sync.WaitGroup
 	bgCtx atomic.Pointer[context.Context]
 }
-
-type handlerRef struct{ h core.Handler }
 
 var (
 	_ core.Adapter        = (*Adapter)(nil)

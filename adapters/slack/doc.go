@@ -39,7 +39,11 @@
 // and so is the acknowledgement, well within Slack's 3 seconds — except
 // for a message with files, which are fetched first (see files.go for why
 // and how its redelivery is handled). Socket Mode's reconnections are in
-// socket.go, events mode's signed requests in events.go.
+// socket.go, events mode's signed requests in events.go. In events mode
+// the HTTP server is not Run's and keeps serving while Run stops and
+// starts again (the daemon restarts a failed adapter): a request is
+// either queued before Run waits for its lanes or answered 503, never
+// handled after Run returned (receiver, in receive.go).
 //
 // Output. Send posts in the session's thread (chat.postMessage with
 // thread_ts), Edit is chat.update, Delete chat.delete; parley's messages

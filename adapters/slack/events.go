@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/parley-chat/parley/core"
 )
 
 // Events mode: Slack posts events (JSON), button clicks (a form with a
@@ -65,19 +68,19 @@ func (a *Adapter) EventsHandler() http.Handler {
 			w.WriteHeader(http.StatusOK)
 			return
 		}
-		ref := a.handler.Load()
-		if ref == nil {
-			http.Error(w, "parley is not receiving yet", http.StatusServiceUnavailable)
-			return
-		}
 		e.retry, _ = strconv.Atoi(r.Header.Get("X-Slack-Retry-Num"))
 		if e.retry > 0 {
 			a.log.Debug("Slack retried a request", "retry", e.retry, "reason", r.Header.Get("X-Slack-Retry-Reason"))
 		}
 		done := make(chan any, 1)
 		e.ack = func(reply any) { done <- reply }
-		ctx := *a.bgCtx.Load()
-		a.accept(ctx, ref.h, e)
+		ctx, ok := a.recv.enter(func(ctx context.Context, h core.Handler) { a.accept(ctx, h, e) })
+		if !ok {
+			// Before Run, after it, or between a Run that failed and
+			// the next: Slack sends it again.
+			http.Error(w, "parley is not receiving", http.StatusServiceUnavailable)
+			return
+		}
 		select {
 		case reply := <-done:
 			if reply == nil {
@@ -94,8 +97,12 @@ func (a *Adapter) EventsHandler() http.Handler {
 			// listener's graceful shutdown from waiting on Slack's timeout.
 			http.Error(w, "parley is stopping", http.StatusServiceUnavailable)
 		case <-r.Context().Done():
-			// Slack stopped waiting; it retries an event, and the work
-			// goes on in its lane.
+			// Slack stopped waiting (it retries an event, and the work
+			// goes on in its lane), or the listener is shutting down.
+			// Either way not acknowledged: returning without an answer
+			// would make net/http send 200 for an envelope that may
+			// never be made durable.
+			http.Error(w, "not handled yet", http.StatusServiceUnavailable)
 		}
 	})
 }

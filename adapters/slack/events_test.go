@@ -96,7 +96,7 @@ func TestEventsHandler(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	waitFor(t, func() bool { return a.handler.Load() != nil })
+	waitFor(t, a.recv.running)
 
 	if w := serve(signed(event, "application/json", now, secret)); w.Code != 200 {
 		t.Errorf("event: %d %s", w.Code, w.Body)

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -39,9 +40,11 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	a.bgCtx.Store(&ctx)
-	a.handler.Store(&handlerRef{h: h})
+	a.recv.open(ctx, h)
 	defer func() {
-		a.handler.Store(nil)
+		// Closed first: no request enters a lane once the lanes are
+		// waited for (see receiver).
+		a.recv.close()
 		cancel()
 		a.lanes.wait()
 		a.bg.Wait()
@@ -51,6 +54,52 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		return nil
 	}
 	return a.runSocket(ctx, h)
+}
+
+// receiver lets the requests EventsHandler serves into the lanes of a
+// running Run. The HTTP server that calls EventsHandler is not Run's: it
+// serves before Run starts, while Run stops, after it returned and between
+// a Run that failed and the next. Checking that Run runs and queueing the
+// request in its lane are therefore one step under mu, and Run closes the
+// receiver under mu before it waits for the lanes: a request either is in
+// its lane before that wait starts (lanes' WaitGroup gets its Add before
+// the Wait, as sync.WaitGroup requires) or finds Run stopped and is
+// answered 503. Without it a request that saw Run running could queue
+// after Run had waited for the lanes: work handed to the Handler after
+// Run returned, and a WaitGroup Add racing its Wait.
+type receiver struct {
+	mu  sync.Mutex
+	h   core.Handler    // nil while Run is not running
+	ctx context.Context // the running Run's; ends when it stops
+}
+
+// open lets requests in, to be handled by h within ctx, until close.
+func (r *receiver) open(ctx context.Context, h core.Handler) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.h, r.ctx = h, ctx
+}
+
+// close stops letting requests in. When it returns, every request let in
+// is queued in its lane.
+func (r *receiver) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.h, r.ctx = nil, nil
+}
+
+// enter calls queue with the running Run's context and Handler and
+// returns that context, or reports false without calling queue when Run
+// is not running. queue must only queue (Adapter.accept): it runs under
+// the receiver's lock.
+func (r *receiver) enter(queue func(ctx context.Context, h core.Handler)) (context.Context, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.h == nil {
+		return nil, false
+	}
+	queue(r.ctx, r.h)
+	return r.ctx, true
 }
 
 // accept queues e in its conversation's lane. There it is handled, retried

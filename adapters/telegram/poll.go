@@ -201,6 +201,11 @@ func (a *Adapter) WebhookHandler() http.Handler {
 		select {
 		case a.hooks <- hu:
 		case <-r.Context().Done():
+			// Run is not taking updates (not started yet, stopped, or
+			// between a failed Run and the next) and Telegram gave up or
+			// the listener is shutting down. Returning without an answer
+			// would make net/http send 200 and Telegram drop the update.
+			http.Error(w, "not handled", http.StatusServiceUnavailable)
 			return
 		}
 		if err := <-hu.done; err != nil {

@@ -19,17 +19,24 @@ import (
 type pageState struct {
 	State struct {
 		Items []struct {
-			ID        string `json:"id"`
-			Kind      string `json:"kind"`
-			Tool      string `json:"tool"`
-			CallID    string `json:"call_id"`
-			Cmd       string `json:"cmd"`
-			Stdout    string `json:"stdout"`
-			Stderr    string `json:"stderr"`
-			ExitCode  *int   `json:"exit_code"`
-			Approvals []struct {
+			ID       string `json:"id"`
+			Kind     string `json:"kind"`
+			Tool     string `json:"tool"`
+			CallID   string `json:"call_id"`
+			Cmd      string `json:"cmd"`
+			Stdout   string `json:"stdout"`
+			Stderr   string `json:"stderr"`
+			ExitCode *int   `json:"exit_code"`
+			// Approvals are the decisions' kinds, as the specification
+			// has them; ApprovalsDetail (parley's) says who made them.
+			Approvals       []string `json:"approvals"`
+			ApprovalsDetail []struct {
 				Decision string `json:"decision"`
-			} `json:"approvals"`
+				Actor    struct {
+					ID string `json:"id"`
+				} `json:"actor"`
+				Origin string `json:"origin"`
+			} `json:"approvals_detail"`
 		} `json:"items"`
 	} `json:"state"`
 }
@@ -59,8 +66,12 @@ func (s pageState) toolGroups() []string {
 		if it.ExitCode != nil {
 			line += fmt.Sprintf(" exit %d %q %q", *it.ExitCode, it.Stdout, it.Stderr)
 		}
-		for _, a := range it.Approvals {
-			line += " " + a.Decision
+		for i, d := range it.Approvals {
+			line += " " + d
+			if i < len(it.ApprovalsDetail) {
+				a := it.ApprovalsDetail[i]
+				line += fmt.Sprintf(" (%s by %s %s)", a.Decision, a.Origin, a.Actor.ID)
+			}
 		}
 		out = append(out, line)
 	}
@@ -185,7 +196,7 @@ func TestToolActivityAcrossPlatforms(t *testing.T) {
 	want := []string{
 		`c1 shell "make" exit 0 "built\n" ""`,
 		`c2 shell "go test ./..." exit 1 "" "FAIL TestRetry"`,
-		`c3 shell "rm -rf build" exit 0 "" "" approve`,
+		`c3 shell "rm -rf build" exit 0 "" "" approve (approve by telegram 42)`,
 	}
 	if got := getState(t, listen, session).toolGroups(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("the page shows tool groups\n%q, want\n%q", got, want)

@@ -596,10 +596,15 @@ function renderToolGroup(it, box) {
   sum.append(el('span', 'icon', TOOL_ICON[state]), el('code', 'name', it.tool || it.call_id));
   if (it.cmd) sum.append(el('code', 'cmd', it.cmd));
   sum.append(el('span', 'state', running ? 'running' : 'exit ' + it.exit_code));
-  for (const a of it.approvals || []) {
+  // approvals: the decisions' kinds; approvals_detail (parley's
+  // extension): who made them, entry for entry.
+  const approvals = it.approvals || [];
+  const detail = (it.approvals_detail || []).length === approvals.length ? it.approvals_detail : [];
+  approvals.forEach((decision, i) => {
+    const a = detail[i] || {};
     const who = (a.actor && a.actor.name) || a.origin || '';
-    sum.append(el('span', 'approval ' + a.decision, (DECISION[a.decision] || a.decision) + (who ? ' by ' + who : '')));
-  }
+    sum.append(el('span', 'approval ' + decision, (DECISION[decision] || decision) + (who ? ' by ' + who : '')));
+  });
   d.append(sum);
   for (const name of ['stdout', 'stderr']) {
     if (!it[name]) continue;
