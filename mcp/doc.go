@@ -50,6 +50,12 @@
 // who writes from a chat platform to a session nobody listens to.
 // chat_read_since takes an optional author filter (author.go).
 //
+// Files (files.go): chat.assistant.post sends only files whose real path
+// (symlinks resolved) lies in Options.SendDirs ([mcp] send_dirs), and never
+// anything under /proc, /sys, /dev or parley's own data directory and
+// config file; the file is opened by that real path and the opened file
+// checked again. A refusal is a tool error naming the setting.
+//
 // Tool activity (tooltools.go): the agent's runtime reports tool calls with
 // ui.tool_call and ui.tool_output, which become ToolGroup items in the
 // UiState and the turn's progress message on chat platforms, and asks for

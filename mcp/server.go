@@ -38,6 +38,12 @@ type Options struct {
 	// NoAgentNoticeSkip are origins that show presence themselves (the
 	// web page) and get no such notice.
 	NoAgentNoticeSkip []core.Origin
+	// SendDirs are the directories agents may send files from
+	// (files.go); nil means DefaultSendDirs, empty none.
+	SendDirs []string
+	// Protected are parley's own paths (the data directory, the config
+	// file), never sent whatever SendDirs says.
+	Protected []string
 }
 
 // Server is parley's MCP chat server: the inbox resource, its
@@ -92,6 +98,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.SendDirs == nil {
+		opts.SendDirs = DefaultSendDirs()
 	}
 	if opts.Coalesce <= 0 {
 		opts.Coalesce = defaultCoalesce

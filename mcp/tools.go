@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -260,7 +257,7 @@ func (s *Server) post(ctx context.Context, raw json.RawMessage, tool string, kin
 	if len(a.IdempotencyKey) > 128 {
 		return nil, toolError("idempotency_key is longer than 128 bytes")
 	}
-	atts, err := attachments(a.Files)
+	atts, err := s.attachments(a.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -413,36 +410,4 @@ func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, er
 		answer["next"] = next
 	}
 	return answer, nil
-}
-
-// maxFiles and maxFileSize bound what one assistant message may attach.
-const (
-	maxFiles    = 10
-	maxFileSize = 50 << 20
-)
-
-// attachments checks the files an agent wants to send: absolute paths of
-// regular files (no directories or devices) within the size limit. The
-// agent is trusted with the daemon's token; this only keeps mistakes out.
-func attachments(paths []string) ([]core.Attachment, error) {
-	if len(paths) > maxFiles {
-		return nil, toolError(fmt.Sprintf("at most %d files per message", maxFiles))
-	}
-	var out []core.Attachment
-	for _, p := range paths {
-		if !filepath.IsAbs(p) {
-			return nil, toolError(fmt.Sprintf("file %q: give an absolute path", p))
-		}
-		fi, err := os.Stat(p)
-		switch {
-		case err != nil:
-			return nil, toolError(fmt.Sprintf("file %q: %v", p, err))
-		case !fi.Mode().IsRegular():
-			return nil, toolError(fmt.Sprintf("file %q is not a regular file", p))
-		case fi.Size() > maxFileSize:
-			return nil, toolError(fmt.Sprintf("file %q is %d bytes, more than %d", p, fi.Size(), maxFileSize))
-		}
-		out = append(out, core.Attachment{Name: filepath.Base(p), Mime: mime.TypeByExtension(filepath.Ext(p)), Size: fi.Size(), Path: filepath.Clean(p)})
-	}
-	return out, nil
 }

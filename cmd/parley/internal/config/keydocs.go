@@ -30,6 +30,7 @@ var keyDocs = map[string]string{
 	"matrix.user_id":             "user_id is the bot's full Matrix id (@parley:example.org).",
 	"mcp":                        "MCP configures what the chat server agents use tells people.",
 	"mcp.no_agent_notice":        "no_agent_notice is the short notice a person on a chat platform gets\nwho writes to a session no agent listens to (subscribed to its\ninbox or to all sessions'); the next notice or the agent's output\ndeletes it. Empty sends none. Default: a sentence saying the message\nis kept and will be read when an agent connects.",
+	"mcp.send_dirs":              "send_dirs are the directories agents may send files from with\nchat.assistant.post, as absolute paths; a file's symlinks are\nresolved before the check. Never sent, whatever this says: /proc,\n/sys, /dev, the data directory and the config file. Default: the\ndirectory parley was started in (unless it is \"/\") and the system\ntemporary directory; [] allows none.",
 	"outbox":                     "Outbox paces platform operations.",
 	"outbox.drain_timeout":       "drain_timeout is how long shutdown waits for pending operations to\nreach the platforms before giving up on them. Default 5s.",
 	"outbox.flush_interval":      "flush_interval is the pacing fallback: how often pending edits are\nflushed when nothing else triggers a send, so a stalled agent still\nshows its latest output. Default 1s.",
