@@ -11,11 +11,14 @@
 //
 // A connection is bound to a session by ?session=ID or the Parley-Session
 // header, checked on every request so a wrong id fails the first request
-// with a message saying so. Bound, the inbox and the tools default to that
-// session; unbound, the inbox spans all sessions (every message carries its
-// session_id) and the tools that act on a session need a session_id. A
-// binding is a default, not a fence: an explicit session_id still reaches
-// any session, and access control is the daemon's bearer token.
+// with a message saying so. Bound, the connection acts on that session
+// only: the inbox and the tools are that session's, a session_id naming
+// another session is a tool error, another session's inbox can be neither
+// read nor subscribed to, session.list and ui://agent/status show the bound
+// session alone, and session.create is refused. An agent given one session
+// (a bound URL, `parley mcp --session`) cannot read or post elsewhere.
+// Unbound, the inbox spans all sessions (every message carries its
+// session_id) and the tools that act on a session need a session_id.
 //
 // Notifications. mcp-go acknowledges subscriptions but delivers nothing by
 // itself, so the Server tracks them: for protocol 2025-11-25 through the

@@ -344,6 +344,10 @@ func (s *Server) createSession(ctx context.Context, raw json.RawMessage) (any, e
 	if err := bind(raw, &a); err != nil {
 		return nil, err
 	}
+	if b := bindingFrom(ctx); b.id != "" {
+		return nil, toolError(fmt.Sprintf("this connection is bound to session %s by %s and acts on that session only; "+
+			"create sessions on a connection that is not bound to one", b.id, b.source))
+	}
 	res, err := s.handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginMCP, Title: a.Title})
 	if err != nil {
 		return nil, err
@@ -395,7 +399,15 @@ func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, er
 	if args.Status != "" && !q.Status.Valid() {
 		return nil, toolError(fmt.Sprintf("status %q is not one of idle, working, waiting, closed", args.Status))
 	}
-	page, next, err := s.opts.Store.SessionsPage(ctx, q)
+	var page []core.Session
+	var next core.SessionID
+	var err error
+	if b := bindingFrom(ctx); b.id != "" {
+		// A bound connection sees its own session only.
+		page, err = s.boundPage(ctx, b.id, q)
+	} else {
+		page, next, err = s.opts.Store.SessionsPage(ctx, q)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
@@ -410,4 +422,17 @@ func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, er
 		answer["next"] = next
 	}
 	return answer, nil
+}
+
+// boundPage is session.list on a connection bound to id: that session, if
+// it passes the query's filter and lies after its cursor.
+func (s *Server) boundPage(ctx context.Context, id core.SessionID, q core.SessionQuery) ([]core.Session, error) {
+	sess, err := s.opts.Store.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if (q.Status != "" && sess.Status != q.Status) || q.After != "" {
+		return nil, nil
+	}
+	return []core.Session{sess}, nil
 }
