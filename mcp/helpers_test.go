@@ -54,6 +54,8 @@ type stackOptions struct {
 	logger *slog.Logger
 	// sendDirs, when set, are the directories files may be sent from.
 	sendDirs []string
+	// maxSessions, when set, bounds the MCP sessions.
+	maxSessions int
 }
 
 func testLogger() *slog.Logger {
@@ -82,7 +84,7 @@ func newStack(tb testing.TB, dir string, o stackOptions) *stack {
 	}
 	// The data directory is protected, as cmd does it.
 	srv, err := New(Options{Handler: svc, Store: store, Bus: bus, Logger: logger, Version: "test",
-		SendDirs: o.sendDirs, Protected: []string{dir}})
+		SendDirs: o.sendDirs, Protected: []string{dir}, MaxSessions: o.maxSessions})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -59,16 +59,24 @@ func (r *registry) changed() <-chan struct{} {
 }
 
 // listeners counts the connections listening to all sessions and to each
-// session.
+// session, of those whose client can hear now (conns.go).
 func (r *registry) listeners() (all int, sessions map[core.SessionID]int) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	sessions = map[core.SessionID]int{}
 	for scope, subs := range r.scopes {
-		if scope == "" {
-			all = len(subs)
-		} else {
-			sessions[scope] = len(subs)
+		n := 0
+		for sub := range subs {
+			if r.live == nil || r.live(sub.key) {
+				n++
+			}
+		}
+		switch {
+		case n == 0:
+		case scope == "":
+			all = n
+		default:
+			sessions[scope] = n
 		}
 	}
 	return all, sessions

@@ -252,7 +252,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: Version(),
 		// The page shows presence itself.
 		NoAgentNotice: c.MCP.NoAgentNotice, NoAgentNoticeSkip: []core.Origin{core.Origin(web.Name)},
-		SendDirs: c.MCP.SendDirs, Protected: protectedPaths(c.DataDir, m.ConfigPath)})
+		SendDirs: c.MCP.SendDirs, Protected: protectedPaths(c.DataDir, m.ConfigPath), MaxSessions: int(c.MCP.MaxSessions)})
 	if err != nil {
 		d.Close()
 		return err

@@ -29,6 +29,7 @@ var keyDocs = map[string]string{
 	"matrix.space":               "space, optional, is the room id (!…) or alias (#…) of a space the\nrooms the bot creates for sessions are added to.",
 	"matrix.user_id":             "user_id is the bot's full Matrix id (@parley:example.org).",
 	"mcp":                        "MCP configures what the chat server agents use tells people.",
+	"mcp.max_sessions":           "max_sessions bounds the MCP sessions (and 2026-07-28 listen streams)\nopen at once; an agent past it is refused with an error naming this\nkey. A session ends when its client sends DELETE or stops reading\nits stream. Default 256.",
 	"mcp.no_agent_notice":        "no_agent_notice is the short notice a person on a chat platform gets\nwho writes to a session no agent listens to (subscribed to its\ninbox or to all sessions'); the next notice or the agent's output\ndeletes it. Empty sends none. Default: a sentence saying the message\nis kept and will be read when an agent connects.",
 	"mcp.send_dirs":              "send_dirs are the directories agents may send files from with\nchat.assistant.post, as absolute paths; a file's symlinks are\nresolved before the check. Never sent, whatever this says: /proc,\n/sys, /dev, the data directory and the config file. Default: the\ndirectory parley was started in (unless it is \"/\") and the system\ntemporary directory; [] allows none.",
 	"outbox":                     "Outbox paces platform operations.",

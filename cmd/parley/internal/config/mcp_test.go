@@ -47,3 +47,13 @@ func TestSendDirs(t *testing.T) {
 		t.Errorf("error %q does not name the key, the value and the fix", msg)
 	}
 }
+
+// [mcp] max_sessions: at least 1.
+func TestMaxSessions(t *testing.T) {
+	if c := load(t, "", append(home, "PARLEY_MCP_MAX_SESSIONS=3")); c.MCP.MaxSessions != 3 {
+		t.Fatalf("from the environment: %d", c.MCP.MaxSessions)
+	}
+	if _, msg := loadErr(t, "[mcp]\nmax_sessions = 0\n", home); !strings.Contains(msg, "mcp.max_sessions: 0; at least 1 (default 256)") {
+		t.Errorf("error %q", msg)
+	}
+}
