@@ -173,12 +173,13 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
-	if id == "" {
-		s.http.ServeHTTP(sw, r)
-		return
+	// Only sessions that initialized are tracked: an id a client made up
+	// must not grow the table.
+	known := id != "" && s.agents.has(id)
+	if known {
+		s.conns.begin(id)
+		defer s.conns.end(id)
 	}
-	s.conns.begin(id)
-	defer s.conns.end(id)
 	if r.Method != http.MethodGet {
 		s.http.ServeHTTP(sw, r)
 		return
@@ -196,8 +197,10 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 	close(stop)
 	wg.Wait()
 	if sw.failed() {
-		s.log.Info("MCP client stopped reading its stream; ending its session", "mcp_session", id)
-		s.endSession(id)
+		if known {
+			s.log.Info("MCP client stopped reading its stream; ending its session", "mcp_session", id)
+			s.endSession(id)
+		}
 		// Close the connection too: net/http would keep a connection
 		// whose reply it could not finish, and its buffers, for a next
 		// request that a client that does not read will never send.
@@ -208,7 +211,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 }
 
 // watch cuts off the GET stream of session id when the session made no
-// other request for staleAfter: its client does not read the pings.
+// other request for staleAfter: its client does not read the pings. A
+// stream of no session, or of one that never initialized (mcp-go opens
+// one for any id), has nobody to answer and is cut after staleAfter.
 func (s *Server) watch(id string, sw *deadlineWriter, cancel func(), stop <-chan struct{}) {
 	tick := time.NewTicker(staleCheck)
 	defer tick.Stop()

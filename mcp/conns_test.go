@@ -259,6 +259,41 @@ func TestStalledStreamsCutOff(t *testing.T) {
 	})
 }
 
+// A GET stream of no session, or of an id that never initialized, has
+// nobody to answer its pings and is cut off too.
+func TestStrayStreamsCutOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPipeStack(t)
+		for _, sid := range []string{"", "made-up"} {
+			req, err := http.NewRequest(http.MethodGet, "http://parley/mcp", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", "text/event-stream")
+			if sid != "" {
+				req.Header.Set(headerSessionID, sid)
+			}
+			resp, err := p.hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			ended := p.read(t, sid, resp, false, nil)
+			select {
+			case <-ended:
+			case <-time.After(time.Minute):
+				t.Fatalf("stream of session %q still open after a minute", sid)
+			}
+			if d := time.Since(start); d > staleAfter+staleCheck {
+				t.Errorf("stream of session %q cut after %s", sid, d)
+			}
+		}
+		if n := len(p.srv.conns.sessions); n != 0 {
+			t.Errorf("%d sessions tracked for ids that never initialized", n)
+		}
+	})
+}
+
 // An agent that exits without DELETE stops counting as listening within
 // presenceWindow, and the page's watchers are told.
 func TestPresenceEndsWhenClientGoes(t *testing.T) {
