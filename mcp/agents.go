@@ -73,3 +73,11 @@ func (a *agents) count() int {
 	defer a.mu.Unlock()
 	return len(a.sessions) + a.listens
 }
+
+// has reports whether session is an initialized 2025-11-25 session.
+func (a *agents) has(session string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.sessions[session]
+	return ok
+}

@@ -108,14 +108,19 @@ func (s *Server) checkSession(ctx context.Context, id core.SessionID) error {
 	return nil
 }
 
-// sessionFor picks the session a tool call is about: its session_id
-// argument, else the connection's binding. With neither, required tools
-// fail with a message naming the ways to give one; the others get "" (all
-// sessions or none).
+// sessionFor picks the session a tool call is about: the connection's
+// binding (a session_id naming another session is refused: a bound
+// connection acts on its session only), else its session_id argument.
+// With neither, required tools fail with a message naming the ways to give
+// one; the others get "" (all sessions or none).
 func (s *Server) sessionFor(ctx context.Context, tool, arg string, required bool) (core.SessionID, error) {
 	id := core.SessionID(arg)
-	if id == "" {
-		id = bindingFrom(ctx).id
+	if b := bindingFrom(ctx); b.id != "" {
+		if id != "" && id != b.id {
+			return "", toolError(fmt.Sprintf("%s: this connection is bound to session %s by %s and acts on that session only; "+
+				"omit session_id, or use a connection bound to %s (or an unbound one)", tool, b.id, b.source, id))
+		}
+		id = b.id
 	}
 	if id == "" {
 		if required {
@@ -128,4 +133,11 @@ func (s *Server) sessionFor(ctx context.Context, tool, arg string, required bool
 		return "", err
 	}
 	return id, nil
+}
+
+// errBoundElsewhere is the refusal of another session's resource on a bound
+// connection.
+func errBoundElsewhere(b binding, other core.SessionID) error {
+	return fmt.Errorf("this connection is bound to session %s by %s and reads that session only, not %s; "+
+		"use %s, or a connection bound to %s (or an unbound one)", b.id, b.source, other, InboxURI, other)
 }

@@ -11,11 +11,14 @@
 //
 // A connection is bound to a session by ?session=ID or the Parley-Session
 // header, checked on every request so a wrong id fails the first request
-// with a message saying so. Bound, the inbox and the tools default to that
-// session; unbound, the inbox spans all sessions (every message carries its
-// session_id) and the tools that act on a session need a session_id. A
-// binding is a default, not a fence: an explicit session_id still reaches
-// any session, and access control is the daemon's bearer token.
+// with a message saying so. Bound, the connection acts on that session
+// only: the inbox and the tools are that session's, a session_id naming
+// another session is a tool error, another session's inbox can be neither
+// read nor subscribed to, session.list and ui://agent/status show the bound
+// session alone, and session.create is refused. An agent given one session
+// (a bound URL, `parley mcp --session`) cannot read or post elsewhere.
+// Unbound, the inbox spans all sessions (every message carries its
+// session_id) and the tools that act on a session need a session_id.
 //
 // Notifications. mcp-go acknowledges subscriptions but delivers nothing by
 // itself, so the Server tracks them: for protocol 2025-11-25 through the
@@ -36,6 +39,21 @@
 // is the exactly-once path, including after a restart. Assistant messages
 // never notify, nor does the agent's own session.close.
 //
+// Connections (conns.go): the Server's HTTP handler wraps mcp-go's. Every
+// response write has a deadline; a GET stream whose client answers none of
+// the heartbeat pings for staleAfter (20 s; pings every 10 s) is cut off,
+// and a session whose stream was cut or timed out is ended as by DELETE, so
+// its queue and subscriptions are freed. A 2025-11-25 subscriber counts as
+// listening while its client has a request open (its GET stream included)
+// or made one within the last 45 s: a client that exits without DELETE
+// stops counting within 45 s, one that stops reading within 45 s too (cut
+// after at most 25 s). Presence is about who can hear now, so the window is
+// short; a reconnect within it does not flap. At most Options.MaxSessions
+// sessions and listen streams are open; past it initialize and
+// subscriptions/listen get a JSON-RPC error naming [mcp] max_sessions.
+// A notification carries at most 64 KiB of message content (one larger
+// message alone), so a notification waiting for a slow stream is bounded.
+//
 // ui.ask makes the question id itself and registers a waiter before the Ask
 // command runs, so the answer event cannot race past it; it also ends when the
 // session is closed or the person cancels. A question that ends unanswered
@@ -43,12 +61,18 @@
 // Withdraw command (withdraw.go): its buttons go on every platform and a late
 // answer is refused as no longer open.
 //
-// Presence (presence.go): the registry of subscriptions is what says which
-// sessions have an agent listening. The Server serves it as the
+// Presence (presence.go): the registry of subscriptions, of clients that
+// can hear now, is what says which sessions have an agent listening. The Server serves it as the
 // ui://agent/status resource, is the core.Presence the web page reads, and
 // has the Handler send a short notice (Options.NoAgentNotice) to a person
 // who writes from a chat platform to a session nobody listens to.
 // chat_read_since takes an optional author filter (author.go).
+//
+// Files (files.go): chat.assistant.post sends only files whose real path
+// (symlinks resolved) lies in Options.SendDirs ([mcp] send_dirs), and never
+// anything under /proc, /sys, /dev or parley's own data directory and
+// config file; the file is opened by that real path and the opened file
+// checked again. A refusal is a tool error naming the setting.
 //
 // Tool activity (tooltools.go): the agent's runtime reports tool calls with
 // ui.tool_call and ui.tool_output, which become ToolGroup items in the

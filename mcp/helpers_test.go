@@ -52,6 +52,10 @@ type stackOptions struct {
 	handler *atomic.Pointer[http.Handler]
 	// logger, when set, receives the server's log instead of testLogger.
 	logger *slog.Logger
+	// sendDirs, when set, are the directories files may be sent from.
+	sendDirs []string
+	// maxSessions, when set, bounds the MCP sessions.
+	maxSessions int
 }
 
 func testLogger() *slog.Logger {
@@ -78,7 +82,9 @@ func newStack(tb testing.TB, dir string, o stackOptions) *stack {
 	if logger == nil {
 		logger = testLogger()
 	}
-	srv, err := New(Options{Handler: svc, Store: store, Bus: bus, Logger: logger, Version: "test"})
+	// The data directory is protected, as cmd does it.
+	srv, err := New(Options{Handler: svc, Store: store, Bus: bus, Logger: logger, Version: "test",
+		SendDirs: o.sendDirs, Protected: []string{dir}, MaxSessions: o.maxSessions})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -48,6 +48,9 @@ func (s *Server) scopeOf(ctx context.Context, uri string) (core.SessionID, error
 	}
 	if rest, ok := strings.CutPrefix(uri, sessionInboxPrefix); ok {
 		if id, ok := strings.CutSuffix(rest, sessionInboxSuffix); ok && id != "" && !strings.Contains(id, "/") {
+			if b := bindingFrom(ctx); b.id != "" && b.id != core.SessionID(id) {
+				return "", errBoundElsewhere(b, core.SessionID(id))
+			}
 			if err := s.checkSession(ctx, core.SessionID(id)); err != nil {
 				return "", err
 			}

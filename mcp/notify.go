@@ -24,8 +24,11 @@ const (
 	// maxQueued bounds the messages waiting for one subscriber; past it
 	// the subscriber gets a bare {uri} notification and re-reads.
 	maxQueued = 256
-	// maxBatch is the most messages one notification carries.
-	maxBatch = 32
+	// maxBatch is the most messages one notification carries, and
+	// maxBatchBytes the most content (one message may be larger alone):
+	// a notification waiting for a slow stream holds no more.
+	maxBatch      = 32
+	maxBatchBytes = 64 << 10
 	// retryMin and retryMax bound the backoff for a blocked subscriber.
 	retryMin = 50 * time.Millisecond
 	retryMax = 5 * time.Second
@@ -45,6 +48,9 @@ type registry struct {
 	wg     sync.WaitGroup
 	// moved is closed (and replaced) when the scopes change (presence.go).
 	moved chan struct{}
+	// live says whether a subscriber's client can hear now (conns.go);
+	// nil counts every subscriber.
+	live func(key any) bool
 }
 
 // subscriber is one MCP connection: a 2025-11-25 session (keyed by its id)
@@ -290,7 +296,7 @@ func (r *registry) flush(sub *subscriber) error {
 			err = sub.send(map[string]any{"uri": uri})
 		}
 		for msgs := q.msgs; len(msgs) > 0 && err == nil; {
-			n := min(len(msgs), maxBatch)
+			n := batchSize(msgs)
 			if err = sub.send(map[string]any{"uri": uri, "messages": msgs[:n]}); err == nil {
 				msgs = msgs[n:]
 			}
@@ -307,4 +313,27 @@ func (r *registry) flush(sub *subscriber) error {
 		}
 	}
 	return nil
+}
+
+// batchSize is how many of msgs the next notification carries: at most
+// maxBatch, and at most maxBatchBytes of content unless the first message
+// alone is larger.
+func batchSize(msgs []wireMessage) int {
+	n, size := 0, 0
+	for n < len(msgs) && n < maxBatch {
+		size += len(msgs[n].Content)
+		if n > 0 && size > maxBatchBytes {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// poke tells the watchers of presence that it may have changed: a
+// subscriber's client came or went (conns.go).
+func (r *registry) poke() {
+	r.mu.Lock()
+	r.movedLocked()
+	r.mu.Unlock()
 }

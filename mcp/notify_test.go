@@ -118,24 +118,28 @@ func TestBinding(t *testing.T) {
 	if got := contents(all.Messages); !slices.Equal(got, []string{"to a", "to b"}) || all.Messages[0].SessionID != a || all.Messages[1].SessionID != b || all.LastID != all.Messages[1].ID {
 		t.Fatalf("unbound inbox %+v", all)
 	}
-	if got := contents(byHeader.readInbox(t, SessionInboxURI(a)).Messages); !slices.Equal(got, []string{"to a"}) {
+	if got := contents(byHeader.readInbox(t, SessionInboxURI(b)).Messages); !slices.Equal(got, []string{"to b"}) {
 		t.Fatalf("template read %v", got)
 	}
+	if got := contents(unbound.readInbox(t, SessionInboxURI(a)).Messages); !slices.Equal(got, []string{"to a"}) {
+		t.Fatalf("template read, unbound %v", got)
+	}
 
-	// Tools default to the bound session; an explicit session_id wins.
+	// Tools default to the bound session (and act on it only:
+	// TestBoundConnectionFence).
 	var post postResult
 	byHeader.ok(t, "chat_assistant_post", map[string]any{"content": "reply"}, &post)
 	if post.SessionID != b {
 		t.Fatalf("posted to %s, want %s", post.SessionID, b)
 	}
-	byHeader.ok(t, "chat.assistant.post", map[string]any{"content": "reply", "session_id": string(a)}, &post)
-	if post.SessionID != a {
-		t.Fatalf("posted to %s, want %s", post.SessionID, a)
+	byHeader.ok(t, "chat.assistant.post", map[string]any{"content": "reply", "session_id": string(b)}, &post)
+	if post.SessionID != b {
+		t.Fatalf("posted to %s, want %s", post.SessionID, b)
 	}
 	unbound.fails(t, "chat.assistant.post", map[string]any{"content": "where?"}, "needs session_id")
 	var read inboxBody
 	byHeader.ok(t, "chat_read_since", nil, &read)
-	if got := contents(read.Messages); !slices.Equal(got, []string{"to b", "reply"}) {
+	if got := contents(read.Messages); !slices.Equal(got, []string{"to b", "reply", "reply"}) {
 		t.Fatalf("bound chat_read_since %v", got)
 	}
 }

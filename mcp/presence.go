@@ -59,16 +59,24 @@ func (r *registry) changed() <-chan struct{} {
 }
 
 // listeners counts the connections listening to all sessions and to each
-// session.
+// session, of those whose client can hear now (conns.go).
 func (r *registry) listeners() (all int, sessions map[core.SessionID]int) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	sessions = map[core.SessionID]int{}
 	for scope, subs := range r.scopes {
-		if scope == "" {
-			all = len(subs)
-		} else {
-			sessions[scope] = len(subs)
+		n := 0
+		for sub := range subs {
+			if r.live == nil || r.live(sub.key) {
+				n++
+			}
+		}
+		switch {
+		case n == 0:
+		case scope == "":
+			all = n
+		default:
+			sessions[scope] = n
 		}
 	}
 	return all, sessions
@@ -90,7 +98,8 @@ type statusBody struct {
 	// AllSessions is the number of connections listening to every
 	// session's inbox; when it is not 0, every session has an agent.
 	AllSessions int `json:"all_sessions"`
-	// Sessions lists the sessions an agent listens to by their own inbox.
+	// Sessions lists the sessions an agent listens to by their own inbox
+	// (on a bound connection, only its own session).
 	Sessions []sessionListeners `json:"sessions"`
 	// Agents is the number of agents connected, listening or not.
 	Agents int `json:"agents"`
@@ -118,11 +127,15 @@ func (s *Server) addStatusResource() {
 func (s *Server) readStatus(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	st := s.AgentStatus()
 	body := statusBody{Ready: st.Ready, AllSessions: st.All, Sessions: []sessionListeners{}, Agents: s.Agents()}
+	bound := bindingFrom(ctx).id
 	for id, n := range st.Sessions {
+		if bound != "" && id != bound {
+			continue // a bound connection learns about its own session only
+		}
 		body.Sessions = append(body.Sessions, sessionListeners{SessionID: id, Listeners: n, Listening: st.Listening(id)})
 	}
 	slices.SortFunc(body.Sessions, func(a, b sessionListeners) int { return strings.Compare(string(a.SessionID), string(b.SessionID)) })
-	if id := bindingFrom(ctx).id; id != "" {
+	if id := bound; id != "" {
 		body.Session = &sessionListeners{SessionID: id, Listeners: st.Sessions[id] + st.All, Listening: st.Listening(id)}
 	}
 	b, err := json.Marshal(body)

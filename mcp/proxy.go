@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"syscall"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -53,14 +54,17 @@ func Proxy(ctx context.Context, opts ProxyOptions, in io.Reader, out io.Writer) 
 	up, err := transport.NewStreamableHTTP(opts.URL,
 		transport.WithContinuousListening(), // the GET stream, for 2025-11-25 clients
 		transport.WithHTTPHeaders(headers),
-		transport.WithHTTPLogger(opts.Logger.With("part", "upstream")),
+		// The transport logs every retry of the GET stream (once a second
+		// while the daemon is down) in its own words: debug detail. What
+		// a person must know, the relay says itself (explain).
+		transport.WithHTTPLogger(slog.New(debugOnly{opts.Logger.With("part", "upstream").Handler()})),
 	)
 	if err != nil {
 		return fmt.Errorf("mcp proxy: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := &proxy{url: opts.URL, log: opts.Logger, up: up, out: out, cancel: cancel,
+	p := &proxy{url: opts.URL, token: opts.Token != "", log: opts.Logger, up: up, out: out, cancel: cancel,
 		inflight: map[string]context.CancelFunc{}, serverReqs: map[string]chan json.RawMessage{},
 		subscribed: map[string]bool{}, notes: make(chan []byte, 256)}
 	if err := up.Start(ctx); err != nil {
@@ -105,6 +109,7 @@ func Proxy(ctx context.Context, opts ProxyOptions, in io.Reader, out io.Writer) 
 // session.
 type proxy struct {
 	url    string
+	token  bool // a token is sent
 	log    *slog.Logger
 	up     *transport.StreamableHTTP
 	cancel context.CancelFunc
@@ -122,6 +127,13 @@ type proxy struct {
 	subscribed map[string]bool                 // URIs subscribed with resources/subscribe
 	reinitMu   sync.Mutex
 	generation int // counts (re)initializations
+	// initDone is closed when the latest initialize request has its
+	// answer: the client's notifications/initialized and requests must not
+	// overtake it, or they reach the daemon without the session.
+	initDone chan struct{}
+	// down is the last relay failure told on stderr, so that a daemon
+	// that is down is told once, not for every message.
+	down string
 
 	notes chan []byte // client notifications, forwarded in order
 }
@@ -167,8 +179,29 @@ func (p *proxy) dispatch(ctx context.Context, line []byte) {
 	hasID := len(env.ID) > 0 && string(env.ID) != "null"
 	switch {
 	case env.Method != "" && hasID:
+		// Requests run concurrently, except that nothing overtakes an
+		// initialize: without its session they would be refused.
+		p.mu.Lock()
+		gate, done := p.initDone, chan struct{}(nil)
+		if env.Method == string(mcp.MethodInitialize) {
+			done = make(chan struct{})
+			p.initDone = done
+		}
+		p.mu.Unlock()
 		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.request(ctx, env) }()
+		go func() {
+			defer p.wg.Done()
+			if done != nil {
+				defer close(done)
+			} else if gate != nil {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return
+				}
+			}
+			p.request(ctx, env)
+		}()
 	case env.Method != "":
 		select {
 		case p.notes <- line:
@@ -239,9 +272,12 @@ func (p *proxy) request(ctx context.Context, env envelope) {
 		if ctx.Err() != nil {
 			return // cancelled by the client: no response is expected
 		}
-		p.write(errorResponse(env.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("parley mcp: relaying to the parley daemon at %s failed: %v", p.url, err)))
+		msg := p.explain(err)
+		p.tell(msg)
+		p.write(errorResponse(env.ID, mcp.INTERNAL_ERROR, "parley mcp: "+msg))
 		return
 	}
+	p.tell("")
 	if resp.Error == nil {
 		p.remember(env, resp)
 	}
@@ -356,6 +392,16 @@ func (p *proxy) forwardNotifications(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+		p.mu.Lock()
+		initDone := p.initDone
+		p.mu.Unlock()
+		if initDone != nil {
+			select {
+			case <-initDone:
+			case <-ctx.Done():
+				return
+			}
+		}
 		var n mcp.JSONRPCNotification
 		if err := json.Unmarshal(line, &n); err != nil {
 			p.log.Warn("dropping a malformed notification from the client", "err", err)
@@ -376,7 +422,8 @@ func (p *proxy) forwardNotifications(ctx context.Context) {
 			}
 		}
 		if err := p.up.SendNotification(ctx, n); err != nil && ctx.Err() == nil {
-			p.log.Warn("relaying a notification to the daemon failed", "method", n.Method, "err", err)
+			p.log.Debug("relaying a notification to the daemon failed", "method", n.Method, "err", err)
+			p.tell(p.explain(err))
 		}
 	}
 }
@@ -444,3 +491,51 @@ func metaVersion(params json.RawMessage) string {
 	v, _ := w.Meta[mcp.MetaKeyProtocolVersion].(string)
 	return v
 }
+
+// explain turns a relay failure into what to do about it.
+func (p *proxy) explain(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("no parley daemon answers at %s (connection refused): start it with `parley serve`, "+
+			"or point `parley mcp --url` (or [http] listen in the configuration) at the one that runs", p.url)
+	case errors.Is(err, transport.ErrAuthorizationRequired), errors.Is(err, transport.ErrOAuthAuthorizationRequired):
+		if !p.token {
+			return fmt.Sprintf("the parley daemon at %s requires a token: pass `parley mcp --token TOKEN` or set "+
+				"PARLEY_HTTP_TOKEN to the daemon's [http] token", p.url)
+		}
+		return fmt.Sprintf("the parley daemon at %s refused the token: `parley mcp --token` (or PARLEY_HTTP_TOKEN, "+
+			"or [http] token in the configuration) must be the daemon's [http] token", p.url)
+	case errors.Is(err, transport.ErrLegacySSEServer):
+		return fmt.Sprintf("%s refused to start an MCP session (an HTTP 4xx): is it parley's /mcp endpoint? "+
+			"`parley mcp --url` should be http://HOST:PORT/mcp of a running `parley serve`", p.url)
+	}
+	return fmt.Sprintf("relaying to the parley daemon at %s failed: %v", p.url, err)
+}
+
+// tell writes a relay failure to the log (stderr) once, until it changes;
+// "" records a success, so the next failure is told again.
+func (p *proxy) tell(msg string) {
+	p.mu.Lock()
+	told := p.down == msg
+	p.down = msg
+	p.mu.Unlock()
+	if !told && msg != "" {
+		p.log.Error("parley mcp: " + msg)
+	}
+}
+
+// debugOnly passes a library's log records on at debug level: they are
+// detail for someone debugging the relay, not messages for its user.
+type debugOnly struct{ h slog.Handler }
+
+func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return d.h.Handle(ctx, r)
+}
+
+func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.h.WithAttrs(as)} }
+func (d debugOnly) WithGroup(name string) slog.Handler    { return debugOnly{d.h.WithGroup(name)} }

@@ -129,7 +129,7 @@ func TestProxyOptions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	_, err := cl.Initialize(ctx, mcp.InitializeRequest{})
-	if err == nil || !strings.Contains(err.Error(), "relaying to the parley daemon at "+url) {
+	if err == nil || !strings.Contains(err.Error(), "no parley daemon answers at "+url+" (connection refused): start it with `parley serve`") {
 		t.Fatalf("initialize with the daemon down: %v", err)
 	}
 }

@@ -38,6 +38,15 @@ type Options struct {
 	// NoAgentNoticeSkip are origins that show presence themselves (the
 	// web page) and get no such notice.
 	NoAgentNoticeSkip []core.Origin
+	// SendDirs are the directories agents may send files from
+	// (files.go); nil means DefaultSendDirs, empty none.
+	SendDirs []string
+	// Protected are parley's own paths (the data directory, the config
+	// file), never sent whatever SendDirs says.
+	Protected []string
+	// MaxSessions bounds the MCP sessions and listen streams open at once
+	// (conns.go); 0 means DefaultMaxSessions.
+	MaxSessions int
 }
 
 // Server is parley's MCP chat server: the inbox resource, its
@@ -51,7 +60,12 @@ type Server struct {
 	cancel func()
 	subs   *registry
 	agents *agents
-	asks   *asks
+	conns  *conns
+	// admitting counts the initialize and listen requests in flight,
+	// which the bound on sessions counts ahead (conns.go).
+	admitMu   sync.Mutex
+	admitting int
+	asks      *asks
 	// known caches the session ids seen to exist (sessions are never
 	// deleted), so binding checks cost one store read per session.
 	known     sync.Map
@@ -72,7 +86,6 @@ const (
 const (
 	busBuffer        = 4096
 	defaultCoalesce  = 2 * time.Millisecond
-	heartbeat        = 30 * time.Second
 	sessionIdleTTL   = 30 * time.Minute
 	shutdownDeadline = 2 * time.Second
 )
@@ -93,8 +106,14 @@ func New(opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.SendDirs == nil {
+		opts.SendDirs = DefaultSendDirs()
+	}
 	if opts.Coalesce <= 0 {
 		opts.Coalesce = defaultCoalesce
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
 	}
 	s := &Server{opts: opts, log: opts.Logger, asks: newAsks()}
 	hooks := &server.Hooks{}
@@ -106,6 +125,13 @@ func New(opts Options) (*Server, error) {
 		server.WithInstructions(instructions),
 	)
 	s.subs = newRegistry(opts.Coalesce, s.log)
+	s.conns = newConns(s.subs.poke)
+	// A 2025-11-25 subscriber (keyed by its session id) listens while its
+	// client can hear (conns.go); a listen stream while it is open.
+	s.subs.live = func(key any) bool {
+		id, ok := key.(string)
+		return !ok || s.conns.live(id)
+	}
 	s.agents = newAgents(s.log)
 	s.addHooks(hooks)
 	s.addResources()
@@ -118,9 +144,10 @@ func New(opts Options) (*Server, error) {
 		// (and so to subscribe again), instead of silently serving a
 		// session that has lost its subscriptions.
 		server.WithSessionIdManager(&server.InsecureStatefulSessionIdManager{}),
-		// The heartbeat keeps an idle GET stream (and its session) alive;
+		// The heartbeat pings on the GET stream keep it and its session
+		// alive, and a client's answers show that it reads (conns.go);
 		// the idle TTL reclaims sessions whose client vanished without a
-		// DELETE.
+		// DELETE and had no stream.
 		server.WithHeartbeatInterval(heartbeat),
 		server.WithSessionIdleTTL(sessionIdleTTL),
 		server.WithStreamableHTTPLogger(s.log.With("part", "transport")),
@@ -142,7 +169,7 @@ Answer with chat.assistant.post, stream progress with session.output, ask with u
 // cmd mounts it at /mcp. It does not check the Host header against DNS
 // rebinding: whoever serves it must (cmd/parley's guard does, for every
 // route).
-func (s *Server) Handler() http.Handler { return s.http }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.guard) }
 
 // Run consumes the bus until ctx ends: it pushes notifications of human
 // messages to subscribers and completes ui.ask calls with their answers.
@@ -227,6 +254,7 @@ func (s *Server) addHooks(h *server.Hooks) {
 	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
 		s.subs.removeAll(sess.SessionID())
 		s.agents.unregistered(sess.SessionID())
+		s.conns.forget(sess.SessionID())
 	})
 	h.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
 		sess := server.ClientSessionFromContext(ctx)

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -260,7 +257,7 @@ func (s *Server) post(ctx context.Context, raw json.RawMessage, tool string, kin
 	if len(a.IdempotencyKey) > 128 {
 		return nil, toolError("idempotency_key is longer than 128 bytes")
 	}
-	atts, err := attachments(a.Files)
+	atts, err := s.attachments(a.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -347,6 +344,10 @@ func (s *Server) createSession(ctx context.Context, raw json.RawMessage) (any, e
 	if err := bind(raw, &a); err != nil {
 		return nil, err
 	}
+	if b := bindingFrom(ctx); b.id != "" {
+		return nil, toolError(fmt.Sprintf("this connection is bound to session %s by %s and acts on that session only; "+
+			"create sessions on a connection that is not bound to one", b.id, b.source))
+	}
 	res, err := s.handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginMCP, Title: a.Title})
 	if err != nil {
 		return nil, err
@@ -398,7 +399,15 @@ func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, er
 	if args.Status != "" && !q.Status.Valid() {
 		return nil, toolError(fmt.Sprintf("status %q is not one of idle, working, waiting, closed", args.Status))
 	}
-	page, next, err := s.opts.Store.SessionsPage(ctx, q)
+	var page []core.Session
+	var next core.SessionID
+	var err error
+	if b := bindingFrom(ctx); b.id != "" {
+		// A bound connection sees its own session only.
+		page, err = s.boundPage(ctx, b.id, q)
+	} else {
+		page, next, err = s.opts.Store.SessionsPage(ctx, q)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
@@ -415,34 +424,15 @@ func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, er
 	return answer, nil
 }
 
-// maxFiles and maxFileSize bound what one assistant message may attach.
-const (
-	maxFiles    = 10
-	maxFileSize = 50 << 20
-)
-
-// attachments checks the files an agent wants to send: absolute paths of
-// regular files (no directories or devices) within the size limit. The
-// agent is trusted with the daemon's token; this only keeps mistakes out.
-func attachments(paths []string) ([]core.Attachment, error) {
-	if len(paths) > maxFiles {
-		return nil, toolError(fmt.Sprintf("at most %d files per message", maxFiles))
+// boundPage is session.list on a connection bound to id: that session, if
+// it passes the query's filter and lies after its cursor.
+func (s *Server) boundPage(ctx context.Context, id core.SessionID, q core.SessionQuery) ([]core.Session, error) {
+	sess, err := s.opts.Store.Session(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	var out []core.Attachment
-	for _, p := range paths {
-		if !filepath.IsAbs(p) {
-			return nil, toolError(fmt.Sprintf("file %q: give an absolute path", p))
-		}
-		fi, err := os.Stat(p)
-		switch {
-		case err != nil:
-			return nil, toolError(fmt.Sprintf("file %q: %v", p, err))
-		case !fi.Mode().IsRegular():
-			return nil, toolError(fmt.Sprintf("file %q is not a regular file", p))
-		case fi.Size() > maxFileSize:
-			return nil, toolError(fmt.Sprintf("file %q is %d bytes, more than %d", p, fi.Size(), maxFileSize))
-		}
-		out = append(out, core.Attachment{Name: filepath.Base(p), Mime: mime.TypeByExtension(filepath.Ext(p)), Size: fi.Size(), Path: filepath.Clean(p)})
+	if (q.Status != "" && sess.Status != q.Status) || q.After != "" {
+		return nil, nil
 	}
-	return out, nil
+	return []core.Session{sess}, nil
 }

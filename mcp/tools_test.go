@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -241,7 +242,7 @@ func TestBadCalls(t *testing.T) {
 		{"chat_human_post", in(), "content is empty"},
 		{"chat.assistant.post", in("content", strings.Repeat("x", 70<<10)), "chat.assistant.post: the message is 71680 bytes, more than the limit of 65536"},
 		{"chat.assistant.post", in("content", "see", "files", []string{"relative.txt"}), "give an absolute path"},
-		{"chat.assistant.post", in("content", "see", "files", []string{"/"}), "is not a regular file"},
+		{"chat.assistant.post", in("content", "see", "files", []string{os.TempDir()}), "is not a regular file"},
 		{"chat.assistant.post", in("content", "see", "files", []string{"/nonexistent/x"}), "no such file"},
 		{"chat.human.post", in("content", "see", "files", []string{"/etc/hostname"}), "only be sent with chat.assistant.post"},
 		{"chat.assistant.post", in("content", "hi", "session_id", string(closed)), "session " + string(closed) + " is closed"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -150,7 +151,7 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 	if stop {
 		return exitUsage
 	}
-	m := &Main{Config: cfg, Logger: log}
+	m := &Main{Config: cfg, Logger: log, ConfigPath: *configPath}
 	if err := m.Open(ctx); err != nil {
 		log.Error("start failed", "err", err)
 		return exitUsage
@@ -179,6 +180,9 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 type Main struct {
 	Config config.Config
 	Logger *slog.Logger
+	// ConfigPath is the file Config was read from, if any: agents may
+	// never send it.
+	ConfigPath string
 	// Adapters, when set before Open, replace the platform adapters built
 	// from Config (tests inject fakes this way). The web adapter is always
 	// added.
@@ -250,7 +254,8 @@ func (m *Main) Open(ctx context.Context) error {
 	m.mcp, err = mcp.New(mcp.Options{Handler: d.Service, Store: d.Store, Bus: d.Bus,
 		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: Version(),
 		// The page shows presence itself.
-		NoAgentNotice: c.MCP.NoAgentNotice, NoAgentNoticeSkip: []core.Origin{core.Origin(web.Name)}})
+		NoAgentNotice: c.MCP.NoAgentNotice, NoAgentNoticeSkip: []core.Origin{core.Origin(web.Name)},
+		SendDirs: c.MCP.SendDirs, Protected: protectedPaths(c.DataDir, m.ConfigPath), MaxSessions: int(c.MCP.MaxSessions)})
 	if err != nil {
 		d.Close()
 		return err
@@ -305,6 +310,22 @@ func (m *Main) Close() error {
 		return nil
 	}
 	return m.daemon.Close()
+}
+
+// protectedPaths are parley's own files, which agents never send: the data
+// directory and the config file, as absolute paths.
+func protectedPaths(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func lookup(env []string, key string) string {

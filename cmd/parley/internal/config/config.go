@@ -170,6 +170,18 @@ type MCP struct {
 	// deletes it. Empty sends none. Default: a sentence saying the message
 	// is kept and will be read when an agent connects.
 	NoAgentNotice string `toml:"no_agent_notice"`
+	// SendDirs are the directories agents may send files from with
+	// chat.assistant.post, as absolute paths; a file's symlinks are
+	// resolved before the check. Never sent, whatever this says: /proc,
+	// /sys, /dev, the data directory and the config file. Default: the
+	// directory parley was started in (unless it is "/") and the system
+	// temporary directory; [] allows none.
+	SendDirs []string `toml:"send_dirs"`
+	// MaxSessions bounds the MCP sessions (and 2026-07-28 listen streams)
+	// open at once; an agent past it is refused with an error naming this
+	// key. A session ends when its client sends DELETE or stops reading
+	// its stream. Default 256.
+	MaxSessions int64 `toml:"max_sessions"`
 }
 
 // maxNotice bounds a configured notice, well within every platform's
@@ -186,6 +198,14 @@ func (m MCP) Validate(report func(key, problem string)) {
 		report("no_agent_notice", fmt.Sprintf("%d bytes, more than %d; shorten it", len(n), maxNotice))
 	case !utf8.ValidString(n):
 		report("no_agent_notice", "not valid UTF-8")
+	}
+	if m.MaxSessions < 1 {
+		report("max_sessions", fmt.Sprintf("%d; at least 1 (default %d)", m.MaxSessions, mcp.DefaultMaxSessions))
+	}
+	for _, d := range m.SendDirs {
+		if !filepath.IsAbs(d) {
+			report("send_dirs", fmt.Sprintf("%q is not an absolute path; write it from the root, like /home/me/work", d))
+		}
 	}
 }
 
@@ -314,7 +334,7 @@ func defaults(env []string) Config {
 			DrainTimeout:  Duration{5 * time.Second},
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
-		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice},
+		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
 		Telegram: telegram.DefaultConfig(),
 		Slack:    slack.DefaultConfig(),
 		Matrix:   matrix.DefaultConfig(),

@@ -75,7 +75,7 @@ func TestDefaults(t *testing.T) {
 			DrainTimeout:  Duration{5 * time.Second},
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
-		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice},
+		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
 		Telegram: telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"},
 		Slack:    slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"},
 		Matrix:   matrix.Config{MessagesPerMinute: 12, MessageBurst: 10},
@@ -135,7 +135,7 @@ func TestLoadFile(t *testing.T) {
 		},
 		Cleanup: Cleanup{NextNotice: false, NextInput: true, TurnComplete: false},
 		Routing: Routing{ReflectInput: true},
-		MCP:     MCP{NoAgentNotice: "Nobody reads this session yet; your message waits."},
+		MCP:     MCP{NoAgentNotice: "Nobody reads this session yet; your message waits.", SendDirs: []string{"/srv/parley/out"}, MaxSessions: 16},
 		Telegram: telegram.Config{
 			Token:          "123456:telegram-secret-token",
 			APIURL:         "http://127.0.0.1:8081",

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -21,5 +22,38 @@ func TestNoAgentNotice(t *testing.T) {
 		if _, msg := loadErr(t, tt.file, home); !strings.Contains(msg, tt.want) {
 			t.Errorf("error %q does not say %q", msg, tt.want)
 		}
+	}
+}
+
+// [mcp] send_dirs: by default the working directory and the temporary
+// directory, [] allows none, and each entry must be an absolute path, from
+// the file or the environment.
+func TestSendDirs(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := load(t, "", home); strings.Join(c.MCP.SendDirs, "|") != wd+"|"+os.TempDir() {
+		t.Fatalf("default %q, want the working and the temporary directory", c.MCP.SendDirs)
+	}
+	if c := load(t, "[mcp]\nsend_dirs = []\n", home); c.MCP.SendDirs == nil || len(c.MCP.SendDirs) != 0 {
+		t.Fatalf("[] should allow none: %#v", c.MCP.SendDirs)
+	}
+	if c := load(t, "", append(home, "PARLEY_MCP_SEND_DIRS=/srv/out, /tmp")); strings.Join(c.MCP.SendDirs, "|") != "/srv/out|/tmp" {
+		t.Fatalf("from the environment: %q", c.MCP.SendDirs)
+	}
+	if _, msg := loadErr(t, "[mcp]\nsend_dirs = [\"/ok\", \"work\"]\n", home); !strings.Contains(msg, `mcp.send_dirs: "work" is not an absolute path`) ||
+		!strings.Contains(msg, "PARLEY_MCP_SEND_DIRS") {
+		t.Errorf("error %q does not name the key, the value and the fix", msg)
+	}
+}
+
+// [mcp] max_sessions: at least 1.
+func TestMaxSessions(t *testing.T) {
+	if c := load(t, "", append(home, "PARLEY_MCP_MAX_SESSIONS=3")); c.MCP.MaxSessions != 3 {
+		t.Fatalf("from the environment: %d", c.MCP.MaxSessions)
+	}
+	if _, msg := loadErr(t, "[mcp]\nmax_sessions = 0\n", home); !strings.Contains(msg, "mcp.max_sessions: 0; at least 1 (default 256)") {
+		t.Errorf("error %q", msg)
 	}
 }

@@ -1,0 +1,229 @@
+package mcp
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"mime"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// Files an agent sends. chat.assistant.post takes paths on the daemon's
+// machine, read by the daemon with its own rights, so a path is where an
+// agent could reach what the daemon can read: its environment in
+// /proc/self/environ, the database, the config file with its tokens. The
+// check is made where the path enters parley, here:
+//
+//   - the path is resolved through its symlinks first, and the real path
+//     must lie inside one of Options.SendDirs ([mcp] send_dirs; by default
+//     the directory parley was started in and the system temporary
+//     directory), compared component by component;
+//   - whatever SendDirs says, nothing under /proc, /sys or /dev and nothing
+//     under Options.Protected (the data directory, the config file) is sent,
+//     nor a hard link to one of those files;
+//   - the file is then opened by its real path without following a final
+//     symlink, and the path of what was actually opened (where the system
+//     tells it, /proc/self/fd) is checked again, so a path swapped between
+//     the check and the open is caught. The attachment carries that real
+//     path. The adapters read it later, when the journal delivers the
+//     message: an agent that can write into a send directory could still
+//     replace the file in between, but only with another file it could have
+//     sent anyway, unless it links in a protected one, which a symlink
+//     cannot do once the path is resolved and which the daemon does not
+//     re-check (documented limit; copying every file at post time would
+//     close it at the price of a second copy of each).
+
+// alwaysDenied are the trees never sent: kernel and device views that hold
+// the process's environment, memory and devices.
+var alwaysDenied = []string{"/proc", "/sys", "/dev"}
+
+// DefaultSendDirs is where agents may send files from when [mcp] send_dirs
+// is not set: the directory parley was started in (an agent parley runs
+// works there) and the system temporary directory. A start in "/" (a
+// system service) adds nothing for it: that would allow every file.
+func DefaultSendDirs() []string {
+	var dirs []string
+	if wd, err := os.Getwd(); err == nil && filepath.Clean(wd) != string(filepath.Separator) {
+		dirs = append(dirs, wd)
+	}
+	return append(dirs, os.TempDir())
+}
+
+// sendKey names the setting a refusal tells the operator to change.
+const sendKey = "[mcp] send_dirs (PARLEY_MCP_SEND_DIRS)"
+
+// within reports whether p is dir or lies under it. Both are clean
+// absolute paths; "/tmpx" is not within "/tmp".
+func within(p, dir string) bool {
+	if p == dir {
+		return true
+	}
+	if !strings.HasSuffix(dir, string(filepath.Separator)) {
+		dir += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, dir)
+}
+
+// realPath resolves p's symlinks; a path that does not exist (yet) is
+// only cleaned, which is what a protected path that is absent needs.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// denied says why the real path p may never be sent, or "".
+func (s *Server) denied(p string) string {
+	for _, d := range alwaysDenied {
+		if within(p, realPath(d)) {
+			return "it is under " + d
+		}
+	}
+	for _, d := range s.opts.Protected {
+		if d != "" && within(p, realPath(d)) {
+			return "it is parley's own (" + d + ")"
+		}
+	}
+	return ""
+}
+
+// allowed reports whether the real path p lies in a send directory.
+func (s *Server) allowed(p string) bool {
+	for _, d := range s.opts.SendDirs {
+		if d != "" && within(p, realPath(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse is the tool error for a path outside the send directories.
+func (s *Server) refuse(p string) error {
+	dirs := "none"
+	if len(s.opts.SendDirs) > 0 {
+		dirs = strings.Join(s.opts.SendDirs, ", ")
+	}
+	return toolError(fmt.Sprintf("file %q is not in a directory agents may send files from (%s); "+
+		"put the file there, or add its directory to %s", p, dirs, sendKey))
+}
+
+// checkPath checks where the real path p lies.
+func (s *Server) checkPath(given, p string) error {
+	if why := s.denied(p); why != "" {
+		return toolError(fmt.Sprintf("file %q is never sent: %s, whatever %s says", given, why, sendKey))
+	}
+	if !s.allowed(p) {
+		return s.refuse(given)
+	}
+	return nil
+}
+
+// sameAsProtected reports whether fi is one of the protected files under
+// another name (a hard link): the config file, or a file directly in the
+// data directory.
+func (s *Server) sameAsProtected(fi fs.FileInfo) bool {
+	for _, d := range s.opts.Protected {
+		if d == "" {
+			continue
+		}
+		st, err := os.Stat(d)
+		if err != nil {
+			continue
+		}
+		if !st.IsDir() {
+			if os.SameFile(st, fi) {
+				return true
+			}
+			continue
+		}
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if st, err := os.Stat(filepath.Join(d, e.Name())); err == nil && os.SameFile(st, fi) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// attachment checks one file an agent wants to send and returns it with
+// its real path.
+func (s *Server) attachment(given string) (core.Attachment, error) {
+	if !filepath.IsAbs(given) {
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q: give an absolute path", given))
+	}
+	p, err := filepath.EvalSymlinks(given)
+	if err != nil {
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q: %v", given, pathErr(err)))
+	}
+	if err := s.checkPath(given, p); err != nil {
+		return core.Attachment{}, err
+	}
+	f, err := openNoFollow(p)
+	if err != nil {
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q: %v", given, pathErr(err)))
+	}
+	defer f.Close()
+	// What was opened, by the system's account: the check again.
+	if opened, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err == nil && filepath.IsAbs(opened) {
+		if opened != p {
+			if err := s.checkPath(given, opened); err != nil {
+				return core.Attachment{}, err
+			}
+			p = opened
+		}
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q: %v", given, err))
+	case !fi.Mode().IsRegular():
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q is not a regular file", given))
+	case s.sameAsProtected(fi):
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q is never sent: it is a link to one of parley's own files, whatever %s says", given, sendKey))
+	case fi.Size() > maxFileSize:
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q is %d bytes, more than %d", given, fi.Size(), maxFileSize))
+	}
+	return core.Attachment{Name: filepath.Base(given), Mime: mime.TypeByExtension(filepath.Ext(given)), Size: fi.Size(), Path: p}, nil
+}
+
+// maxFiles and maxFileSize bound what one assistant message may attach.
+const (
+	maxFiles    = 10
+	maxFileSize = 50 << 20
+)
+
+// attachments checks the files an agent wants to send (see above).
+func (s *Server) attachments(paths []string) ([]core.Attachment, error) {
+	if len(paths) > maxFiles {
+		return nil, toolError(fmt.Sprintf("at most %d files per message", maxFiles))
+	}
+	out := make([]core.Attachment, 0, len(paths))
+	for _, p := range paths {
+		a, err := s.attachment(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return slices.Clip(out), nil
+}
+
+// pathErr is err without the path, which the message names already.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
