@@ -126,8 +126,18 @@ func TestTelegramDownAtStartDegrades(t *testing.T) {
 	if !strings.Contains(err.Error(), "cannot reach the Bot API") || core.FixOf(err) == "" {
 		t.Errorf("error %v, fix %q", err, core.FixOf(err))
 	}
+	// Metrics say so too.
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `parley_platform_up{adapter="telegram"} 0`) {
+		t.Errorf("/metrics lacks telegram down")
+	}
 	// The page and the API answer.
-	resp, err := http.Get("http://" + addr + "/")
+	resp, err = http.Get("http://" + addr + "/")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("the page: %v %v", resp, err)
 	}

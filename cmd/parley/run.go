@@ -215,6 +215,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Cleanup:        func() (uint64, uint64) { return m.daemon.Ledger.Stats() },
 		SSEClients:     func() int { return m.web.SSEClients() },
 		MCPSubscribers: func() int { return m.mcp.Subscribers() },
+		Platforms:      func() map[core.AdapterName]core.PlatformStatus { return m.daemon.Health().Platforms() },
 	})
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
