@@ -172,6 +172,7 @@ type Outbox struct {
 	backlog      map[AdapterName]int
 	backlogged   map[AdapterName]bool
 	failingSince map[AdapterName]time.Time
+	held         map[AdapterName]bool // not run: outboxhold.go
 	pruneAt      time.Time
 	seq          uint64
 	inflight     int
@@ -510,6 +511,9 @@ func (o *Outbox) dispatchLocked() time.Time {
 				o.finishLocked(e.op, ErrExpired)
 				continue
 			}
+			if o.held[e.op.Adapter] {
+				continue // woken by Hold's release
+			}
 			if at.After(now) {
 				if next.IsZero() || at.Before(next) {
 					next = at
@@ -791,7 +795,8 @@ type MovedError struct{ Place Place }
 
 func (e *MovedError) Error() string { return "operation moved to another place" }
 
-// Drain waits until no op is pending or in flight, or ctx ends.
+// Drain waits until no op is pending (but those held, see Hold) or in
+// flight, or ctx ends.
 func (o *Outbox) Drain(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
 		o.mu.Lock()
@@ -801,7 +806,7 @@ func (o *Outbox) Drain(ctx context.Context) error {
 	defer stop()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for len(o.pending) > 0 || o.inflight > 0 {
+	for o.busyLocked() {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -8,6 +8,8 @@ import (
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/parley-chat/parley/core"
 )
 
 // cursorLogin keeps what a password login gave (see login).
@@ -29,11 +31,14 @@ type storedLogin struct {
 // media, without which files cannot be fetched), the bot can log in (the
 // configured token, or a password's token kept in the store), and whoami
 // names the configured user. Its errors say what to fix; none quotes a
-// token or a password.
+// token or a password. The homeserver's refusals (an unknown token, a
+// wrong password, another account's token) are core.Permanent, so the
+// daemon retries them slowly; a homeserver that does not answer is not.
 func (a *Adapter) Check(ctx context.Context) error {
 	vers, err := a.cli.Versions(ctx)
 	if err != nil {
-		return fmt.Errorf("matrix: cannot reach the homeserver at %s (/versions: %v): check [matrix] homeserver (PARLEY_MATRIX_HOMESERVER), the client-server API's base URL", a.opts.Homeserver, err)
+		return core.WithFix(fmt.Errorf("matrix: cannot reach the homeserver at %s (/versions: %v)", a.opts.Homeserver, err),
+			"check [matrix] homeserver (PARLEY_MATRIX_HOMESERVER), the client-server API's base URL, and that this machine reaches it; parley serve keeps serving without Matrix and tries again")
 	}
 	if !vers.Supports(mautrix.FeatureAuthenticatedMedia) {
 		a.log.Warn("the homeserver does not offer authenticated media (spec v1.11); files people send cannot be fetched",
@@ -52,11 +57,12 @@ func (a *Adapter) Check(ctx context.Context) error {
 	}
 	switch {
 	case errors.Is(err, mautrix.MUnknownToken) && a.opts.AccessToken != "":
-		return errors.New("matrix: the homeserver does not know the access token: set [matrix] access_token (PARLEY_MATRIX_ACCESS_TOKEN) to a valid token of the bot, or use password instead")
+		return core.Permanent(errors.New("matrix: the homeserver does not know the access token: set [matrix] access_token (PARLEY_MATRIX_ACCESS_TOKEN) to a valid token of the bot, or use password instead"))
 	case err != nil:
-		return fmt.Errorf("matrix: whoami: %w", err)
+		return core.WithFix(classify("whoami", opOther, err, false),
+			"check [matrix] user_id and its access_token or password; if the homeserver did not answer, check that this machine reaches "+a.opts.Homeserver)
 	case who.UserID != a.opts.UserID:
-		return fmt.Errorf("matrix: the access token belongs to %s, not to %s: fix [matrix] user_id or access_token so they name the same account", who.UserID, a.opts.UserID)
+		return core.Permanent(fmt.Errorf("matrix: the access token belongs to %s, not to %s: fix [matrix] user_id or access_token so they name the same account", who.UserID, a.opts.UserID))
 	}
 	a.ready.Store(true)
 	a.log.Info("connected to Matrix", "homeserver", a.opts.Homeserver, "user", who.UserID, "spec", vers.GetLatest().String())
@@ -74,7 +80,7 @@ func (a *Adapter) login(ctx context.Context, again bool) error {
 	if !again {
 		v, err := a.opts.Cursors.Cursor(ctx, cursorLogin)
 		if err != nil {
-			return fmt.Errorf("matrix: read the stored login: %w", err)
+			return core.WithFix(fmt.Errorf("matrix: read the stored login: %w", err), "check parley's data directory (data_dir) and its log")
 		}
 		var l storedLogin
 		if v != "" && json.Unmarshal([]byte(v), &l) == nil && l.Homeserver == a.opts.Homeserver && l.UserID == a.opts.UserID && l.AccessToken != "" {
@@ -90,13 +96,14 @@ func (a *Adapter) login(ctx context.Context, again bool) error {
 	})
 	switch {
 	case errors.Is(err, mautrix.MForbidden):
-		return fmt.Errorf("matrix: the homeserver refused the password of %s: check [matrix] password (PARLEY_MATRIX_PASSWORD) and user_id", a.opts.UserID)
+		return core.Permanent(fmt.Errorf("matrix: the homeserver refused the password of %s: check [matrix] password (PARLEY_MATRIX_PASSWORD) and user_id", a.opts.UserID))
 	case err != nil:
-		return fmt.Errorf("matrix: log in as %s: %w", a.opts.UserID, err)
+		return core.WithFix(classify("log in as "+string(a.opts.UserID), opOther, err, false),
+			"check [matrix] user_id and password; if the homeserver did not answer, check that this machine reaches "+a.opts.Homeserver)
 	}
 	b, _ := json.Marshal(storedLogin{Homeserver: a.opts.Homeserver, UserID: resp.UserID, AccessToken: resp.AccessToken, DeviceID: resp.DeviceID})
 	if err := a.opts.Cursors.SetCursor(ctx, cursorLogin, string(b)); err != nil {
-		return fmt.Errorf("matrix: keep the login in the store: %w", err)
+		return core.WithFix(fmt.Errorf("matrix: keep the login in the store: %w", err), "check parley's data directory (data_dir) and its log")
 	}
 	a.token.Store(new(resp.AccessToken))
 	a.log.Info("logged in to Matrix with the password; the token is kept in parley's store", "user", resp.UserID)

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/parley-chat/parley/core"
 )
 
 func TestCheck(t *testing.T) {
@@ -15,6 +17,9 @@ func TestCheck(t *testing.T) {
 		setup  func(*fakeAPI)
 		// want are words of the error; none means Check passes.
 		want []string
+		// down: the error is not a refusal of Slack's (core.Permanent)
+		// and carries its fix apart (core.FixOf).
+		down bool
 	}{
 		{name: "ready", setup: func(*fakeAPI) {}},
 		{name: "events mode opens no connection", events: true, setup: func(f *fakeAPI) {
@@ -49,6 +54,9 @@ func TestCheck(t *testing.T) {
 		{name: "app token without connections:write", setup: func(f *fakeAPI) {
 			f.on("apps.connections.open", func(url.Values) answer { return failAnswer("missing_scope") })
 		}, want: []string{"cannot open Socket Mode connections (missing_scope)", "connections:write", "[slack] app_token"}},
+		{name: "Web API down", setup: func(f *fakeAPI) {
+			f.on("auth.test", func(url.Values) answer { return answer{Status: 502, Body: "Bad Gateway"} })
+		}, want: []string{"cannot reach the Web API"}, down: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +94,11 @@ func TestCheck(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("%q does not say %q", err, w)
 				}
+			}
+			// The daemon retries a refusal slowly, a platform that is
+			// down with backoff.
+			if core.IsPermanent(err) == tt.down || tt.down && core.FixOf(err) == "" {
+				t.Errorf("%q: permanent %v, fix %q", err, core.IsPermanent(err), core.FixOf(err))
 			}
 			if strings.Contains(err.Error(), "xoxb-test") || strings.Contains(err.Error(), "xapp-test") {
 				t.Errorf("%q quotes a token", err)

@@ -177,14 +177,17 @@ func (a *Adapter) Capabilities() core.Capabilities {
 // Check verifies the configuration against Telegram and prepares the chat:
 // the token works, the group is a forum where the bot may manage topics and
 // delete messages, and the commands are registered. Its errors say what to
-// fix.
+// fix. Telegram's refusals (the token, the chat, the bot's rights) are
+// core.Permanent, so the daemon retries them slowly; a Bot API that does
+// not answer, or fails on its side, is not.
 func (a *Adapter) Check(ctx context.Context) error {
 	me, err := a.bot.GetMe(ctx)
 	if err != nil {
 		if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
-			return fmt.Errorf("telegram: the token was refused: check [telegram] token (PARLEY_TELEGRAM_TOKEN) against @BotFather: %w", err)
+			return core.Permanent(fmt.Errorf("telegram: the token was refused: check [telegram] token (PARLEY_TELEGRAM_TOKEN) against @BotFather: %w", err))
 		}
-		return fmt.Errorf("telegram: cannot reach the Bot API at %s: %w", a.opts.APIURL, err)
+		return core.WithFix(fmt.Errorf("telegram: cannot reach the Bot API at %s: %w", a.apiURL(), err),
+			"check that this machine reaches "+a.apiURL()+" (its network, DNS, firewall, an HTTPS_PROXY it needs), or correct [telegram] api_url (PARLEY_TELEGRAM_API_URL); parley serve keeps serving without Telegram and tries again")
 	}
 	a.me.Store(me)
 	if v, err := a.opts.Cursors.Cursor(ctx, cursorRich); err == nil {
@@ -198,23 +201,42 @@ func (a *Adapter) Check(ctx context.Context) error {
 	if a.opts.ChatID != 0 {
 		chat, err := a.bot.GetChat(ctx, &bot.GetChatParams{ChatID: a.opts.ChatID})
 		if err != nil {
-			return fmt.Errorf("telegram: chat %d: add the bot to the group and check [telegram] chat_id: %w", a.opts.ChatID, err)
+			return refusal(fmt.Errorf("telegram: chat %d: add the bot to the group and check [telegram] chat_id: %w", a.opts.ChatID, err))
 		}
 		if !chat.IsForum {
-			return fmt.Errorf("telegram: chat %d has no topics: enable Topics in the group's settings (parley gives every session a topic)", a.opts.ChatID)
+			return core.Permanent(fmt.Errorf("telegram: chat %d has no topics: enable Topics in the group's settings (parley gives every session a topic)", a.opts.ChatID))
 		}
 		member, err := a.bot.GetChatMember(ctx, &bot.GetChatMemberParams{ChatID: a.opts.ChatID, UserID: me.ID})
 		if err != nil {
-			return fmt.Errorf("telegram: rights in chat %d: %w", a.opts.ChatID, err)
+			return core.WithFix(refusal(fmt.Errorf("telegram: rights in chat %d: %w", a.opts.ChatID, err)),
+				fmt.Sprintf("add the bot to chat %d as an administrator with the rights \"Manage topics\" and \"Delete messages\"", a.opts.ChatID))
 		}
 		if member.Administrator == nil || !member.Administrator.CanManageTopics || !member.Administrator.CanDeleteMessages {
-			return fmt.Errorf("telegram: the bot must be an administrator of chat %d with the rights \"Manage topics\" and \"Delete messages\"", a.opts.ChatID)
+			return core.Permanent(fmt.Errorf("telegram: the bot must be an administrator of chat %d with the rights \"Manage topics\" and \"Delete messages\"", a.opts.ChatID))
 		}
 	}
 	if err := a.registerCommands(ctx); err != nil {
 		a.log.Warn("could not register the command list", "err", err)
 	}
 	return nil
+}
+
+// refusal marks err permanent when Telegram answered it with a refusal
+// (4xx): retrying soon cannot help. Network errors and 5xx stay transient.
+func refusal(err error) error {
+	if errors.Is(err, bot.ErrorBadRequest) || errors.Is(err, bot.ErrorForbidden) ||
+		errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
+		return core.Permanent(err)
+	}
+	return err
+}
+
+// apiURL is the Bot API server parley calls.
+func (a *Adapter) apiURL() string {
+	if a.opts.APIURL == "" {
+		return "https://api.telegram.org"
+	}
+	return a.opts.APIURL
 }
 
 func chatID(p core.Place) (int64, error) {

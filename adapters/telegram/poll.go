@@ -17,6 +17,11 @@ import (
 	"github.com/parley-chat/parley/core"
 )
 
+// pollFailuresDown is how many getUpdates in a row may fail (the backoff
+// between them doubling from a second to 30) before Run gives Telegram up
+// as down: about a minute.
+const pollFailuresDown = 6
+
 // allowedUpdates are the update kinds parley handles.
 var allowedUpdates = []string{"message", "edited_message", "callback_query"}
 
@@ -56,7 +61,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	if err != nil {
 		return err
 	}
-	backoff := time.Duration(0)
+	backoff, failures := time.Duration(0), 0
 	for ctx.Err() == nil {
 		if backoff > 0 {
 			select {
@@ -70,6 +75,17 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			// A token refused now (revoked), or a Bot API that has not
+			// answered for about a minute, ends Run: the daemon then
+			// says Telegram is down, holds its deliveries, and starts
+			// it again (Check first) with its own backoff.
+			if core.IsPermanent(err) {
+				return err
+			}
+			if failures++; failures >= pollFailuresDown {
+				return core.WithFix(fmt.Errorf("telegram: the Bot API at %s has not answered for %d attempts: %w", a.apiURL(), failures, err),
+					"check that this machine reaches "+a.apiURL()+"; parley serves without Telegram meanwhile and tries again")
+			}
 			var rl *core.RateLimitError
 			if errors.As(classify("get updates", err), &rl) {
 				backoff = rl.RetryAfter
@@ -79,7 +95,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			a.log.Warn("get updates", "err", err, "retry_in", backoff)
 			continue
 		}
-		backoff = 0
+		backoff, failures = 0, 0
 		for _, raw := range raws {
 			var u models.Update
 			if err := json.Unmarshal(raw, &u); err != nil || u.ID == 0 {
@@ -171,7 +187,11 @@ func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessa
 		if r.ErrorCode == http.StatusTooManyRequests {
 			return nil, &bot.TooManyRequestsError{Message: r.Description, RetryAfter: r.Parameters.RetryAfter}
 		}
-		return nil, fmt.Errorf("getUpdates: %d %s", r.ErrorCode, r.Description)
+		err := fmt.Errorf("getUpdates: %d %s", r.ErrorCode, r.Description)
+		if r.ErrorCode == http.StatusUnauthorized || r.ErrorCode == http.StatusNotFound {
+			err = core.Permanent(fmt.Errorf("telegram: the token was refused: check [telegram] token (PARLEY_TELEGRAM_TOKEN) against @BotFather: %w", err))
+		}
+		return nil, err
 	}
 	return r.Result, nil
 }

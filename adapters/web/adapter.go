@@ -73,6 +73,8 @@ type Adapter struct {
 	idPrefix string
 	clients  atomic.Int64
 	presence atomic.Pointer[presenceBox] // presence.go
+	// platforms is what the health probe reports (health.go).
+	platforms atomic.Pointer[healthBox]
 }
 
 type handlerBox struct{ h core.Handler }

@@ -57,14 +57,6 @@ func (a *Adapter) withBackend(fn func(http.ResponseWriter, *http.Request, call))
 	}
 }
 
-func (a *Adapter) health(w http.ResponseWriter, _ *http.Request) {
-	if a.back.Load() == nil || a.handler.Load() == nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ok": false, "error": "not running"})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
-}
-
 // sessionView is a session as the API shows it: what a client needs, not
 // where it lives on each platform.
 type sessionView struct {

@@ -29,9 +29,11 @@ import (
 // here); the transcription endpoint; and, when a parley already serves the
 // address, an MCP client's initialize and tools/list.
 //
-// A finding whose problem already says its fix (the configuration's and
-// the adapters' errors are written that way) has an empty Fix unless the
-// error offers one by a Fix() string method.
+// Every failed finding has a fix: the one its error carries
+// (core.WithFix), or, for an error whose message says it (the
+// configuration's and most of the adapters' are written that way), the
+// general one of its check. When a parley already serves the address, a
+// platform it reports down (its /api/health) is a finding too.
 func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("parley doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -103,8 +105,7 @@ type finding struct {
 	OK    bool   `json:"ok"`
 	// Problem says what is wrong; empty when OK.
 	Problem string `json:"problem"`
-	// Fix says what to do about it; empty when OK, or when Problem
-	// already says it.
+	// Fix says what to do about it; empty only when OK.
 	Fix string `json:"fix"`
 	// Detail says what was found when OK ("served by a running parley").
 	Detail string `json:"detail,omitempty"`
@@ -132,13 +133,30 @@ type fixer interface {
 	Fix() string
 }
 
-// failed makes a finding of an error.
+// failed makes a finding of an error. Its fix is the one the error
+// carries (core.WithFix, or a Fix method); an error that only says its
+// fix in its message (as the configuration's and most of the adapters'
+// do) gets the general one of its check, so that no failed finding goes
+// without a fix.
 func failed(check string, err error) finding {
-	f := finding{Check: check, Problem: err.Error()}
+	fix := ""
 	if fx, ok := errors.AsType[fixer](err); ok {
-		f.Fix = fx.Fix()
+		fix = fx.Fix()
 	}
-	return f
+	if fix == "" {
+		fix = generalFix(check)
+	}
+	return finding{Check: check, Problem: err.Error(), Fix: fix}
+}
+
+// generalFix is the fix of a failed check whose error says what to do in
+// its message.
+func generalFix(check string) string {
+	if check == "config" {
+		return "correct what the problem names, in the configuration file or its PARLEY_* variable, then run parley doctor again"
+	}
+	return fmt.Sprintf("do what the problem says, in [%s] (PARLEY_%s_*) or on %s's side, then run parley doctor again; "+
+		"parley serve meanwhile serves without %s and tries it again", check, strings.ToUpper(check), check, check)
 }
 
 // splitErr returns the errors joined in err (errors.Join), recursively, so

@@ -48,8 +48,9 @@ type checkup struct {
 	lockTimeout time.Duration
 
 	// running is learnt by checkListen: a parley answers /api/health at
-	// the listen address.
-	running bool
+	// the listen address; reported is what it says of its platforms.
+	running  bool
+	reported map[string]platformReport
 	// storeFree is learnt by checkDataDir: the data directory's database
 	// exists and no other process holds it, so the platforms' checks may
 	// use it as serve's do.
@@ -63,16 +64,61 @@ func (c *checkup) run(ctx context.Context) []finding {
 	listen := c.checkListen(ctx)
 	out := []finding{c.checkDataDir(), listen}
 	out = append(out, c.checkPlatforms(ctx)...)
+	out = append(out, c.checkReported()...)
 	if c.cfg.Transcription.Enabled() {
 		out = append(out, c.checkTranscription(ctx))
 	}
 	return append(out, c.checkMCP(ctx))
 }
 
+// platformReport is a platform's status as a running parley's /api/health
+// reports it (adapters/web/health.go).
+type platformReport struct {
+	Up        bool               `json:"up"`
+	Error     core.PlatformState `json:"error"`
+	Since     time.Time          `json:"since"`
+	NextRetry time.Time          `json:"next_retry"`
+}
+
+// checkReported turns each platform the running parley reports down into
+// a finding: the checks above were made from here, this is what that
+// parley lives with.
+func (c *checkup) checkReported() []finding {
+	var out []finding
+	for _, row := range c.table {
+		r, ok := c.reported[row.name]
+		if !ok || r.Up {
+			continue
+		}
+		problem := fmt.Sprintf("the parley serving %s reports %s down", c.cfg.HTTP.Listen, row.name)
+		if !r.Since.IsZero() {
+			problem += " since " + r.Since.Local().Format(time.DateTime)
+		}
+		if r.Error != "" {
+			problem += " (" + string(r.Error) + ")"
+		}
+		if !r.NextRetry.IsZero() {
+			problem += "; it tries again at " + r.NextRetry.Local().Format(time.DateTime)
+		}
+		var fix string
+		switch r.Error {
+		case core.PlatformStarting:
+			fix = "wait a few seconds and run parley doctor again"
+		case core.PlatformRefused:
+			fix = fmt.Sprintf("%s refused parley's configuration: do what the %s finding above (or that parley's log) says; a fix on %s's side is picked up at the next try, a change to the configuration needs a restart of parley serve", row.name, row.name, row.name)
+		default:
+			fix = fmt.Sprintf("check that the machine parley runs on reaches %s (network, DNS, proxy); if the %s finding above passed, it is back: that parley picks it up at its next try, or restart it", row.name, row.name)
+		}
+		out = append(out, finding{Check: row.name, Problem: problem, Fix: fix})
+	}
+	return out
+}
+
 // preflight is what serve checks before it opens anything: the listen
 // address, the data directory and the transcription endpoint. The
-// platforms are checked as serve builds them (buildAdapters), by the same
-// code doctor runs.
+// platforms are not: a platform that is down takes only itself down, and
+// the daemon starts each with the Check doctor runs, retried until it
+// passes.
 func (c *checkup) preflight(ctx context.Context) []finding {
 	listen := c.checkListen(ctx)
 	out := []finding{c.checkDataDir(), listen}
@@ -171,14 +217,14 @@ func (c *checkup) checkListen(ctx context.Context) finding {
 	default:
 		return finding{Check: check, Problem: fmt.Sprintf("cannot listen on %s: %v", addr, err), Fix: fix}
 	}
-	ok, status := c.health(ctx, addr)
+	ok, status, reported := c.health(ctx, addr)
 	switch {
 	case ok && c.serving:
 		c.running = true
 		return finding{Check: check, Problem: "a parley is already serving " + addr,
 			Fix: "stop it first, or " + fix}
 	case ok:
-		c.running = true
+		c.running, c.reported = true, reported
 		return finding{Check: check, OK: true, Detail: addr + " is served by a running parley (/api/health answers ok)"}
 	case status == http.StatusServiceUnavailable:
 		return finding{Check: check, Problem: "the parley serving " + addr + " says it is not running yet (starting or stopping)",
@@ -193,25 +239,27 @@ func (c *checkup) checkListen(ctx context.Context) finding {
 var localClient = &http.Client{Transport: &http.Transport{Proxy: nil}}
 
 // health asks the server at a listen address for parley's /api/health:
-// ok when it answers 200 {"ok": true}, else the status it answered (0 for
-// none). The probe holds no token: the route needs none.
-func (c *checkup) health(ctx context.Context, addr string) (ok bool, status int) {
+// ok when it answers 200 {"ok": true}, with what it says of its
+// platforms, else the status it answered (0 for none). The probe holds no
+// token: the route needs none.
+func (c *checkup) health(ctx context.Context, addr string) (ok bool, status int, platforms map[string]platformReport) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+dialable(addr)+"/api/health", nil)
 	if err != nil {
-		return false, 0
+		return false, 0, nil
 	}
 	resp, err := localClient.Do(req)
 	if err != nil {
-		return false, 0
+		return false, 0, nil
 	}
 	defer resp.Body.Close()
 	var body struct {
-		OK bool `json:"ok"`
+		OK        bool                      `json:"ok"`
+		Platforms map[string]platformReport `json:"platforms"`
 	}
 	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&body)
-	return resp.StatusCode == http.StatusOK && err == nil && body.OK, resp.StatusCode
+	return resp.StatusCode == http.StatusOK && err == nil && body.OK, resp.StatusCode, body.Platforms
 }
 
 // checkPlatforms checks every platform the configuration enables, one
@@ -243,7 +291,7 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 	fail := func(err error) []finding { return []finding{failed(row.name, err)} }
 	dir, err := os.MkdirTemp("", "parley-doctor-")
 	if err != nil {
-		return fail(fmt.Errorf("doctor: scratch directory: %w", err))
+		return fail(core.WithFix(fmt.Errorf("doctor: scratch directory: %w", err), "make the temporary directory ($TMPDIR, else /tmp) writable"))
 	}
 	defer os.RemoveAll(dir)
 	var st *bolt.Store
@@ -255,7 +303,7 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 		st, err = bolt.Open(filepath.Join(dir, daemon.DBFile), bolt.Options{NoSync: true})
 	}
 	if err != nil {
-		return fail(fmt.Errorf("doctor: scratch store: %w", err))
+		return fail(core.WithFix(fmt.Errorf("doctor: scratch store: %w", err), "make the temporary directory ($TMPDIR, else /tmp) writable, and check data_dir as its finding says"))
 	}
 	defer st.Close()
 	cfg := c.cfg
@@ -264,7 +312,7 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 	m := &Main{Config: cfg, Logger: log, table: []platform{row}}
 	ctx, cancel := context.WithTimeout(ctx, platformTimeout)
 	defer cancel()
-	adapters, err := m.buildAdapters(ctx, daemon.Deps{Store: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Pacer: directPacer{}, Logger: log})
+	adapters, err := m.buildAdapters(ctx, daemon.Deps{Store: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Pacer: directPacer{}, Logger: log}, true)
 	if err != nil {
 		var out []finding
 		for _, e := range splitErr(err) {

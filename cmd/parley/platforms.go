@@ -45,7 +45,8 @@ type platform struct {
 	// build lacks the platform.
 	section func(config.Config) section
 	// build constructs the adapter from an enabled, valid configuration.
-	// The adapter's Check, if it has one, runs next.
+	// Its Check, if it has one, is the adapter's start (the daemon's,
+	// retried while the rest serves) and doctor's check of it.
 	build func(ctx context.Context, c config.Config, d deps) (core.Adapter, error)
 	// unlisted rows (test doubles) are not named to people as platforms.
 	unlisted bool
@@ -86,7 +87,8 @@ type transcriber interface {
 }
 
 // checker is an adapter that can verify its configuration against its
-// platform (the token works, the bot has its rights) before parley starts.
+// platform (the token works, the bot has its rights): doctor runs it, and
+// the daemon, as the adapter's start.
 type checker interface {
 	Check(ctx context.Context) error
 }
@@ -131,10 +133,14 @@ func loadConfig(path string, env []string) (config.Config, error) {
 }
 
 // buildAdapters builds the adapter of every platform of the table that
-// the configuration enables, in the table's order, and checks each against
-// its platform before the daemon starts, so that a wrong token or missing
-// rights stop it with a clear error.
-func (m *Main) buildAdapters(ctx context.Context, dd daemon.Deps) ([]core.Adapter, error) {
+// the configuration enables, in the table's order; with check (doctor), it
+// also checks each against its platform and returns the first refusal.
+// serve does not: what its configuration sets wrongly within a section (a
+// missing token, a webhook URL without a path) stops it here, but a
+// platform that cannot be reached or refuses the token only takes itself
+// down, as the daemon runs each adapter's Check as its start, retried
+// while the rest serves (daemon's supervise.go).
+func (m *Main) buildAdapters(ctx context.Context, dd daemon.Deps, check bool) ([]core.Adapter, error) {
 	c := m.Config
 	var tr transcriber
 	if c.Transcription.Enabled() {
@@ -159,7 +165,7 @@ func (m *Main) buildAdapters(ctx context.Context, dd daemon.Deps) ([]core.Adapte
 		if a.Name() != core.AdapterName(p.name) {
 			return nil, fmt.Errorf("platform %s built an adapter named %s", p.name, a.Name())
 		}
-		if ch, ok := a.(checker); ok {
+		if ch, ok := a.(checker); ok && check {
 			if err := ch.Check(ctx); err != nil {
 				return nil, err
 			}

@@ -134,9 +134,11 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 		log.Warn("unknown environment variable ignored", "name", name)
 	}
 	// The checks doctor makes of the address, the data directory and the
-	// transcription endpoint, so that serve stops on the same findings;
-	// the platforms are checked as Open builds them. Transcription is
-	// optional to a running parley: a failure there is only a warning.
+	// transcription endpoint, so that serve stops on the same findings.
+	// The platforms are not among them: the daemon starts each with its
+	// check, and one that is down is retried while the rest serves.
+	// Transcription is optional to a running parley: a failure there is
+	// only a warning.
 	stop := false
 	for _, f := range (&checkup{cfg: cfg, serving: true}).preflight(ctx) {
 		switch {
@@ -220,6 +222,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Cleanup:        func() (uint64, uint64) { return m.daemon.Ledger.Stats() },
 		SSEClients:     func() int { return m.web.SSEClients() },
 		MCPSubscribers: func() int { return m.mcp.Subscribers() },
+		Platforms:      func() map[core.AdapterName]core.PlatformStatus { return m.daemon.Health().Platforms() },
 	})
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
@@ -230,7 +233,7 @@ func (m *Main) Open(ctx context.Context) error {
 			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Bus, Logger: m.Logger.With("adapter", "web")})
 			adapters := []core.Adapter{m.web}
 			if m.Adapters == nil {
-				built, err := m.buildAdapters(ctx, deps)
+				built, err := m.buildAdapters(ctx, deps, false)
 				if err != nil {
 					return nil, err
 				}
@@ -261,6 +264,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.web.SetPresence(m.mcp)
+	m.web.SetPlatformHealth(d.Health())
 	m.metrics = met
 	pairing := requireToken(c.HTTP.Token, boundBody(maxAPIBody, apiRefusal, pairingHandler(d.Service)))
 	m.routes = append(m.routes, route{path: "/api/pairing", handler: pairing}, route{path: "/api/pairing/", handler: pairing})

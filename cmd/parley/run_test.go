@@ -96,7 +96,7 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]string{
-		"/api/health": `{"ok":true}`,
+		"/api/health": `{"ok":true,`,
 		"/metrics":    "parley_outbox_queue_depth",
 		"/":           "<title>parley",
 	} {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/core"
 )
 
 // fast is a stack without Telegram's rate limits, for behaviour that does
@@ -51,6 +52,8 @@ func (st *tgStack) showing(topic int, text string) telegramtest.Message {
 	return found
 }
 
+// TestTelegramStartupErrorsNameTheFix: each refusal people meet setting
+// Telegram up is reported as such, with what to fix; parley serves on.
 func TestTelegramStartupErrorsNameTheFix(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	forum := srv.NewForum("Team")
@@ -72,12 +75,10 @@ func TestTelegramStartupErrorsNameTheFix(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
 			cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.ChatID, cfg.Telegram.AllowedUsers = tt.token, srv.URL, tt.chat, []int64{1}
-			m := &Main{Config: cfg}
-			err := m.Open(context.Background())
-			if err == nil {
-				m.Close()
-				t.Fatal("started")
-			}
+			// parley serves without Telegram, which is refused (and
+			// retried slowly), with the error and its fix in the log.
+			m := startServing(t, cfg, nil)
+			err := waitDown(t, m, "telegram", core.PlatformRefused)
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not say %q", err, tt.want)
 			}

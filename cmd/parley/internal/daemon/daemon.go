@@ -19,6 +19,13 @@
 // Run runs the adapters and the event consumers until its context ends, then
 // stops the adapters, drains the outbox for at most DrainTimeout and returns;
 // Close closes the store.
+//
+// Degrade, don't die: Run supervises every adapter. A platform that cannot
+// be reached or refuses parley's configuration, at start or later, is
+// started again with capped backoff while the others, the page, the API
+// and MCP keep serving; its operations wait in the outbox (and journaled
+// ones in the store) until it is up; Health says which platform is down
+// and why. supervise.go has the details and the decisions.
 package daemon
 
 import (
@@ -26,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,7 +68,8 @@ type Options struct {
 	// MaxBackoff caps the wait between retries of a failed platform call
 	// (zero: the outbox's default, one minute).
 	MaxBackoff time.Duration
-	// Jitter replaces the outbox's random backoff jitter (tests fix it).
+	// Jitter replaces the random jitter of the outbox's retry backoff and
+	// of the adapters' start backoff (tests fix it).
 	Jitter func() float64
 	// OnConfirmed receives, per confirmed journaled operation, the time
 	// between the platform's answer and the durable confirmation.
@@ -117,6 +126,10 @@ type Daemon struct {
 	cancelSubs             []func()
 	// startSeq is the last event seq when the daemon opened.
 	startSeq uint64
+	// health is every adapter's status; jitter shortens start backoffs
+	// (supervise.go).
+	health *health
+	jitter func() float64
 }
 
 // Defaults for Options.
@@ -197,6 +210,18 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		Logger: opts.Logger.With("component", "cleanup"),
 	})
 	d.Ledger = ledger
+	d.health = newHealth(opts.Adapters, time.Now())
+	d.jitter = opts.Jitter
+	if d.jitter == nil {
+		d.jitter = rand.Float64
+	}
+	// An adapter that checks its platform is held until it did: what the
+	// journal replays for it below waits for it to be up (supervise.go).
+	for _, a := range opts.Adapters {
+		if _, ok := a.(checker); ok {
+			d.Outbox.Hold(a.Name(), true)
+		}
+	}
 	var c1, c2 func()
 	d.dispatchSub, c1 = d.Bus.Subscribe(4096, false)
 	d.ledgerSub, c2 = d.Bus.Subscribe(4096, false)
@@ -248,22 +273,17 @@ func (d *Daemon) recover(ctx context.Context) error {
 	}
 }
 
-// Run runs the adapters and event consumers until ctx ends, then shuts
-// down gracefully: adapters stop receiving, the outbox drains for at most
-// DrainTimeout. It returns the first adapter failure, if any.
+// Run runs the adapters, each supervised (a failure to start or to keep
+// running is retried while the others serve, see supervise.go), and the
+// event consumers until ctx ends, then shuts down gracefully: adapters stop
+// receiving, the outbox drains for at most DrainTimeout.
 func (d *Daemon) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, len(d.opts.Adapters))
 	for _, a := range d.opts.Adapters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.Run(ctx, d.Service); err != nil && ctx.Err() == nil {
-				errs <- fmt.Errorf("adapter %s: %w", a.Name(), err)
-				cancel()
-			}
+			d.supervise(ctx, a)
 		}()
 	}
 	var consumers sync.WaitGroup
@@ -281,8 +301,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	consumers.Wait()
 	d.Dispatcher.StopTyping()
-	close(errs)
-	return <-errs
+	return nil
 }
 
 // WaitIdle waits until every event stored so far went through the

@@ -32,6 +32,8 @@ type Sources struct {
 	Cleanup        func() (deleted, failed uint64)
 	SSEClients     func() int
 	MCPSubscribers func() int
+	// Platforms is the daemon's status of each platform.
+	Platforms func() map[core.AdapterName]core.PlatformStatus
 }
 
 // Metrics is parley's registry.
@@ -114,6 +116,7 @@ var (
 	descOutcomes  = prometheus.NewDesc("parley_operations_ended_total", "Platform operations ended, by adapter and outcome (done, refused, superseded, expired, dropped, closed).", []string{"adapter", "outcome"}, nil)
 	descBacklog   = prometheus.NewDesc("parley_outbox_backlog", "Platform operations waiting in the outbox, by adapter.", []string{"adapter"}, nil)
 	descJournalBy = prometheus.NewDesc("parley_delivery_pending_by_adapter", "Journaled messages with an operation of the adapter not yet confirmed.", []string{"adapter"}, nil)
+	descUp        = prometheus.NewDesc("parley_platform_up", "1 while the platform's adapter runs, 0 while it is down and being retried (see /api/health for why).", []string{"adapter"}, nil)
 )
 
 // sourceCollector reads Sources at scrape time.
@@ -121,7 +124,7 @@ type sourceCollector struct{ src Sources }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descInFlight, descOps, descLimited, descFailed, descRetries, descJournal,
-		descDeleted, descDelFailed, descSSE, descMCP, descAgents, descOutcomes, descBacklog, descJournalBy} {
+		descDeleted, descDelFailed, descSSE, descMCP, descAgents, descOutcomes, descBacklog, descJournalBy, descUp} {
 		ch <- d
 	}
 }
@@ -177,5 +180,14 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.MCPSubscribers != nil {
 		ch <- prometheus.MustNewConstMetric(descMCP, prometheus.GaugeValue, float64(c.src.MCPSubscribers()))
+	}
+	if c.src.Platforms != nil {
+		for a, s := range c.src.Platforms() {
+			up := 0.0
+			if s.Up {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, string(a))
+		}
 	}
 }

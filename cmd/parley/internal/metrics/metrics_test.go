@@ -30,6 +30,9 @@ func TestScrape(t *testing.T) {
 		Cleanup:        func() (uint64, uint64) { return 5, 1 },
 		SSEClients:     func() int { return 2 },
 		MCPSubscribers: func() int { return 4 },
+		Platforms: func() map[core.AdapterName]core.PlatformStatus {
+			return map[core.AdapterName]core.PlatformStatus{"telegram": {State: core.PlatformUnreachable}, "slack": {Up: true}}
+		},
 	})
 	m.OutputShown("telegram", 300*time.Millisecond)
 	m.Confirmed("telegram", 200*time.Microsecond)
@@ -66,6 +69,8 @@ func TestScrape(t *testing.T) {
 		`parley_cleanup_failures_total 1`,
 		`parley_sse_clients 2`,
 		`parley_mcp_subscribers 4`,
+		`parley_platform_up{adapter="slack"} 1`,
+		`parley_platform_up{adapter="telegram"} 0`,
 		`parley_messages_total{direction="in",origin="telegram"} 1`,
 		`parley_messages_total{direction="out",origin="mcp"} 1`,
 		`parley_edit_lag_seconds_count{adapter="telegram"} 1`,
