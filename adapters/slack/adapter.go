@@ -105,6 +105,9 @@ type Adapter struct {
 	streams streamState
 	// recv lets EventsHandler's requests into the lanes of a running Run.
 	recv receiver
+	// startWait is how long an events-mode request waits for Run to
+	// start (startWait, the constant; tests of a stopped Run shorten it).
+	startWait time.Duration
 	// bg tracks work done after an acknowledgement (showing a question's
 	// answer); bgCtx ends with Run.
 	bg    sync.WaitGroup
@@ -153,7 +156,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	api := slack.New(opts.BotToken, slack.OptionAPIURL(opts.APIURL), slack.OptionAppLevelToken(opts.AppToken),
 		slack.OptionHTTPClient(opts.HTTPClient), slack.OptionLog(discardLog{}))
-	a := &Adapter{opts: opts, api: api, log: opts.Logger}
+	a := &Adapter{opts: opts, api: api, log: opts.Logger, startWait: startWait}
 	a.handled.init(4096)
 	a.streams.init()
 	a.clicked.init(1024)

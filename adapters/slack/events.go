@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -38,8 +39,12 @@ import (
 // maxBody bounds a request's body; Slack's are a few kilobytes.
 const maxBody = 1 << 20
 
+// startWait is how long a request waits for Run to start before it is
+// answered 503: well within the 3 s Slack waits for an answer.
+const startWait = 2 * time.Second
+
 // EventsHandler receives Slack's requests in events mode. It answers 503
-// while Run is not running, so Slack retries them later.
+// when Run is not running within startWait, so Slack retries them later.
 func (a *Adapter) EventsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -74,10 +79,11 @@ func (a *Adapter) EventsHandler() http.Handler {
 		}
 		done := make(chan any, 1)
 		e.ack = func(reply any) { done <- reply }
-		ctx, ok := a.recv.enter(func(ctx context.Context, h core.Handler) { a.accept(ctx, h, e) })
+		ctx, ok := a.recv.enterWait(r.Context().Done(), a.startWait, func(ctx context.Context, h core.Handler) { a.accept(ctx, h, e) })
 		if !ok {
 			// Before Run, after it, or between a Run that failed and
-			// the next: Slack sends it again.
+			// the next, for longer than startWait: Slack sends an
+			// event again (a slash command or a click it does not).
 			http.Error(w, "parley is not receiving", http.StatusServiceUnavailable)
 			return
 		}

@@ -20,6 +20,7 @@ import (
 // up.
 func TestEventsHandlerStopping(t *testing.T) {
 	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
+	a.startWait = 0 // answered at once while Run is not running
 	h := newRecorder("U1")
 	entered, release := make(chan struct{}), make(chan struct{})
 	h.answer = func(cmd core.Command) (core.Result, error) {
@@ -103,6 +104,7 @@ func TestEventsHandlerLateRequest(t *testing.T) {
 	a := newTestAdapter(t, nil, func(o *Options) {
 		o.Events, o.SigningSecret, o.Logger = true, secret, slog.New(hold)
 	})
+	a.startWait = 0 // answered at once while Run is not running
 	h := newRecorder("U1")
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -154,6 +156,7 @@ func TestEventsHandlerLateRequest(t *testing.T) {
 // also checks that requests and Run's shutdown share no state unguarded.
 func TestEventsHandlerAcrossRuns(t *testing.T) {
 	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
+	a.startWait = 0 // answered at once while Run is not running
 	var running atomic.Bool
 	var late atomic.Int32
 	h := newRecorder("U1")
@@ -221,6 +224,7 @@ func TestEventsHandlerAcrossRuns(t *testing.T) {
 // is not durable yet, so it must not be acknowledged.
 func TestEventsHandlerRequestEnds(t *testing.T) {
 	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
+	a.startWait = 0 // answered at once while Run is not running
 	h := newRecorder("U1")
 	entered, release := make(chan struct{}), make(chan struct{})
 	h.answer = func(cmd core.Command) (core.Result, error) {

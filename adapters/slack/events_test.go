@@ -67,6 +67,7 @@ func TestVerify(t *testing.T) {
 // commands are handled, with a slash command's reply as the body.
 func TestEventsHandler(t *testing.T) {
 	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
+	a.startWait = 0 // answered at once while Run is not running
 	h := newRecorder("U1")
 	srv := a.EventsHandler()
 	serve := func(r *http.Request) *httptest.ResponseRecorder {

@@ -71,6 +71,9 @@ type receiver struct {
 	mu  sync.Mutex
 	h   core.Handler    // nil while Run is not running
 	ctx context.Context // the running Run's; ends when it stops
+	// opened is closed by the next open, for requests that wait for Run
+	// (enterWait); nil until one waits.
+	opened chan struct{}
 }
 
 // open lets requests in, to be handled by h within ctx, until close.
@@ -78,6 +81,10 @@ func (r *receiver) open(ctx context.Context, h core.Handler) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.h, r.ctx = h, ctx
+	if r.opened != nil {
+		close(r.opened)
+		r.opened = nil
+	}
 }
 
 // close stops letting requests in. When it returns, every request let in
@@ -88,18 +95,39 @@ func (r *receiver) close() {
 	r.h, r.ctx = nil, nil
 }
 
-// enter calls queue with the running Run's context and Handler and
-// returns that context, or reports false without calling queue when Run
-// is not running. queue must only queue (Adapter.accept): it runs under
-// the receiver's lock.
-func (r *receiver) enter(queue func(ctx context.Context, h core.Handler)) (context.Context, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.h == nil {
-		return nil, false
+// enterWait calls queue with the running Run's context and Handler and
+// returns that context. queue must only queue (Adapter.accept): it runs
+// under the receiver's lock. When Run is not running it waits up to wait
+// (or until done ends) for Run to open the receiver, and reports false
+// without calling queue if it does not. Slack retries events
+// answered 503 but not slash commands and clicks: one that arrives in the
+// moment between parley starting to listen and the adapter's Run starting
+// (or between a failed Run and the next) would be lost with an error shown
+// to the person, where a short wait within Slack's 3 s lets it through.
+func (r *receiver) enterWait(done <-chan struct{}, wait time.Duration, queue func(ctx context.Context, h core.Handler)) (context.Context, bool) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		if r.h != nil {
+			queue(r.ctx, r.h)
+			ctx := r.ctx
+			r.mu.Unlock()
+			return ctx, true
+		}
+		if r.opened == nil {
+			r.opened = make(chan struct{})
+		}
+		opened := r.opened
+		r.mu.Unlock()
+		select {
+		case <-opened:
+		case <-timer.C:
+			return nil, false
+		case <-done:
+			return nil, false
+		}
 	}
-	queue(r.ctx, r.h)
-	return r.ctx, true
 }
 
 // accept queues e in its conversation's lane. There it is handled, retried
