@@ -133,6 +133,9 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Cursors == nil {
 		return nil, errors.New("telegram: no cursor store")
 	}
+	if opts.Webhook && opts.WebhookSecret == "" {
+		return nil, errors.New("telegram: webhook mode needs a secret token (set [telegram] webhook_secret or PARLEY_TELEGRAM_WEBHOOK_SECRET, e.g. to the output of `openssl rand -hex 32`)")
+	}
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = 30 * time.Second
 	}

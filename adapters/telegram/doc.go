@@ -6,7 +6,10 @@
 // Input: updates are long-polled by the adapter itself, in order, and the
 // offset is persisted only after the update's command is durable (the
 // library's poller confirms a batch to Telegram before the last update is
-// handled). Webhook mode answers 200 only after the same. Text, replies
+// handled). Webhook mode answers 200 only after the same, and needs a
+// secret token: a request without it (compared in constant time) is
+// refused before it is read, since user ids are not secret and the allow-list
+// alone would admit a forged update "from" an allowed user. Text, replies
 // (quoted), slash commands (adapters/chatcmd with the prefix "/"; /new
 // creates the topic and the session together; /cancel /close /title
 // /status /help), voice notes (transcribed through
