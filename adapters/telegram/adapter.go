@@ -73,13 +73,18 @@ const (
 	richNo
 )
 
-// Limits Telegram enforces: about one message a second per chat (a topic
-// counts as one), 20 a minute in a group (all its topics together, in
-// bursts: the minute is a sliding window), 30 calls a second per bot.
-// Chat actions (typing) are not messages and count only against the bot's
-// budget; like everything else they wait out a 429's retry_after.
+// Limits Telegram enforces, as it counts them: about one message a second
+// per chat — a supergroup and all its topics together, so the scope is the
+// group, not the topic — and 20 a minute in a group (in bursts: the minute
+// is a sliding window), 30 calls a second per bot. Edits, deletions and
+// topic renames count as messages. A lone session may spend both group
+// budgets in bursts; sessions that compete for them are served in turn by
+// the outbox. Chat actions (typing) are not messages and count only
+// against the bot's budget; like everything else they wait out a 429's
+// retry_after. A private chat is a group of its own here; Telegram does
+// not limit it to 20 a minute, so pacing it so is merely cautious.
 var limits = []core.Limit{
-	{Scope: core.ScopeConversation, Kinds: messageOps, Rate: core.Rate{N: 1, Per: time.Second}},
+	{Scope: core.ScopeGroup, Kinds: messageOps, Rate: core.Rate{N: 1, Per: time.Second}},
 	{Scope: core.ScopeGroup, Kinds: messageOps, Rate: core.Rate{N: 20, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Rate: core.Rate{N: 30, Per: time.Second}},
 }
