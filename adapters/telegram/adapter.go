@@ -203,6 +203,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 			a.rich.Store(richNo)
 		}
 	}
+	a.probeRich(ctx)
 	if a.opts.ChatID != 0 {
 		chat, err := a.bot.GetChat(ctx, &bot.GetChatParams{ChatID: a.opts.ChatID})
 		if err != nil {

@@ -32,7 +32,9 @@
 // characters) where the server supports them; otherwise HTML rendered from
 // the markdown by the shared walk of package markdown (adapters/markdown),
 // falling back to its plain text on "can't parse entities". Support is
-// learned from the first answer and remembered. RenderedLength measures a
+// learned at start-up by a call without effect (else from the first
+// answer) and remembered, so that even the first output is cut to the
+// right length. RenderedLength measures a
 // text as Telegram will count it once rendered.
 // Telegram's errors map onto core's sentinels (errors.go), so "message is
 // not modified", "message to edit not found" and "message thread not
