@@ -65,8 +65,9 @@ type Op struct {
 	// edits separately (Slack: messages per channel, edits per workspace)
 	// needs it: the output op, an edit by its Kind, posts the output
 	// message when the turn has none yet (and the session's root on a
-	// Binder when it has no binding), and a turn's "done" message is a send
-	// queued at edit priority.
+	// Binder when it has no binding), a turn's "done" message is a send
+	// queued at edit priority, and its final output an edit queued at send
+	// priority.
 	Calls []OpKind
 	// Key coalesces: while an op with the same Key is still pending, a new
 	// one replaces it in place (keeping its turn in the queue) and the old
