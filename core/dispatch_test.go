@@ -743,6 +743,49 @@ func TestDispatchSendsPacedAsSends(t *testing.T) {
 	})
 }
 
+// TestDispatchFinalOutputGoesFirst: five sessions stream into one chat
+// whose budget (one message a second) they share; the final text of the
+// one whose turn ends goes in the next free second, before the other
+// sessions' streaming edits, though it was queued after them.
+func TestDispatchFinalOutputGoesFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		caps := limits(core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 1, Per: time.Second},
+			Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpDelete, core.OpRename}})
+		r := newRig(t, newFake(caps), openStore(t), core.OutboxOptions{EditInterval: time.Second})
+		var ids []core.SessionID
+		for i := range 5 {
+			ids = append(ids, r.newSession(fmt.Sprint("s", i), core.Place{Chat: "group", Thread: fmt.Sprint(i)}))
+		}
+		for _, id := range ids {
+			r.output(id, "v1")
+		}
+		r.settle()
+		time.Sleep(time.Second) // the chat's second is free again
+		start := time.Now()
+		for _, id := range ids {
+			r.output(id, "v2")
+		}
+		last := ids[len(ids)-1]
+		r.update(last, func(s *core.Session) []core.Event {
+			s.OutputFinal = true
+			return []core.Event{{Kind: core.EventOutput, Session: last, Text: "v2 final", Turn: s.Turn, Final: true}}
+		})
+		r.settle()
+		var got []string
+		for _, op := range r.fk.Ops() {
+			if op.Method == "edit" && !op.Time.Before(start) {
+				got = append(got, fmt.Sprintf("%s %q at +%s", op.Place.Thread, op.Text, op.Time.Sub(start)))
+			}
+		}
+		// The first edit takes the free second as it comes; the final
+		// text takes the next one.
+		want := []string{`0 "v2" at +0s`, `4 "v2 final" at +1s`, `1 "v2" at +2s`, `2 "v2" at +3s`, `3 "v2" at +4s`}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("edits\n%q, want\n%q", got, want)
+		}
+	})
+}
+
 // TestDispatchLateFinalIsNotLost: a turn's final edit held back by a
 // failure until the next turn has posted its own output message is not
 // dropped: it lands in its own turn's message.

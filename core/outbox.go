@@ -65,8 +65,9 @@ type Op struct {
 	// edits separately (Slack: messages per channel, edits per workspace)
 	// needs it: the output op, an edit by its Kind, posts the output
 	// message when the turn has none yet (and the session's root on a
-	// Binder when it has no binding), and a turn's "done" message is a send
-	// queued at edit priority.
+	// Binder when it has no binding), a turn's "done" message is a send
+	// queued at edit priority, and its final output an edit queued at send
+	// priority.
 	Calls []OpKind
 	// Key coalesces: while an op with the same Key is still pending, a new
 	// one replaces it in place (keeping its turn in the queue) and the old
@@ -145,10 +146,10 @@ type OutboxStats struct {
 //
 // Scheduling: whenever something could run, the outbox picks, among pending
 // ops whose limits all have room, whose scopes are not paused and whose
-// Place has nothing in flight, the one with the best priority and then the
-// earliest first enqueue. Since a coalesced op keeps its place and a
-// session re-enters at the back after each run, sessions sharing a group
-// budget are served round robin. When nothing can run, it sleeps until the
+// Place has nothing in flight, the one with the best priority, then the one
+// whose Place was served least recently, then the earliest first enqueue
+// (runsBefore): sessions sharing a group budget are served round robin,
+// whatever each has queued. When nothing can run, it sleeps until the
 // earliest moment something can — which is what flushes the latest output
 // of a stalled agent.
 type Outbox struct {
@@ -520,7 +521,7 @@ func (o *Outbox) dispatchLocked() time.Time {
 				}
 				continue
 			}
-			if best == nil || e.op.Kind < best.op.Kind || (e.op.Kind == best.op.Kind && e.seq < best.seq) {
+			if best == nil || o.runsBefore(e, best) {
 				best, bestIdx = e, i
 			}
 		}
@@ -544,6 +545,33 @@ func (o *Outbox) dispatchLocked() time.Time {
 		o.wg.Add(1)
 		go o.run(best, pk)
 	}
+}
+
+// runsBefore orders two ops that may both run now: the better priority
+// first; between equal priorities, the op whose conversation was served
+// least recently (see lastServed), then the earlier enqueue. Conversations
+// sharing a budget (a Telegram supergroup's one message a second) so take
+// turns rather than going first come, first served: a session with ten
+// continuation messages queued does not hold another session's answer
+// back for ten seconds. One conversation's ops keep their order, since
+// they share their last service.
+func (o *Outbox) runsBefore(e, than *entry) bool {
+	if e.op.Kind != than.op.Kind {
+		return e.op.Kind < than.op.Kind
+	}
+	if le, lt := o.lastServed(e.op), o.lastServed(than.op); !le.Equal(lt) {
+		return le.Before(lt)
+	}
+	return e.seq < than.seq
+}
+
+// lastServed is when op's conversation last had an op started (zero when
+// not within the last two periods of its group's longest limit, or never).
+func (o *Outbox) lastServed(op Op) time.Time {
+	if op.Place.IsZero() {
+		return time.Time{}
+	}
+	return o.recent[scopeKey(op.Adapter, ScopeGroup, op.Place)][placeKey(op.Adapter, op.Place)]
 }
 
 // removeLocked takes pending[i] out of the queue.

@@ -556,3 +556,37 @@ func TestOutboxPausesOnlyTheThrottledKinds(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxConversationsTakeTurns: conversations sharing a budget (one
+// message a second for a whole chat) are served in turn, not first come,
+// first served: the one answer of a topic enqueued after another topic's
+// five messages goes second, and each topic's messages keep their order.
+func TestOutboxConversationsTakeTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 1, Per: time.Second}}))
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		r := newRecorder()
+		start := time.Now()
+		topic := func(n string) core.Place { return core.Place{Chat: "group", Thread: n} }
+		for i := range 5 {
+			o.Enqueue(r.op(a, core.OpSend, "", topic("a"), fmt.Sprintf("a%d", i)))
+		}
+		for i := range 2 {
+			o.Enqueue(r.op(a, core.OpSend, "", topic("b"), fmt.Sprintf("b%d", i)))
+		}
+		o.Enqueue(r.op(a, core.OpSend, "", topic("c"), "c0"))
+		drain(t, o)
+		var got []string
+		for _, op := range a.Ops() {
+			if op.Err != nil {
+				t.Fatalf("platform refused %q: %v", op.Text, op.Err)
+			}
+			got = append(got, fmt.Sprintf("%s@+%s", op.Text, op.Time.Sub(start)))
+		}
+		want := []string{"a0@+0s", "b0@+1s", "c0@+2s", "a1@+3s", "b1@+4s", "a2@+5s", "a3@+6s", "a4@+7s"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("sent %v, want %v", got, want)
+		}
+	})
+}

@@ -49,7 +49,16 @@ func (d *Dispatcher) enqueueOutput(s Session, a Adapter, e Event, j *delivery) {
 	if b, ok := s.Bindings[name]; !ok || b.Output.Ref.IsZero() || b.Output.Turn < e.Turn {
 		calls = []OpKind{OpSend}
 	}
-	d.outbox.Enqueue(Op{Kind: OpEdit, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
+	// The final text of a turn is what the person waits for: queued at
+	// send priority (taking the streaming edit's turn in the queue, which
+	// it replaces), it goes before other sessions' streaming edits, is not
+	// held to the edit interval, and may take the last slots of a group
+	// budget that streaming edits leave to new messages (see Outbox).
+	prio := OpEdit
+	if e.Final {
+		prio = OpSend
+	}
+	d.outbox.Enqueue(Op{Kind: prio, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
 		Run:  func(ctx context.Context, at Place) error { return d.deliverOutput(ctx, a, s.ID, at, e, j) },
 		Done: done})
 }

@@ -71,8 +71,9 @@ type Session struct {
 // Place is where a conversation lives on a platform. Both fields are opaque
 // to the core: for Telegram Chat is the chat id and Thread the forum topic
 // id; for Slack the channel and the thread timestamp; for Matrix the room id
-// and an empty Thread. Pacing uses them: limits "per chat" apply to one
-// (Chat, Thread) pair, limits "per group" to everything sharing a Chat.
+// and an empty Thread. Pacing uses them: limits per conversation apply to
+// one (Chat, Thread) pair, limits per group to everything sharing a Chat
+// (what Telegram calls "per chat" counts a supergroup's topics together).
 type Place struct {
 	Chat   string `json:"chat"`
 	Thread string `json:"thread,omitempty"`

@@ -73,13 +73,18 @@ const (
 	richNo
 )
 
-// Limits Telegram enforces: about one message a second per chat (a topic
-// counts as one), 20 a minute in a group (all its topics together, in
-// bursts: the minute is a sliding window), 30 calls a second per bot.
-// Chat actions (typing) are not messages and count only against the bot's
-// budget; like everything else they wait out a 429's retry_after.
+// Limits Telegram enforces, as it counts them: about one message a second
+// per chat — a supergroup and all its topics together, so the scope is the
+// group, not the topic — and 20 a minute in a group (in bursts: the minute
+// is a sliding window), 30 calls a second per bot. Edits, deletions and
+// topic renames count as messages. A lone session may spend both group
+// budgets in bursts; sessions that compete for them are served in turn by
+// the outbox. Chat actions (typing) are not messages and count only
+// against the bot's budget; like everything else they wait out a 429's
+// retry_after. A private chat is a group of its own here; Telegram does
+// not limit it to 20 a minute, so pacing it so is merely cautious.
 var limits = []core.Limit{
-	{Scope: core.ScopeConversation, Kinds: messageOps, Rate: core.Rate{N: 1, Per: time.Second}},
+	{Scope: core.ScopeGroup, Kinds: messageOps, Rate: core.Rate{N: 1, Per: time.Second}},
 	{Scope: core.ScopeGroup, Kinds: messageOps, Rate: core.Rate{N: 20, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Rate: core.Rate{N: 30, Per: time.Second}},
 }
@@ -132,6 +137,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.Cursors == nil {
 		return nil, errors.New("telegram: no cursor store")
+	}
+	if opts.Webhook && opts.WebhookSecret == "" {
+		return nil, errors.New("telegram: webhook mode needs a secret token (set [telegram] webhook_secret or PARLEY_TELEGRAM_WEBHOOK_SECRET, e.g. to the output of `openssl rand -hex 32`)")
 	}
 	if opts.PollTimeout <= 0 {
 		opts.PollTimeout = 30 * time.Second
@@ -198,6 +206,7 @@ func (a *Adapter) Check(ctx context.Context) error {
 			a.rich.Store(richNo)
 		}
 	}
+	a.probeRich(ctx)
 	if a.opts.ChatID != 0 {
 		chat, err := a.bot.GetChat(ctx, &bot.GetChatParams{ChatID: a.opts.ChatID})
 		if err != nil {

@@ -32,7 +32,10 @@ type Config struct {
 	// parley's HTTP listener. Required in webhook mode.
 	WebhookURL string `toml:"webhook_url" url:"true"`
 	// WebhookSecret is sent by Telegram with every webhook request and
-	// checked by parley: 1-256 characters of A-Z, a-z, 0-9, _ and -.
+	// checked by parley: 1-256 characters of A-Z, a-z, 0-9, _ and -, e.g.
+	// from `openssl rand -hex 32`. Required in webhook mode: without it
+	// anyone who can reach webhook_url could post updates in the name of an
+	// allowed user (user ids are not secret).
 	WebhookSecret string `toml:"webhook_secret" secret:"true"`
 	// NewFromGeneral makes a message in the group's General topic start a
 	// session (in a new topic) as /new would. Default false: the General
@@ -104,6 +107,11 @@ func (c Config) Validate(report func(key, problem string)) {
 	}
 	if c.Mode == "webhook" && c.WebhookURL == "" {
 		report("webhook_url", "required when telegram.mode is webhook")
+	}
+	if c.Mode == "webhook" && c.WebhookSecret == "" {
+		report("webhook_secret", "required when telegram.mode is webhook, or anyone who can reach webhook_url "+
+			"could post updates as an allowed user; make one with `openssl rand -hex 32` "+
+			"(Telegram accepts 1-256 characters of A-Z, a-z, 0-9, _ and -)")
 	}
 }
 

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -37,8 +38,12 @@ func TestConfigValidate(t *testing.T) {
 			map[string]string{"webhook_secret": "must be 1-256 characters of A-Z, a-z, 0-9, _ and -"}},
 		{"webhook secret too long", on(func(c *Config) { c.WebhookSecret = strings.Repeat("a", 257) }),
 			map[string]string{"webhook_secret": "must be 1-256 characters"}},
-		{"webhook without url", on(func(c *Config) { c.Mode = "webhook" }),
+		{"webhook without url", on(func(c *Config) { c.Mode, c.WebhookSecret = "webhook", "abc" }),
 			map[string]string{"webhook_url": "required when telegram.mode is webhook"}},
+		{"webhook without secret", on(func(c *Config) { c.Mode, c.WebhookURL = "webhook", "https://x.example.org/tg" }),
+			map[string]string{"webhook_secret": "required when telegram.mode is webhook, or anyone who can reach webhook_url " +
+				"could post updates as an allowed user; make one with `openssl rand -hex 32` " +
+				"(Telegram accepts 1-256 characters of A-Z, a-z, 0-9, _ and -)"}},
 		{"no chat, no users", on(func(c *Config) { c.ChatID, c.AllowedUsers = 0, nil }),
 			map[string]string{"chat_id": "required with telegram.token", "allowed_users": "empty, so the bot would ignore everyone"}},
 		{"user id not positive", on(func(c *Config) { c.AllowedUsers = []int64{5, -5} }),
@@ -84,3 +89,20 @@ func TestConfigAllowedAndOptions(t *testing.T) {
 		t.Error("polling mode gives webhook options")
 	}
 }
+
+// TestNewRefusesWebhookWithoutSecret: an adapter built from Options rather
+// than a validated Config still cannot serve a webhook anyone could post to.
+func TestNewRefusesWebhookWithoutSecret(t *testing.T) {
+	_, err := New(Options{Token: "t", Cursors: nopCursors{}, Webhook: true, WebhookURL: "https://x.example.org/tg"})
+	if err == nil || !strings.Contains(err.Error(), "webhook_secret") {
+		t.Fatalf("New in webhook mode without a secret: %v, want an error naming webhook_secret", err)
+	}
+	if _, err := New(Options{Token: "t", Cursors: nopCursors{}, Webhook: true, WebhookURL: "https://x.example.org/tg", WebhookSecret: "abc"}); err != nil {
+		t.Fatalf("New with a secret: %v", err)
+	}
+}
+
+type nopCursors struct{}
+
+func (nopCursors) Cursor(context.Context, string) (string, error)  { return "", nil }
+func (nopCursors) SetCursor(context.Context, string, string) error { return nil }

@@ -6,7 +6,10 @@
 // Input: updates are long-polled by the adapter itself, in order, and the
 // offset is persisted only after the update's command is durable (the
 // library's poller confirms a batch to Telegram before the last update is
-// handled). Webhook mode answers 200 only after the same. Text, replies
+// handled). Webhook mode answers 200 only after the same, and needs a
+// secret token: a request without it (compared in constant time) is
+// refused before it is read, since user ids are not secret and the allow-list
+// alone would admit a forged update "from" an allowed user. Text, replies
 // (quoted), slash commands (adapters/chatcmd with the prefix "/"; /new
 // creates the topic and the session together; /cancel /close /title
 // /status /help), voice notes (transcribed through
@@ -29,7 +32,9 @@
 // characters) where the server supports them; otherwise HTML rendered from
 // the markdown by the shared walk of package markdown (adapters/markdown),
 // falling back to its plain text on "can't parse entities". Support is
-// learned from the first answer and remembered. RenderedLength measures a
+// learned at start-up by a call without effect (else from the first
+// answer) and remembered, so that even the first output is cut to the
+// right length. RenderedLength measures a
 // text as Telegram will count it once rendered.
 // Telegram's errors map onto core's sentinels (errors.go), so "message is
 // not modified", "message to edit not found" and "message thread not

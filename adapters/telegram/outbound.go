@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"os"
@@ -95,6 +96,26 @@ func htmlOf(md string) string {
 // HTML.
 func (a *Adapter) RenderedLength(md string) int {
 	return max(markdown.VisibleLength(htmlOf(md)), markdown.Measure(md, markdown.Plain))
+}
+
+// probeRich learns whether the server speaks rich messages before the first
+// message needs to know: the length core cuts a final output to depends on
+// it, and a long first output cut to HTML's 4096 would stay split in
+// several messages where one rich message would do. The probe has no
+// effect: a sendRichMessage to chat 0 is answered "chat not found" by a
+// server that has the method and 404 by one that has not. Any other
+// answer (unreachable, 429) leaves it to the first send, as before.
+func (a *Adapter) probeRich(ctx context.Context) {
+	if a.rich.Load() != richUnknown {
+		return
+	}
+	_, err := a.bot.SendRichMessage(ctx, &bot.SendRichMessageParams{ChatID: 0, RichMessage: models.InputRichMessage{Markdown: "?"}})
+	switch {
+	case errors.Is(err, bot.ErrorNotFound):
+		a.learnRich(ctx, richNo)
+	case errors.Is(err, bot.ErrorBadRequest):
+		a.learnRich(ctx, richYes)
+	}
 }
 
 // learnRich remembers, durably, whether the server speaks rich messages.

@@ -15,7 +15,7 @@ import (
 
 // BenchmarkTelegramStreaming streams agents' output into one supergroup
 // through parley serve and the fake Bot API with Telegram's limits on (1/s
-// per topic, 20/min per group, 30/s global). Every session streams 30
+// per chat, all its topics together; 20/min per group; 30/s global). Every session streams 30
 // updates over 3 s. It reports the platform calls made, the 429s received
 // (target: none) and the staleness of each session's last text: the time
 // from the agent's last update to the topic showing it, as the fake

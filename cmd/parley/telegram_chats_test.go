@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
@@ -80,6 +83,66 @@ func TestTelegramWebhookMode(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Errorf("inbox has %d messages, want 1", len(msgs))
 	}
+}
+
+// TestTelegramWebhookRefusesForgedUpdates: user ids are not secret, so an
+// update posted to the webhook "from" an allowed user without Telegram's
+// secret token header, or with a wrong one, is refused and creates no topic
+// and no session; the same update with the right token does.
+func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{})
+	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
+	st.cfg = config.Default()
+	listen := freeAddr(t)
+	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
+	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
+	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	st.cfg.Telegram.Mode = "webhook"
+	hook := "http://" + listen + "/telegram/webhook"
+	st.cfg.Telegram.WebhookURL = hook
+	st.cfg.Telegram.WebhookSecret = "s3cret_token"
+	st.start()
+
+	forge := func(id int, secret string) int {
+		t.Helper()
+		body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":%d,`+
+			`"chat":{"id":%d,"type":"supergroup","title":"Team","is_forum":true},`+
+			`"from":{"id":%d,"is_bot":false,"first_name":"Ann"},`+
+			`"text":"/new forged","entities":[{"type":"bot_command","offset":0,"length":4}]}}`,
+			900000+id, 900000+id, time.Now().Unix(), st.forum, ann.ID)
+		req, err := http.NewRequest(http.MethodPost, hook, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if secret != "" {
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i, secret := range []string{"", "s3cret_tokem", "s3cret_token_", "s3cret"} {
+		if code := forge(i, secret); code != http.StatusForbidden {
+			t.Errorf("forged update with secret %q: HTTP %d, want 403", secret, code)
+		}
+	}
+	sessions, err := st.m.daemon.Store.Sessions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 0 || len(srv.Topics(st.forum)) != 0 {
+		t.Fatalf("forged updates made %d sessions and topics %+v", len(sessions), srv.Topics(st.forum))
+	}
+	// The same update with the right token is Telegram's: it works, so the
+	// refusals above were for the token, not for a malformed update.
+	if code := forge(9, "s3cret_token"); code != http.StatusOK {
+		t.Fatalf("update with the right secret: HTTP %d, want 200", code)
+	}
+	st.await("the topic /new made", func() bool { return len(srv.Topics(st.forum)) == 1 })
 }
 
 func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {

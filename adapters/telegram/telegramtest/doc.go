@@ -40,8 +40,9 @@
 //     ends the first with 409; setWebhook delivers to a loopback URL with
 //     the X-Telegram-Bot-Api-Secret-Token header, one update at a time,
 //     retrying until the webhook answers 2xx.
-//   - limits (Options.Limits): 1 call a second per chat (per chat and
-//     topic by default, see Rates), 20 a minute per group across its
+//   - limits (Options.Limits): 1 call a second per chat (a supergroup
+//     and all its topics together; per topic only as an explicit
+//     experiment, Rates.PerTopic), 20 a minute per group across its
 //     topics, 30 a second per bot; sends, edits, deletes, drafts and topic
 //     calls all count; over a limit the answer is 429 "Too Many Requests:
 //     retry after N" with parameters.retry_after.

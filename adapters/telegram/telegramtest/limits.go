@@ -16,11 +16,15 @@ type Rate struct {
 // edit, delete, draft and topic call counts, against all three windows at
 // once; a call refused with 429 does not count.
 type Rates struct {
-	// Chat limits one chat: 1 per second by default. It is counted per
-	// chat and forum topic, since parley paces each topic on its own; set
-	// WholeChat to count it per chat, as Telegram documents it.
-	Chat      Rate
-	WholeChat bool
+	// Chat limits one chat: 1 per second by default, counted per chat as
+	// Telegram documents it: a supergroup and all its forum topics
+	// together.
+	Chat Rate
+	// PerTopic is an experiment, not Telegram: it counts Chat per forum
+	// topic instead, as if every topic were a chat of its own, to see how
+	// a client would fare if Telegram were that lenient. Telegram does not
+	// document it; keep it off to test against what Telegram says.
+	PerTopic bool
 	// Group limits one group or supergroup across all its topics: 20 per
 	// minute by default.
 	Group Rate
@@ -74,7 +78,7 @@ func (s *Server) limit(r *request, c *chat, thread int) *Error {
 		rate Rate
 	}
 	chatKey := "chat:" + strconv.FormatInt(c.id, 10)
-	if !rates.WholeChat {
+	if rates.PerTopic {
 		chatKey += ":" + strconv.Itoa(thread)
 	}
 	ws := []window{{"global", rates.Global}, {chatKey, rates.Chat}}

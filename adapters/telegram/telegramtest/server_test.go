@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -104,10 +105,12 @@ func TestRateLimits(t *testing.T) {
 	if _, err := send(b, forum, thread, "second"); err != nil {
 		t.Fatalf("after the window: %v", err)
 	}
+	clk.Advance(time.Second)
 
 	// 20 a minute per group, shared by its topics: 3 calls so far
 	// (createForumTopic at 0s, sends at 1s and 2s); 17 more pass in the
-	// General topic, and the 21st waits until the first is a minute old.
+	// General topic, one a second as the chat allows (3s to 19s), and the
+	// 21st waits until the first is a minute old.
 	for range 17 {
 		if _, err := send(b, forum, 0, "general"); err != nil {
 			t.Fatal(err)
@@ -115,8 +118,8 @@ func TestRateLimits(t *testing.T) {
 		clk.Advance(time.Second)
 	}
 	_, err = send(b, forum, thread, "over the group budget")
-	if !errors.As(err, &tooMany) || tooMany.RetryAfter != 41 {
-		t.Fatalf("21st message in a minute (at 19s): %v, want retry_after 41", err)
+	if !errors.As(err, &tooMany) || tooMany.RetryAfter != 40 {
+		t.Fatalf("21st message in a minute (at 20s): %v, want retry_after 40", err)
 	}
 	calls := srv.Calls()
 	last := calls[len(calls)-1]
@@ -147,18 +150,26 @@ func TestGroupLimitRetryAfter(t *testing.T) {
 	}
 }
 
-func TestWholeChatLimit(t *testing.T) {
-	clk := newClock()
-	srv := telegramtest.NewServer(t, telegramtest.Options{Limits: true, Now: clk.Now, Rates: telegramtest.Rates{WholeChat: true}})
-	forum := srv.NewForum("team")
-	b := newBot(t, srv)
-	if _, err := send(b, forum, 0, "a"); err != nil {
-		t.Fatal(err)
-	}
-	srv.NewTopic(forum, "people's")
-	topics := srv.Topics(forum)
-	if _, err := send(b, forum, topics[0].ID, "b"); !bot.IsTooManyRequestsError(err) {
-		t.Fatalf("second message to the chat in another topic: %v, want 429", err)
+// TestChatLimitCountsTheWholeChat: the chat's one message a second counts a
+// supergroup and all its topics together, as Telegram documents it, unless
+// the PerTopic experiment is asked for.
+func TestChatLimitCountsTheWholeChat(t *testing.T) {
+	for _, perTopic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("PerTopic=%v", perTopic), func(t *testing.T) {
+			clk := newClock()
+			srv := telegramtest.NewServer(t, telegramtest.Options{Limits: true, Now: clk.Now, Rates: telegramtest.Rates{PerTopic: perTopic}})
+			forum := srv.NewForum("team")
+			b := newBot(t, srv)
+			if _, err := send(b, forum, 0, "a"); err != nil {
+				t.Fatal(err)
+			}
+			srv.NewTopic(forum, "people's")
+			topics := srv.Topics(forum)
+			_, err := send(b, forum, topics[0].ID, "b")
+			if limited := bot.IsTooManyRequestsError(err); limited == perTopic {
+				t.Fatalf("second message to the chat in the same second, in another topic: %v, want 429: %v", err, !perTopic)
+			}
+		})
 	}
 }
 

@@ -191,6 +191,7 @@ token = "file-token"
 chat_id = -100
 allowed_users = [1, 2]
 api_url = "https://tg.example.org"
+webhook_secret = "from-file"
 [transcription]
 api_url = "https://stt.example.org/v1"
 model = "file-model"
@@ -232,7 +233,7 @@ model = "file-model"
 		{"telegram.mode", c.Telegram.Mode, "webhook"},
 		{"telegram.webhook_url", c.Telegram.WebhookURL, "https://parley.example.org/tg"},
 		{"telegram.new_from_general", c.Telegram.NewFromGeneral, true},
-		{"telegram.webhook_secret (default kept)", c.Telegram.WebhookSecret, ""},
+		{"telegram.webhook_secret (file kept)", c.Telegram.WebhookSecret, "from-file"},
 		{"telegram.api_url (empty variable ignored)", c.Telegram.APIURL, "https://tg.example.org"},
 		{"transcription.model", c.Transcription.Model, "whisper-2"},
 		{"fake.enabled", c.Fake.Enable, true},
@@ -362,6 +363,9 @@ func TestValidation(t *testing.T) {
 			want: []string{`telegram.mode: "push" is not one of polling, webhook (set [telegram] mode or PARLEY_TELEGRAM_MODE)`}},
 		{name: "webhook without url", file: telegramOK + "mode = \"webhook\"\n",
 			want: []string{"telegram.webhook_url: required when telegram.mode is webhook", "PARLEY_TELEGRAM_WEBHOOK_URL"}},
+		{name: "webhook without secret", file: telegramOK + "mode = \"webhook\"\nwebhook_url = \"https://parley.example.org/tg\"\n",
+			want: []string{"telegram.webhook_secret: required when telegram.mode is webhook", "openssl rand -hex 32",
+				"1-256 characters of A-Z, a-z, 0-9, _ and -", "PARLEY_TELEGRAM_WEBHOOK_SECRET"}},
 		{name: "webhook url not a url", file: telegramOK + "mode = \"webhook\"\nwebhook_url = \"parley.example.org/hook\"\n",
 			want: []string{`telegram.webhook_url: "parley.example.org/hook" is not an http or https URL`}},
 		{name: "telegram without chat and users", env: []string{"PARLEY_TELEGRAM_TOKEN=t"},

@@ -56,7 +56,7 @@ var keyDocs = map[string]string{
 	"telegram.mode":              "mode is how updates arrive: polling (default) or webhook.",
 	"telegram.new_from_general":  "new_from_general makes a message in the group's General topic start a\nsession (in a new topic) as /new would. Default false: the General\ntopic only explains /new.",
 	"telegram.token":             "token is the bot token from @BotFather. Setting it enables the adapter.",
-	"telegram.webhook_secret":    "webhook_secret is sent by Telegram with every webhook request and\nchecked by parley: 1-256 characters of A-Z, a-z, 0-9, _ and -.",
+	"telegram.webhook_secret":    "webhook_secret is sent by Telegram with every webhook request and\nchecked by parley: 1-256 characters of A-Z, a-z, 0-9, _ and -, e.g.\nfrom `openssl rand -hex 32`. Required in webhook mode: without it\nanyone who can reach webhook_url could post updates in the name of an\nallowed user (user ids are not secret).",
 	"telegram.webhook_url":       "webhook_url is the public URL Telegram posts updates to, routed to\nparley's HTTP listener. Required in webhook mode.",
 	"transcription":              "Transcription turns voice messages into text; enabled when api_url is\nset.",
 	"transcription.api_key":      "api_key is the bearer token for the API.",
