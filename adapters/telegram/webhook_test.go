@@ -18,7 +18,7 @@ import (
 // would drop the update.
 func TestWebhookNotTaken(t *testing.T) {
 	a, err := telegram.New(telegram.Options{Token: "123:abc", APIURL: "http://127.0.0.1:1", ChatID: -100, Webhook: true,
-		WebhookURL: "https://x.example.org/tg", Cursors: &cursors{m: map[string]string{}}, Logger: slog.New(slog.DiscardHandler)})
+		WebhookURL: "https://x.example.org/tg", WebhookSecret: "s3cret-token", Cursors: &cursors{m: map[string]string{}}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +26,7 @@ func TestWebhookNotTaken(t *testing.T) {
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/telegram",
 		strings.NewReader(`{"update_id": 7, "message": {"message_id": 1, "date": 1, "chat": {"id": -100, "type": "supergroup"}, "text": "hi"}}`))
 	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret-token")
 	cancel()
 	w := httptest.NewRecorder()
 	a.WebhookHandler().ServeHTTP(w, r)
