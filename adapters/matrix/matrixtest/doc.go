@@ -4,8 +4,10 @@
 //
 // # A real homeserver
 //
-// [Dendrite] starts a fresh Dendrite (v0.15.2, built by `make test-deps`
-// into a cache outside the repository) for one test: its own throwaway
+// [Dendrite] starts a fresh Dendrite (v0.13.8 of
+// github.com/matrix-org/dendrite, the last Apache-2.0 release — the AGPL
+// fork's later ones must not be used — built by `make test-deps` into a
+// cache outside the repository) for one test: its own throwaway
 // configuration and SQLite databases in the test's temporary directory, a
 // free loopback port, open registration, federation off, and Dendrite's own
 // rate limiting off so that only a [Proxy] limits. It answers within a
