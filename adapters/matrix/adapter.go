@@ -98,6 +98,9 @@ type Adapter struct {
 	typed   map[id.RoomID]time.Time
 	// now is the clock for typing renewals (tests replace it).
 	now func() time.Time
+	// legacyMedia is set once the homeserver answered that it has no
+	// authenticated media (see download).
+	legacyMedia atomic.Bool
 }
 
 var (

@@ -69,7 +69,9 @@
 //     answered from the event itself, after a restart too.
 //   - Input: m.text and m.emote, with the start of a replied-to message
 //     quoted; files (m.file, m.image, m.audio, m.video) through
-//     authenticated media, names sanitised; voice messages transcribed.
+//     authenticated media — or, from a homeserver older than Matrix 1.11
+//     that answers it 404 M_UNRECOGNIZED, through /_matrix/media/v3 —
+//     names sanitised; voice messages transcribed.
 //     People's edits are not sent again (as on Telegram and Slack: the
 //     agent may be acting on the original); their redactions change
 //     nothing that was delivered. The bot's own events, notices, and state

@@ -38,7 +38,7 @@
 // per account ([Proxy.SetMessageLimit], whose arithmetic is [Bucket]),
 // injects faults (forced M_LIMIT_EXCEEDED with a given retry_after_ms,
 // late answers, M_FORBIDDEN on redaction, a room the account is no longer
-// in), and counts requests by [Kind] — messages, edits, redactions, state,
+// in, a homeserver without authenticated media), and counts requests by [Kind] — messages, edits, redactions, state,
 // typing — for assertions and benchmarks. Its error bodies have the
 // homeservers' real shapes; the harness's own tests check the injected
 // M_FORBIDDEN answers against what Dendrite answers in the same situation.
