@@ -59,6 +59,15 @@ type Limit struct {
 	Scope Scope    `json:"scope"`
 	Kinds []OpKind `json:"kinds,omitempty"`
 	Rate  Rate     `json:"rate"`
+	// Learn, when set, makes Rate where the budget starts rather than
+	// what it is: the outbox adjusts it to what the platform says (see
+	// Learn). Nil keeps Rate as it is.
+	Learn *Learn `json:"learn,omitempty"`
+	// SendShare is the share of the budget kept for new messages (OpSend:
+	// answers, notices, questions): ops of other kinds may not take the
+	// window's last max(1, ⌊N·SendShare⌋) slots, so a message for people
+	// never waits behind edits of a streaming output. Zero keeps nothing.
+	SendShare float64 `json:"send_share,omitempty"`
 }
 
 // Applies reports whether the limit counts operations of kind k.
@@ -69,15 +78,36 @@ func (l Limit) Applies(k OpKind) bool { return len(l.Kinds) == 0 || slices.Conta
 type window struct {
 	rate  Rate
 	takes []time.Time
+	// kept is the share of the window reserved for OpSend (Limit.SendShare).
+	kept float64
+	// learn is the learned budget the window counts by, when its Limit
+	// learns (learn.go).
+	learn *learning
 }
 
-// readyAt is the earliest time one more operation fits (now if it fits).
-func (w *window) readyAt(now time.Time) time.Time {
+// reserved is the number of the window's slots only OpSend may take: the
+// kept share of N, at least one when a share is kept, and never all of
+// them.
+func (w *window) reserved() int {
+	if w.kept <= 0 || w.rate.N < 2 {
+		return 0
+	}
+	return min(w.rate.N-1, max(1, int(float64(w.rate.N)*w.kept)))
+}
+
+// readyAtFor is the earliest time one more operation of kind k fits (now
+// if it fits): every
+// slot for OpSend, all but the reserved ones for the other kinds.
+func (w *window) readyAtFor(now time.Time, k OpKind) time.Time {
+	n := w.rate.N
+	if k != OpSend {
+		n -= w.reserved()
+	}
 	w.expire(now)
-	if len(w.takes) < w.rate.N {
+	if len(w.takes) < n {
 		return now
 	}
-	return w.takes[len(w.takes)-w.rate.N].Add(w.rate.Per)
+	return w.takes[len(w.takes)-n].Add(w.rate.Per)
 }
 
 // take counts one operation at now.
@@ -104,6 +134,17 @@ func (w *window) refund(t time.Time) {
 			w.takes = slices.Delete(w.takes, i, i+1)
 			return
 		}
+	}
+}
+
+// emptied fills the window as a platform's token bucket is after it
+// refused an op: spent, its slots coming free one steady interval (Per/N)
+// apart from the end of the retry_after pause on.
+func (w *window) emptied(now time.Time, retryAfter time.Duration) {
+	steady := w.rate.Per / time.Duration(w.rate.N)
+	w.takes = w.takes[:0]
+	for k := range w.rate.N {
+		w.takes = append(w.takes, now.Add(retryAfter-w.rate.Per+time.Duration(k)*steady))
 	}
 }
 

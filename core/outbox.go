@@ -142,7 +142,10 @@ type OutboxStats struct {
 // transient failures (429, 5xx, resets, timeouts) with capped exponential
 // backoff and jitter for as long as the operation is wanted. Only a
 // permanent refusal, a newer op with the same Key, or closing the outbox
-// ends an operation unsuccessfully; every run has a deadline.
+// ends an operation unsuccessfully; every run has a deadline. A Limit may
+// learn its platform's budget rather than take it as given (Limit.Learn,
+// learn.go) and keep a share of it for new messages (Limit.SendShare,
+// window.reserved).
 //
 // Scheduling: whenever something could run, the outbox picks, among pending
 // ops whose limits all have room, whose scopes are not paused and whose
@@ -164,6 +167,8 @@ type Outbox struct {
 	running map[string]*entry // places with an op in flight, and the op
 	lastRun map[string]time.Time
 	windows map[string]*window
+	// learned holds the budgets learned from the platforms (learn.go).
+	learned map[string]*learning
 	// recent is, per group, when each of its conversations last ran an
 	// op, for competitors.
 	recent map[string]map[string]time.Time
@@ -295,7 +300,7 @@ func (o *Outbox) editAfter(op Op) time.Time {
 	if !ok {
 		return time.Time{}
 	}
-	return last.Add(o.editInterval(op.Adapter))
+	return o.learnedEditAfter(op, last)
 }
 
 func (o *Outbox) editInterval(a AdapterName) time.Duration {
@@ -347,12 +352,13 @@ func (o *Outbox) windowsFor(op Op) []*window {
 		if op.Place.IsZero() && l.Scope != ScopeAccount {
 			continue // no conversation yet: its budgets are not spent
 		}
-		key := fmt.Sprintf("%s\x00%d", scopeKey(op.Adapter, l.Scope, op.Place), i)
+		key := windowKey(op.Adapter, l.Scope, op.Place, i)
 		w, ok := o.windows[key]
 		if !ok {
-			w = &window{rate: l.Rate}
+			w = &window{rate: l.Rate, kept: l.SendShare}
 			o.windows[key] = w
 		}
+		o.learnedWindow(w, key, l)
 		out = append(out, w)
 	}
 	return out
@@ -413,7 +419,7 @@ func (o *Outbox) readyAt(e *entry, now time.Time, waiting map[string]bool) time.
 		}
 	}
 	for _, w := range o.windowsFor(e.op) {
-		at := w.readyAt(now)
+		at := o.windowReadyAt(e.op.Adapter, w, now, e.op.Kind)
 		if e.op.Kind == OpEdit && !slices.Contains(e.op.Calls, OpSend) && w.rate.N > 1 && len(w.takes) > 0 {
 			if n := o.competitors(e.op, waiting, now, w.rate.Per); n > 1 && len(w.takes) >= w.rate.N-n {
 				if even := w.last().Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
@@ -531,6 +537,7 @@ func (o *Outbox) dispatchLocked() time.Time {
 		}
 		for _, w := range o.windowsFor(best.op) {
 			w.take(now)
+			o.tookLocked(best.op.Adapter, w, now)
 		}
 		o.markRecent(best.op, now)
 		o.removeLocked(bestIdx)
@@ -613,6 +620,7 @@ func (o *Outbox) pruneLocked(now time.Time) {
 	for _, c := range o.caps {
 		longest = max(longest, c.EditInterval)
 	}
+	longest = max(longest, o.longestLearnedInterval())
 	for k, t := range o.lastRun {
 		if now.Sub(t) > longest {
 			delete(o.lastRun, k)
@@ -689,10 +697,12 @@ func (o *Outbox) settleLocked(e *entry, err error) {
 		o.log.Debug("best-effort operation failed", "adapter", a, "op", e.op.Kind, "err", err)
 		if errors.As(err, &rl) {
 			o.pauseLocked(e.op, rl)
+			o.learnFromLimitLocked(e, rl)
 		}
 		o.finishLocked(e.op, err)
 	case errors.As(err, &rl):
 		o.pauseLocked(e.op, rl)
+		o.learnFromLimitLocked(e, rl)
 		o.requeueLocked(e, time.Time{})
 	default:
 		o.failingLocked(a, e.op.Kind, err)

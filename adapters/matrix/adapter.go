@@ -70,8 +70,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// SyncTimeout is how long one /sync waits for events (default 30 s).
 	SyncTimeout time.Duration
-	// MessageRate is the account's message budget the outbox keeps to;
-	// the zero Rate means Synapse's default (see limits).
+	// MessageRate is where the account's message budget starts; the
+	// outbox then learns the homeserver's (see Capabilities). The zero
+	// Rate means Synapse's default.
 	MessageRate core.Rate
 	Logger      *slog.Logger
 }
@@ -97,6 +98,9 @@ type Adapter struct {
 	typed   map[id.RoomID]time.Time
 	// now is the clock for typing renewals (tests replace it).
 	now func() time.Time
+	// legacyMedia is set once the homeserver answered that it has no
+	// authenticated media (see download).
+	legacyMedia atomic.Bool
 }
 
 var (
@@ -189,6 +193,20 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // Name implements core.Adapter.
 func (a *Adapter) Name() core.AdapterName { return Name }
 
+// maxEventRate is the most events the account sends, however much the
+// homeserver allows: ten a second, within Dendrite's default limiter (20
+// requests per 500 ms) and far above what people can follow.
+var maxEventRate = core.Rate{N: 10, Per: time.Second}
+
+const (
+	// learnEvery: a budget the bot waits for grows every two seconds while
+	// the homeserver never limited it, so that against a homeserver
+	// without limits a stream edits once a second within 10 s.
+	learnEvery = 2 * time.Second
+	// sendShare is the share of the budget kept for new messages.
+	sendShare = 0.25
+)
+
 // synapseRate keeps within Synapse's default rc_message (0.2 events a
 // second with bursts of 10) as a sliding window of half the burst (see
 // Config.rate): never more than its bucket allows, the same long-run rate.
@@ -202,9 +220,11 @@ const (
 	// limit drops its HTML rather than fail (see encode).
 	maxLength = 16000
 	// editInterval: every edit is an event the homeserver stores and
-	// every client syncs, and it counts against the account's message
-	// budget, so one output message is edited at most every five seconds.
-	editInterval = 5 * time.Second
+	// every client syncs, so one output message is edited at most once a
+	// second, however much the homeserver allows — a pace people can
+	// read. Under a tighter budget the outbox spreads a message's edits
+	// at the budget's steady rate (Synapse's default: every 5 s).
+	editInterval = time.Second
 	// callTimeout bounds every call to the homeserver that has no nearer
 	// deadline (the outbox gives its own to the calls it makes).
 	callTimeout = 2 * time.Minute
@@ -217,9 +237,13 @@ const (
 
 // Capabilities implements core.Adapter. Homeservers limit events per
 // account, not per room: every message, edit, room name and redaction
-// counts against one budget, MessageRate. Typing notifications are
-// ephemeral and not counted by Synapse's rc_message; they are kept to a
-// modest rate of their own.
+// counts against one budget. It starts at MessageRate and is learned
+// (core.Learn): it grows while the homeserver never answers
+// M_LIMIT_EXCEEDED, up to maxEventRate, and drops to what the homeserver
+// accepted when it does. A quarter of it is kept for new messages
+// (answers, notices, questions), which never wait behind the edits of a
+// streaming output. Typing notifications are ephemeral and not counted by
+// Synapse's rc_message; they are kept to a modest rate of their own.
 func (a *Adapter) Capabilities() core.Capabilities {
 	return core.Capabilities{
 		MaxLength:     maxLength,
@@ -229,7 +253,8 @@ func (a *Adapter) Capabilities() core.Capabilities {
 		DeleteOthers:  true, // where the bot's power level allows it; see Delete
 		Buttons:       true, // shown as numbered options answered by number or reaction
 		Limits: []core.Limit{
-			{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpRename, core.OpDelete}, Rate: a.opts.MessageRate},
+			{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpRename, core.OpDelete}, Rate: a.opts.MessageRate,
+				Learn: &core.Learn{Max: maxEventRate, Every: learnEvery}, SendShare: sendShare},
 			{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 30, Per: time.Minute}},
 		},
 		EditInterval: editInterval,

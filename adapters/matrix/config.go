@@ -34,10 +34,13 @@ type Config struct {
 	// rooms the bot creates for sessions are added to.
 	Space string `toml:"space"`
 	// MessagesPerMinute and MessageBurst are the account's message budget
-	// on the homeserver, which parley keeps to across all its rooms
+	// on the homeserver that parley starts from, across all its rooms
 	// (messages, edits, room names and redactions all count). Defaults:
 	// Synapse's rc_message, 12 a minute (0.2 a second) with bursts of 10.
-	// Raise them with the homeserver's limit for the bot's account.
+	// parley then learns the homeserver's: the budget grows while the
+	// homeserver never answers M_LIMIT_EXCEEDED (up to 10 events a second)
+	// and drops to what it accepted when it does. Set them to the
+	// homeserver's limit for the bot's account to start right.
 	MessagesPerMinute int64 `toml:"messages_per_minute"`
 	MessageBurst      int64 `toml:"message_burst"`
 }

@@ -24,14 +24,27 @@
 //     or replayed after a crash returns the event the homeserver already
 //     made. Edits need none (a repeated edit shows the same text).
 //   - Limits: homeservers limit events per account (Synapse's rc_message,
-//     0.2 a second with bursts of 10, by default); every message, edit,
-//     room name and redaction counts, so they share one account-wide
-//     budget, and M_LIMIT_EXCEEDED pauses the whole account for its
-//     retry_after_ms. The budget is a sliding window of half the
-//     homeserver's burst (5 events per 25 s for Synapse's default), which
-//     never exceeds its token bucket and keeps a busy account's pauses
-//     short (see BenchmarkMatrixStreaming in cmd/parley). Every edit is a stored event that every client
-//     syncs: the live output is edited at most every five seconds.
+//     0.2 a second with bursts of 10, by default), but each sets its own
+//     (Dendrite and Conduit count no messages; Synapse admins raise a
+//     bot's), and none says its limit before it refuses. Every message,
+//     edit, room name and redaction counts, so they share one account-wide
+//     budget. It starts at the configured one (Synapse's default, as a
+//     sliding window of half its burst: 5 events per 25 s, which never
+//     exceeds the token bucket) and is learned (core.Learn): while the
+//     homeserver has never answered M_LIMIT_EXCEEDED, a budget the bot
+//     waits for grows by 5 per 25 s every 2 s, up to 10 events a second;
+//     the first M_LIMIT_EXCEEDED ends the growth for good — such a
+//     homeserver is followed, not probed — pauses the whole account for
+//     exactly its retry_after_ms, and drops the budget to half what the
+//     homeserver had accepted in the window, no faster than one event per
+//     retry_after. Against Synapse's default that costs the refusals of
+//     one instant (the calls then in flight) and none after. A quarter of
+//     the budget is kept for new messages — answers, notices, questions,
+//     approvals — so they never wait behind the edits of streaming
+//     output. The live output is edited at most once a second, and never
+//     faster than the budget's steady rate (every 5 s under Synapse's
+//     default): every edit is an event stored and synced by every client.
+//     See BenchmarkMatrixStreaming in cmd/parley for the figures.
 //   - Size: an event holds 65,536 bytes. Content is encoded without JSON's
 //     HTML escapes, the declared MaxLength (body plus formatted_body) is
 //     small enough that an edit, which carries the text twice, fits with
@@ -56,7 +69,9 @@
 //     answered from the event itself, after a restart too.
 //   - Input: m.text and m.emote, with the start of a replied-to message
 //     quoted; files (m.file, m.image, m.audio, m.video) through
-//     authenticated media, names sanitised; voice messages transcribed.
+//     authenticated media — or, from a homeserver older than Matrix 1.11
+//     that answers it 404 M_UNRECOGNIZED, through /_matrix/media/v3 —
+//     names sanitised; voice messages transcribed.
 //     People's edits are not sent again (as on Telegram and Slack: the
 //     agent may be acting on the original); their redactions change
 //     nothing that was delivered. The bot's own events, notices, and state

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -266,5 +267,31 @@ func TestTypingRenewedAndStopped(t *testing.T) {
 	}
 	if err := a.Typing(t.Context(), b.Place); err != nil {
 		t.Errorf("typing in the next turn: %v", err)
+	}
+}
+
+// TestFileWithoutAuthenticatedMedia: a homeserver from before Matrix 1.11
+// answers authenticated media 404 M_UNRECOGNIZED; files then come through
+// /_matrix/media/v3, which it still serves, instead of being declined.
+func TestFileWithoutAuthenticatedMedia(t *testing.T) {
+	w := newWorld(t)
+	a, proxy := w.proxied(t)
+	proxy.WithoutAuthenticatedMedia()
+	h := newHandler(w.ann.User.ID)
+	run(t, a, h)
+	room := w.ann.CreateRoom(t, "Old media", w.bot.ID)
+	h.wait(t, "the session", func(c core.Command) bool { return c.Kind == core.CreateSession })
+	joinedBy(t, w.ann, room, w.bot.ID, event.MembershipJoin)
+	for _, name := range []string{"one.txt", "two.txt"} {
+		w.ann.UploadFile(t, room, name, "text/plain", []byte("the text of "+name))
+		c := h.wait(t, name, func(c core.Command) bool {
+			return c.Kind == core.SendMessage && len(c.Attachments) > 0 && c.Attachments[0].Name == name
+		})
+		if data, err := os.ReadFile(c.Attachments[0].Path); err != nil || string(data) != "the text of "+name {
+			t.Errorf("%s holds %q (%v)", name, data, err)
+		}
+	}
+	if n := h.count(func(c core.Command) bool { return c.Kind == core.Notice && strings.Contains(c.Text, "Could not fetch") }); n != 0 {
+		t.Errorf("%d files declined", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -101,7 +102,7 @@ func (a *Adapter) transcribe(ctx context.Context, h core.Handler, base core.Comm
 }
 
 // download fetches mxc into FileDir/matrix/<room>/<event>/<name> through
-// the authenticated media API, refusing it past MaxFileSize.
+// the authenticated media API (see fetch), refusing it past MaxFileSize.
 func (a *Adapter) download(ctx context.Context, base core.Command, mxc, name, mime string) (core.Attachment, error) {
 	uri, err := id.ParseContentURI(mxc)
 	if err != nil || uri.IsEmpty() {
@@ -113,7 +114,7 @@ func (a *Adapter) download(ctx context.Context, base core.Command, mxc, name, mi
 	}
 	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
-	resp, err := a.cli.Download(ctx, uri)
+	resp, err := a.fetch(ctx, uri)
 	if err != nil {
 		if errors.Is(err, mautrix.MNotFound) || errors.Is(err, mautrix.MTooLarge) {
 			return core.Attachment{}, core.Permanent(fmt.Errorf("the homeserver does not give it: %w", err))
@@ -139,6 +140,39 @@ func (a *Adapter) download(ctx context.Context, base core.Command, mxc, name, mi
 		return core.Attachment{}, core.Permanent(fmt.Errorf("it is larger than parley takes (%s)", mb(a.opts.MaxFileSize)))
 	}
 	return core.Attachment{Name: name, Mime: mime, Size: n, Path: path}, nil
+}
+
+// fetch asks for the file through authenticated media
+// (/_matrix/client/v1/media, Matrix 1.11). A homeserver from before it
+// answers that endpoint 404 M_UNRECOGNIZED (or a bare 404); then, and from
+// then on, the file comes from the unauthenticated /_matrix/media/v3 path,
+// which such a server still serves. A 404 M_NOT_FOUND is the file missing,
+// not the endpoint: no fallback.
+func (a *Adapter) fetch(ctx context.Context, uri id.ContentURI) (*http.Response, error) {
+	if !a.legacyMedia.Load() {
+		resp, err := a.cli.Download(ctx, uri)
+		if !unrecognized(err) {
+			return resp, err
+		}
+		a.log.Info("the homeserver has no authenticated media; fetching files through /_matrix/media/v3")
+		a.legacyMedia.Store(true)
+	}
+	_, resp, err := a.cli.MakeFullRequestWithResp(ctx, mautrix.FullRequest{
+		Method:           http.MethodGet,
+		URL:              a.cli.BuildURL(mautrix.MediaURLPath{"v3", "download", uri.Homeserver, uri.FileID}),
+		DontReadResponse: true,
+	})
+	return resp, err
+}
+
+// unrecognized reports whether err says the endpoint does not exist: 404
+// with M_UNRECOGNIZED or without a Matrix error.
+func unrecognized(err error) bool {
+	var herr mautrix.HTTPError
+	if !errors.As(err, &herr) || !herr.IsStatus(http.StatusNotFound) {
+		return false
+	}
+	return herr.RespError == nil || herr.RespError.ErrCode == mautrix.MUnrecognized.ErrCode
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }

@@ -19,8 +19,12 @@ import (
 )
 
 // DendriteVersion is the Dendrite release the harness runs; the Makefile's
-// dendrite target builds the same one.
-const DendriteVersion = "v0.15.2"
+// dendrite target builds the same one, from github.com/matrix-org/dendrite:
+// the last release under Apache-2.0 (later ones are AGPL and must not be
+// used). It serves what the adapter uses, authenticated media
+// (/_matrix/client/v1/media) included, with the same configuration keys and
+// flags as the later releases.
+const DendriteVersion = "v0.13.8"
 
 // DirEnv names the environment variable holding the directory of the
 // Dendrite binaries; `make test` sets it. Without it the default cache of

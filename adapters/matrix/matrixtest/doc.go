@@ -4,8 +4,10 @@
 //
 // # A real homeserver
 //
-// [Dendrite] starts a fresh Dendrite (v0.15.2, built by `make test-deps`
-// into a cache outside the repository) for one test: its own throwaway
+// [Dendrite] starts a fresh Dendrite (v0.13.8 of
+// github.com/matrix-org/dendrite, the last Apache-2.0 release — the AGPL
+// fork's later ones must not be used — built by `make test-deps` into a
+// cache outside the repository) for one test: its own throwaway
 // configuration and SQLite databases in the test's temporary directory, a
 // free loopback port, open registration, federation off, and Dendrite's own
 // rate limiting off so that only a [Proxy] limits. It answers within a
@@ -36,7 +38,7 @@
 // per account ([Proxy.SetMessageLimit], whose arithmetic is [Bucket]),
 // injects faults (forced M_LIMIT_EXCEEDED with a given retry_after_ms,
 // late answers, M_FORBIDDEN on redaction, a room the account is no longer
-// in), and counts requests by [Kind] — messages, edits, redactions, state,
+// in, a homeserver without authenticated media), and counts requests by [Kind] — messages, edits, redactions, state,
 // typing — for assertions and benchmarks. Its error bodies have the
 // homeservers' real shapes; the harness's own tests check the injected
 // M_FORBIDDEN answers against what Dendrite answers in the same situation.

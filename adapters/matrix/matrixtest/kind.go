@@ -56,6 +56,8 @@ type request struct {
 	room    id.RoomID // "" outside /rooms/{id}/…
 	token   string    // the access token, "" when unauthenticated
 	limited bool      // counted by Synapse's rc_message
+	// authMedia: under /_matrix/client/v1/media (authenticated media).
+	authMedia bool
 }
 
 // classify reads a client-server API request. Which requests count
@@ -66,6 +68,7 @@ type request struct {
 func classify(r *http.Request, body []byte) request {
 	req := request{kind: KindOther, token: accessToken(r)}
 	parts := pathSegments(r.URL)
+	req.authMedia = len(parts) >= 4 && parts[0] == "_matrix" && parts[1] == "client" && parts[2] == "v1" && parts[3] == "media"
 	// _matrix client {version} rooms {roomID} {action} …
 	if len(parts) < 6 || parts[0] != "_matrix" || parts[1] != "client" || parts[3] != "rooms" {
 		return req

@@ -32,9 +32,9 @@ const (
 // Point the client under test at URL; without limits or faults it passes
 // every request through unchanged.
 //
-// Faults are rules added by LimitNext, SlowNext, ForbidRedactions and
-// VanishRoom; a rule for n requests expires after n (n < 0: never). A
-// request meets, in this order: the first error rule that matches it
+// Faults are rules added by LimitNext, SlowNext, ForbidRedactions,
+// VanishRoom and WithoutAuthenticatedMedia; a rule for n requests expires
+// after n (n < 0: never). A request meets, in this order: the first error rule that matches it
 // (answered by the proxy, the homeserver never sees the request), the rate
 // limit (likewise), and the first SlowNext rule that matches it (the
 // homeserver does the work, the answer comes late).
@@ -75,6 +75,7 @@ type Counts struct {
 type rule struct {
 	kind      Kind
 	room      id.RoomID // "" for every room
+	authMedia bool      // only authenticated media requests
 	remaining int       // < 0: every matching request
 	// exactly one of: an error answer, or a delay of the real answer
 	status     int
@@ -160,6 +161,15 @@ func (p *Proxy) VanishRoom(roomID id.RoomID) {
 		errcode: "M_FORBIDDEN", text: "User not in room " + roomID.String()})
 }
 
+// WithoutAuthenticatedMedia makes the proxy a homeserver from before
+// Matrix 1.11: every request under /_matrix/client/v1/media is answered
+// 404 M_UNRECOGNIZED, as such a server answers an endpoint it does not
+// know; the unauthenticated /_matrix/media/v3 still works.
+func (p *Proxy) WithoutAuthenticatedMedia() {
+	p.addRule(&rule{kind: AnyKind, authMedia: true, remaining: -1, status: http.StatusNotFound,
+		errcode: "M_UNRECOGNIZED", text: "Unrecognized request"})
+}
+
 // ClearFaults removes every fault rule; the rate limit stays.
 func (p *Proxy) ClearFaults() {
 	p.mu.Lock()
@@ -230,7 +240,7 @@ func (p *Proxy) decide(req request) *rule {
 func (p *Proxy) takeRule(req request, late bool) *rule {
 	for i, r := range p.rules {
 		if (r.delay > 0) != late ||
-			(r.kind != AnyKind && r.kind != req.kind) || (r.room != "" && r.room != req.room) {
+			(r.kind != AnyKind && r.kind != req.kind) || (r.room != "" && r.room != req.room) || (r.authMedia && !req.authMedia) {
 			continue
 		}
 		if r.remaining > 0 {
