@@ -130,6 +130,7 @@ func (st *mxStack) start() {
 		}
 	}
 	st.t.Cleanup(st.stop)
+	awaitStarted(st.t, st.m)
 	st.agent = mxAgent(st.t, st.m.Addr())
 }
 

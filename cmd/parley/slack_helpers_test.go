@@ -87,6 +87,7 @@ func (st *slackStack) start() {
 		}
 	}
 	st.t.Cleanup(st.stop)
+	awaitStarted(st.t, st.m)
 	st.agent = connectAgent(st.t, st.m.Addr())
 	sub, cancelSub := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelSub()

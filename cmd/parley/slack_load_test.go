@@ -100,6 +100,7 @@ func slStart(t *testing.T, cfg config.Config, logger *slog.Logger) (*Main, *agen
 			t.Errorf("close: %v", err)
 		}
 	})
+	awaitStarted(t, m)
 	a := connectAgent(t, m.Addr())
 	sub, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()

@@ -75,6 +75,7 @@ func (st *tgStack) start() {
 		}
 	}
 	st.t.Cleanup(st.stop)
+	awaitStarted(st.t, st.m)
 	st.agent = connectAgent(st.t, st.m.Addr())
 	sub, done2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done2()
