@@ -171,7 +171,7 @@ func (c *checkup) checkDataDir() finding {
 	var damaged *bolt.DamagedError
 	switch {
 	case errors.As(err, &damaged):
-		return finding{Check: check, Problem: err.Error(), Fix: damaged.Fix()}
+		return finding{Check: check, Problem: damaged.Problem(), Fix: damaged.Fix()}
 	case errors.Is(err, bolt.ErrInUse) && c.running && !c.serving:
 		return finding{Check: check, OK: true, Detail: dir + " is in use by the parley serving " + c.cfg.HTTP.Listen}
 	case errors.Is(err, bolt.ErrInUse):
@@ -189,7 +189,7 @@ func (c *checkup) checkDataDir() finding {
 	if !c.serving {
 		if err := st.Check(context.Background()); errors.As(err, &damaged) {
 			_ = st.Close()
-			return finding{Check: check, Problem: err.Error(), Fix: damaged.Fix()}
+			return finding{Check: check, Problem: damaged.Problem(), Fix: damaged.Fix()}
 		} else if err != nil {
 			_ = st.Close()
 			return finding{Check: check, Problem: fmt.Sprintf("cannot check %s: %v", db, err)}

@@ -33,7 +33,14 @@ type DamagedError struct {
 	Why string
 }
 
+// Error says the problem and, briefly, the fix: it is what a log line
+// shows of a request that met the damage.
 func (e *DamagedError) Error() string {
+	return e.Problem() + " (stop parley and restore it from a backup; parley doctor checks the file)"
+}
+
+// Problem says which file is damaged and what was found, without the fix.
+func (e *DamagedError) Problem() string {
 	return fmt.Sprintf("the database %s is damaged or not a parley database: %s", e.Path, e.Why)
 }
 
