@@ -88,7 +88,7 @@ func TestMemoryAfterManySessions(t *testing.T) {
 	}
 	wg.Wait()
 	if t.Failed() {
-		stop.stop()
+		_ = stop.stop()
 		return
 	}
 	resp, err := client.Get("http://" + addr + "/api/sessions?limit=1")
@@ -125,7 +125,9 @@ func TestMemoryAfterManySessions(t *testing.T) {
 		}
 		f.Close()
 	}
-	stop.stop()
+	if err := stop.stop(); err != nil {
+		t.Error(err)
+	}
 	t.Logf("after stopping the daemon: %s", memFigures())
 
 	again := runMain(t, cfg)
@@ -135,13 +137,16 @@ func TestMemoryAfterManySessions(t *testing.T) {
 	}
 	resp.Body.Close()
 	t.Logf("restarted on the same data: %s", memFigures())
-	again.stop()
+	if err := again.stop(); err != nil {
+		t.Error(err)
+	}
 }
 
 type runningMain struct {
 	m    *Main
 	addr string
-	stop func()
+	// stop ends Run and returns Close's error.
+	stop func() error
 }
 
 // runMain opens and runs a Main on cfg until stop is called.
@@ -154,14 +159,12 @@ func runMain(t *testing.T, cfg config.Config) runningMain {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	return runningMain{m: m, addr: m.Addr(), stop: func() {
+	return runningMain{m: m, addr: m.Addr(), stop: func() error {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
 		}
-		if err := m.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
+		return m.Close()
 	}}
 }
 
