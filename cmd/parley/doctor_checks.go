@@ -133,8 +133,8 @@ const dataDirFix = "set data_dir (PARLEY_DATA_DIR) to a directory the user parle
 // checkDataDir checks that the data directory exists or can be created,
 // that it is writable, and that its database is free, not of a newer
 // schema, and not damaged: bolt.Open looks at its header pages, and, for
-// doctor but not for serve, Store.Check reads every page (about a second
-// for 100,000 sessions). It creates nothing but a probe file it removes at
+// doctor but not for serve, Store.Check reads every page (30 ms for a
+// file of 100,000 sessions in the page cache). It creates nothing but a probe file it removes at
 // once.
 func (c *checkup) checkDataDir() finding {
 	const check = "data_dir"
