@@ -66,7 +66,7 @@ func TestOpenRefusesDamagedFiles(t *testing.T) {
 		{"one page", whole[:4096], "cut short"},
 		{"two pages", whole[:8192], "cut short"},
 		{"cut in the middle", whole[:size/2], "cut short"},
-		{"cut one page short of its header's count", whole[:int(highWater(t, whole)-1)*4096], "cut short"},
+		{"cut one page short of its header's count", shortOfHighWater(t, whole), "cut short"},
 		{"random bytes", garbage, "no valid bbolt header"},
 		{"a PNG image", append(pngHeader, garbage...), "no valid bbolt header"},
 		{"a text file", []byte(strings.Repeat("[http]\nlisten = \"127.0.0.1:8766\"\n", 200)), "no valid bbolt header"},
@@ -147,16 +147,21 @@ func TestOpenRefusesDamagedPages(t *testing.T) {
 func currentMeta(t *testing.T, file []byte) fileMeta {
 	t.Helper()
 	m, ok := readMeta(bytesReader(file), 0)
-	if m1, ok1 := readMeta(bytesReader(file), 4096); ok1 && (!ok || m1.txid > m.txid) {
-		m, ok = m1, true
+	if !ok {
+		t.Fatal("the first meta page is not valid")
 	}
-	if !ok || m.pageSize != 4096 {
-		t.Fatalf("no valid meta page of 4096 bytes: %+v", m)
+	if m1, ok1 := readMeta(bytesReader(file), int64(m.pageSize)); ok1 && m1.txid > m.txid {
+		m = m1
 	}
 	return m
 }
 
-func highWater(t *testing.T, file []byte) uint64 { return currentMeta(t, file).pgid }
+// shortOfHighWater is the file cut one page short of the pages its header
+// counts.
+func shortOfHighWater(t *testing.T, file []byte) []byte {
+	m := currentMeta(t, file)
+	return file[:int(m.pgid-1)*int(m.pageSize)]
+}
 
 type bytesReader []byte
 
