@@ -36,7 +36,11 @@ import (
 // sessions were created (go tool pprof -sample_index=inuse_space FILE).
 // The figures are of the test process, which holds the HTTP client too (a
 // few idle connections). The clients hold back while the outbox has more
-// than 64 operations pending, as TestFillDataDir does.
+// than 64 operations pending, as TestFillDataDir does; with
+// PARLEY_MEMLOAD_UNPACED=1 they do not, and the figures after creation
+// include the outbox's backlog (waited for at most 5 minutes): its scan of
+// the queue is linear per operation started, so 100,000 queued sends of
+// the web page drain in hours, holding their memory until then.
 func TestMemoryAfterManySessions(t *testing.T) {
 	s := os.Getenv("PARLEY_MEMLOAD_SESSIONS")
 	if s == "" {
@@ -53,6 +57,7 @@ func TestMemoryAfterManySessions(t *testing.T) {
 	t.Logf("before: %s", memFigures())
 	stop := runMain(t, cfg)
 	addr := stop.addr
+	paced := os.Getenv("PARLEY_MEMLOAD_UNPACED") == ""
 	start := time.Now()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	var next atomic.Int64
@@ -64,7 +69,7 @@ func TestMemoryAfterManySessions(t *testing.T) {
 				// queue is linear, so a backlog of tens of
 				// thousands of the web page's (no-op) sends would
 				// measure that queue, not what is kept for good.
-				for stop.m.daemon.Outbox.Stats().Pending > 64 {
+				for paced && stop.m.daemon.Outbox.Stats().Pending > 64 {
 					<-time.After(time.Millisecond)
 				}
 				body := fmt.Sprintf(`{"text":"Session %d: the build fails on main since this morning, can you look?"}`, i)
@@ -109,11 +114,12 @@ func TestMemoryAfterManySessions(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the outbox did not drain: %d pending, %d deliveries", st.Pending, stop.m.daemon.Dispatcher.Delivering())
+			t.Logf("the outbox did not drain in 5 minutes: %d pending, %d deliveries", st.Pending, stop.m.daemon.Dispatcher.Delivering())
+			break
 		}
 		time.Sleep(100 * time.Millisecond) // polling a daemon at work, not synchronising a test
 	}
-	t.Logf("outbox drained after %s", time.Since(start).Round(time.Second))
+	t.Logf("waited for the outbox until %s", time.Since(start).Round(time.Second))
 	t.Logf("after creating them: %s", memFigures())
 	if path := os.Getenv("PARLEY_MEMLOAD_HEAPPROFILE"); path != "" {
 		f, err := os.Create(path)
