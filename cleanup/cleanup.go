@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,8 +64,20 @@ type Ledger struct {
 	// fired is, per session and lifetime, the seq of the last event that
 	// fired the lifetime's rule. A message recorded after its rule fired
 	// (a notice still on its way when output started) is deleted at once.
+	// It is kept for the firedSessions sessions whose rules fired last
+	// (see noteFired).
 	fired map[core.SessionID]map[core.Lifetime]uint64
 }
+
+// firedSessions is how many sessions' last firings the ledger remembers at
+// least; it forgets the older ones once it holds twice as many. A firing
+// only matters to a message that was on its way while it happened, and
+// such a message is recorded within the outbox's retries, long before
+// thousands of other sessions have had a rule fire since. Were one recorded
+// later still, its row would wait for its session's next firing instead of
+// being deleted at once. Unbounded, the map kept an entry for every session
+// ever written to: 34 MiB after 100,000 sessions.
+const firedSessions = 4096
 
 // New returns a Ledger.
 func New(store core.Store, del Deleter, opts Options) *Ledger {
@@ -151,7 +164,7 @@ func (l *Ledger) Sent(ctx context.Context, s core.Sent) {
 	}
 	row := core.CleanupEntry{Session: s.Session, Ref: s.Ref, Lifetime: s.Lifetime, Created: l.opts.Now()}
 	l.mu.Lock()
-	row.Due = s.Seq > 0 && l.fired[s.Session][s.Lifetime] > s.Seq
+	row.Due = l.firedAfter(s.Session, s.Lifetime, s.Seq)
 	l.mu.Unlock()
 	if err := l.store.AddCleanup(ctx, row); err != nil {
 		l.log.Error("cleanup: record", "session", s.Session, "err", err)
@@ -178,6 +191,32 @@ func (l *Ledger) noteFired(e core.Event, lt core.Lifetime) {
 		l.fired[e.Session] = m
 	}
 	m[lt] = max(m[lt], e.Seq)
+	if len(l.fired) > 2*firedSessions {
+		l.forgetOldFirings()
+	}
+}
+
+// firedAfter reports whether lt's rule fired for session after the event
+// seq. l.mu is held.
+func (l *Ledger) firedAfter(session core.SessionID, lt core.Lifetime, seq uint64) bool {
+	return seq > 0 && l.fired[session][lt] > seq
+}
+
+// forgetOldFirings keeps the firedSessions sessions whose rules fired last.
+// It runs once per firedSessions new sessions, so its sort costs a few
+// comparisons per firing. l.mu is held.
+func (l *Ledger) forgetOldFirings() {
+	last := make([]uint64, 0, len(l.fired))
+	for _, m := range l.fired {
+		last = append(last, slices.Max(slices.Collect(maps.Values(m))))
+	}
+	slices.Sort(last)
+	keep := last[len(last)-firedSessions]
+	for id, m := range l.fired {
+		if slices.Max(slices.Collect(maps.Values(m))) < keep {
+			delete(l.fired, id)
+		}
+	}
 }
 
 // Replay re-issues the deletions that were due when the daemon stopped.

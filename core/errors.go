@@ -41,6 +41,13 @@ var (
 	// ErrSchemaTooNew is returned by store constructors for a database
 	// written by a newer parley.
 	ErrSchemaTooNew = errors.New("database schema is newer than this parley")
+	// ErrDamaged is returned by store constructors for a data file that is
+	// damaged (truncated, overwritten) or is not a parley database at all,
+	// and by Store methods that find damage while serving (the store
+	// library failed on what it read). The wrapping error names the file;
+	// the fix is to restore the file from a backup, or to move it away and
+	// start afresh. Retrying does not help.
+	ErrDamaged = errors.New("the database file is damaged")
 	// ErrEventsTruncated is returned by Store.EventsSince when events after
 	// the given seq were already dropped from the bounded event log.
 	ErrEventsTruncated = errors.New("events no longer in the event log")

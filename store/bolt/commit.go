@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -133,42 +134,74 @@ func (s *Store) commitLoop() {
 // rest of the group is run again without it — the same contract as bbolt's
 // DB.Batch.
 func (s *Store) commitGroup(group []*writeReq) {
+	if d := s.broken.Load(); d != nil {
+		for _, r := range group {
+			r.done <- d
+		}
+		return
+	}
 	for len(group) > 0 {
 		failed := -1
-		err := s.db.Update(func(tx *bbolt.Tx) error {
-			w := s.newWtx(tx)
-			for i, r := range group {
-				if err := safeCall(r.fn, w); err != nil {
-					failed = i
-					return err
+		err := s.guardWrite(func() error {
+			return s.db.Update(func(tx *bbolt.Tx) error {
+				w := s.newWtx(tx)
+				for i, r := range group {
+					if err := s.safeCall(r.fn, w); err != nil {
+						failed = i
+						return err
+					}
 				}
-			}
-			return w.finish()
+				return w.finish()
+			})
 		})
-		if failed < 0 {
+		if failed < 0 || s.broken.Load() != nil {
 			for _, r := range group {
 				r.done <- err
 			}
 			return
 		}
 		r := group[failed]
-		r.done <- s.db.Update(func(tx *bbolt.Tx) error {
-			w := s.newWtx(tx)
-			if err := safeCall(r.fn, w); err != nil {
-				return err
-			}
-			return w.finish()
+		r.done <- s.guardWrite(func() error {
+			return s.db.Update(func(tx *bbolt.Tx) error {
+				w := s.newWtx(tx)
+				if err := s.safeCall(r.fn, w); err != nil {
+					return err
+				}
+				return w.finish()
+			})
 		})
 		group[failed] = group[len(group)-1]
 		group = group[:len(group)-1]
 	}
 }
 
+// guardWrite is guard for a write transaction. Damage found while writing
+// breaks the store for writes: bbolt, panicking halfway through a commit or
+// its rollback, may keep its write lock or its free page list in a state
+// that does not match the file, and writing on would spread the damage.
+// Every later write returns the same *DamagedError at once; reads go on
+// where the pages they need are sound.
+func (s *Store) guardWrite(fn func() error) error {
+	err := guard(s.path, fn)
+	var d *DamagedError
+	if errors.As(err, &d) {
+		s.broken.CompareAndSwap(nil, d)
+	}
+	return err
+}
+
 // safeCall turns a panic in a write function into that write's error, so one
-// bad caller cannot stop the committer that every writer depends on.
-func safeCall(fn writeFunc, w *wtx) (err error) {
+// bad caller cannot stop the committer that every writer depends on: a
+// *DamagedError when bbolt raised it on what it read (see guard), else
+// the bug it is. A panic outside the write functions (committing the
+// group) is guard's in commitGroup, and fails the whole group.
+func (s *Store) safeCall(fn writeFunc, w *wtx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if d := damageOf(s.path, p); d != nil {
+				err = d
+				return
+			}
 			err = fmt.Errorf("panic in write: %v", p)
 		}
 	}()

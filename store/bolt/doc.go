@@ -86,5 +86,24 @@
 // transaction happens in the caller's goroutine: JSON encoding before, and
 // decoding the returned session after. Sessions are decoded through a small
 // cache of (stored bytes, decoded value) pairs, checked byte for byte
-// against the stored JSON, so it cannot serve a stale session.
+// against the stored JSON, so it cannot serve a stale session; it holds the
+// 4,096 sessions used last, not every session the file holds.
+//
+// # Damage
+//
+// A damaged file must be an error that names it and the fix, never a
+// crash. bbolt trusts the file: it maps it and follows page ids, panics on
+// a page that is not what it expects ("invalid freelist page"), allocates
+// what a count says, and faults (SIGBUS) on a page past the end of a file
+// cut short. So Open first reads the header pages itself (checkFile): a
+// valid meta page, a file long enough for every page it counts, a root and
+// a freelist page that are what they claim, a freelist count that fits.
+// That costs three page reads whatever the size; reading every page
+// (Store.Check, bbolt's Tx.Check) is left to parley doctor. Every bbolt
+// transaction then runs under guard, which turns faults into panics
+// (debug.SetPanicOnFault) and bbolt's panics into a *DamagedError
+// (core.ErrDamaged) for that call only; panics raised by parley's own code
+// are bugs and are raised again. Damage met while writing stops all later
+// writes: bbolt, panicking halfway through a commit, may keep its write lock
+// and a free page list that no longer matches the file.
 package bolt

@@ -99,7 +99,7 @@ func TestSessionsPage(t *testing.T) {
 	if len(page) != 1 || page[0].Output != "a long output" || page[0].Title != "s" {
 		t.Errorf("page = %+v", page)
 	}
-	if n := len(s.cache.m); n != 0 {
+	if n := s.cache.len(); n != 0 {
 		t.Errorf("the session cache holds %d sessions after paging, want 0", n)
 	}
 }

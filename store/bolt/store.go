@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -79,11 +81,16 @@ type Options struct {
 // package documentation for the layout.
 type Store struct {
 	db        *bbolt.DB
+	path      string   // for errors
+	file      *os.File // bbolt's, closed by Close when broken
 	now       func() time.Time
 	maxEvents uint64
 	slack     uint64 // how far the event log may grow past maxEvents before a trim
 	foldAt    uint64 // how many entries inbox_recent collects before a fold
 	cache     sessionCache
+	// broken is set when a write transaction found the file damaged; all
+	// later writes fail with it (see guardWrite).
+	broken atomic.Pointer[DamagedError]
 
 	// mu is held shared while handing a write to the committer and
 	// exclusively by Close, so that no write is sent on a closed channel.
@@ -100,7 +107,10 @@ var _ core.Store = (*Store)(nil)
 
 // Open opens or creates the store at path. It fails with an error wrapping
 // core.ErrSchemaTooNew when the file was written by a newer parley, and
-// leaves such a file untouched.
+// leaves such a file untouched; with a *DamagedError (wrapping
+// core.ErrDamaged) when the file is damaged or not a database: empty, cut
+// short, overwritten or another program's file, found by a look at its
+// header pages before bbolt maps it (checkFile), or by bbolt failing on it.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.MaxEvents <= 0 {
 		opts.MaxEvents = DefaultMaxEvents
@@ -111,26 +121,54 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout: opts.LockTimeout,
-		NoSync:  opts.NoSync,
-		// The map freelist keeps commits cheap once the file has many
-		// free pages, and the inbox only grows.
-		FreelistType: bbolt.FreelistMapType,
-	})
-	if errors.Is(err, bberrors.ErrTimeout) {
-		return nil, fmt.Errorf("bolt: open %s: %w", path, ErrInUse)
+	if err := checkFile(path); err != nil {
+		return nil, err
 	}
-	if err != nil {
+	// A panic inside bbolt.Open leaves its file open and locked; the
+	// file is kept here to be closed then.
+	var file *os.File
+	var db *bbolt.DB
+	err := guard(path, func() (err error) {
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
+			Timeout: opts.LockTimeout,
+			NoSync:  opts.NoSync,
+			// The map freelist keeps commits cheap once the file has many
+			// free pages, and the inbox only grows.
+			FreelistType: bbolt.FreelistMapType,
+			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+				f, err := os.OpenFile(name, flag, perm)
+				file = f
+				return f, err
+			},
+		})
+		return err
+	})
+	var damaged *DamagedError
+	switch {
+	case errors.As(err, &damaged):
+		if file != nil {
+			_ = file.Close()
+		}
+		return nil, err
+	case errors.Is(err, bberrors.ErrTimeout):
+		return nil, fmt.Errorf("bolt: open %s: %w", path, ErrInUse)
+	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrChecksum), errors.Is(err, bberrors.ErrVersionMismatch):
+		return nil, &DamagedError{Path: path, Why: err.Error()}
+	case err != nil:
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	if err := db.Update(initSchema); err != nil {
-		_ = db.Close()
+	if err := guard(path, func() error { return db.Update(initSchema) }); err != nil {
+		_ = guard(path, db.Close)
+		if errors.As(err, &damaged) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
 	maxEvents := uint64(opts.MaxEvents)
 	s := &Store{
 		db:        db,
+		path:      path,
+		file:      file,
 		now:       opts.Now,
 		maxEvents: maxEvents,
 		slack:     maxEvents/8 + 1,
@@ -183,6 +221,16 @@ func (s *Store) Close() error {
 		close(s.reqs)
 		s.mu.Unlock()
 		<-s.done
+		if d := s.broken.Load(); d != nil {
+			// bbolt may hold its write lock for good after a
+			// panic (see guardWrite), and its Close waits for it.
+			// Closing the file releases the lock on it, so that a
+			// restored file can be opened; the mapping goes with
+			// the process.
+			_ = s.file.Close()
+			s.closeErr = fmt.Errorf("bolt: close: %w", d)
+			return
+		}
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("bolt: close: %w", err)
 		}
@@ -191,12 +239,14 @@ func (s *Store) Close() error {
 }
 
 // view runs a read transaction. Reads do not queue behind the committer:
-// bbolt lets them run next to the one write transaction.
+// bbolt lets them run next to the one write transaction. Damage found on
+// the way (bbolt panicking or faulting on what it read) is the caller's
+// *DamagedError, not a crash.
 func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(fn)
+	return guard(s.path, func() error { return s.db.View(fn) })
 }
 
 // clock is the time defaults are filled with, in UTC and without the
