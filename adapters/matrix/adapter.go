@@ -101,6 +101,10 @@ type Adapter struct {
 	// legacyMedia is set once the homeserver answered that it has no
 	// authenticated media (see download).
 	legacyMedia atomic.Bool
+	// echo remembers the bot's own events the sync showed, by
+	// transaction id, so that a replayed keyed send is not posted twice
+	// (see echo.go).
+	echo *echoes
 }
 
 var (
@@ -150,7 +154,7 @@ func New(opts Options) (*Adapter, error) {
 	// value, so that a login during Run (a token the homeserver forgot)
 	// replaces it without racing the calls in flight; the client itself
 	// holds none.
-	a := &Adapter{opts: opts, log: opts.Logger, typed: map[id.RoomID]time.Time{}, now: time.Now}
+	a := &Adapter{opts: opts, log: opts.Logger, typed: map[id.RoomID]time.Time{}, now: time.Now, echo: newEchoes()}
 	a.token.Store(new(opts.AccessToken))
 	hc := *opts.HTTPClient
 	if hc.Timeout <= 0 {

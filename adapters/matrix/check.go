@@ -65,6 +65,8 @@ func (a *Adapter) Check(ctx context.Context) error {
 		return core.Permanent(fmt.Errorf("matrix: the access token belongs to %s, not to %s: fix [matrix] user_id or access_token so they name the same account", who.UserID, a.opts.UserID))
 	}
 	a.ready.Store(true)
+	// Run follows: keyed sends wait for its first sync (see waitFirstSync).
+	a.echo.armed.Store(true)
 	a.log.Info("connected to Matrix", "homeserver", a.opts.Homeserver, "user", who.UserID, "spec", vers.GetLatest().String())
 	return nil
 }

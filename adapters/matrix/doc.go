@@ -23,6 +23,35 @@
 //     a transaction id derived from it, so a send retried after a timeout
 //     or replayed after a crash returns the event the homeserver already
 //     made. Edits need none (a repeated edit shows the same text).
+//   - Echoes: the homeserver's own dedup is not enough. Dendrite (v0.13.8)
+//     looks its transaction cache up when a request starts and fills it
+//     when the request ends, so a retry that arrives while the first
+//     request is still being processed — a killed parley's send, replayed
+//     by the restarted one — makes a second event (Synapse shares the
+//     first request's result); and every homeserver forgets transactions
+//     after a while (Dendrite after 30 to 60 minutes) or on its restart.
+//     So, as bridges do, the adapter reads its echoes: the sync marks the
+//     bot's own events with unsigned.transaction_id (for the same access
+//     token), and the last 4,096 transaction ids seen map to their events.
+//     A keyed send whose id was seen returns that event without sending.
+//     Keyed sends wait for the first sync since the start (at most 10 s,
+//     and half their own deadline; that sync does not long-poll), whose
+//     incremental batch from the stored position holds what the previous
+//     process made. An event still in flight at the homeserver then is not
+//     in it; when it comes in a later sync under a transaction id whose
+//     send returned another event, that copy is redacted (the bot may
+//     always redact its own), keeping the one core holds; with no send of
+//     this process to say which, the first seen stays. Decided so because
+//     the duplicate is otherwise permanent and visible, and the cost is
+//     one redaction in a rare case. What remains: clients show the
+//     redacted copy as "message deleted" (it is an event, outside the
+//     outbox's pacing), a redaction that fails is logged and not retried,
+//     and the check does not survive a restart by itself: an event the
+//     killed process already synced past (its position stored after the
+//     event) is not in the next first sync, so only the homeserver's cache
+//     stands between it and a replay; nor does a send wait that comes
+//     before Check (the daemon calls Check, then Run, which a send after
+//     Check waits for up to a second).
 //   - Limits: homeservers limit events per account (Synapse's rc_message,
 //     0.2 a second with bursts of 10, by default), but each sets its own
 //     (Dendrite and Conduit count no messages; Synapse admins raise a

@@ -23,11 +23,12 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 	if err != nil {
 		return core.MessageRef{}, err
 	}
-	txn := a.cli.TxnID()
-	if m.Key != "" {
-		txn = txnID(m.Key)
+	var ev id.EventID
+	if m.Key == "" {
+		ev, err = a.sendRaw(ctx, room, event.EventMessage, a.cli.TxnID(), b)
+	} else {
+		ev, err = a.sendKeyed(ctx, room, txnID(m.Key), b)
 	}
-	ev, err := a.sendRaw(ctx, room, event.EventMessage, txn, b)
 	if err != nil {
 		return core.MessageRef{}, a.classifyIn(ctx, "send", opSend, room, err)
 	}
@@ -35,6 +36,24 @@ func (a *Adapter) Send(ctx context.Context, p core.Place, m core.OutMessage) (co
 		a.stopTyping(ctx, room)
 	}
 	return ref(room, ev), nil
+}
+
+// sendKeyed sends under a transaction id derived from the message's key:
+// one the homeserver already echoed in /sync (sent by this process or by
+// the one before a restart) is not sent again, and a second event the
+// homeserver made for it anyway is redacted (see the package doc,
+// "Echoes").
+func (a *Adapter) sendKeyed(ctx context.Context, room id.RoomID, txn string, content []byte) (id.EventID, error) {
+	a.waitFirstSync(ctx)
+	if ev, ok := a.echo.begin(txn, room); ok {
+		a.log.Debug("the homeserver already holds this message; not sending it again", "room", room, "event", ev)
+		return ev, nil
+	}
+	ev, err := a.sendRaw(ctx, room, event.EventMessage, txn, content)
+	if dups := a.echo.end(txn, room, ev); len(dups) > 0 {
+		a.redactDuplicates(ctx, room, a.echo.keptOf(txn), dups)
+	}
+	return ev, err
 }
 
 // stopTyping ends the room's typing notification with the turn, rather

@@ -76,6 +76,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			return err
 		}
 	}
+	a.echo.runBegan()
 	since, err := a.loadPosition(ctx, cursorSince, 0)
 	if err != nil {
 		return err
@@ -97,7 +98,14 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 				continue
 			}
 		}
-		resp, err := a.cli.SyncRequest(ctx, int(a.opts.SyncTimeout/time.Millisecond), since, filter, false, event.PresenceOffline)
+		// The first sync since the start does not wait for news: keyed
+		// sends wait for it (see waitFirstSync), and from a stored
+		// position it already holds what happened while parley was down.
+		timeout := a.opts.SyncTimeout
+		if !a.echo.isSynced() {
+			timeout = 0
+		}
+		resp, err := a.cli.SyncRequest(ctx, int(timeout/time.Millisecond), since, filter, false, event.PresenceOffline)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -123,6 +131,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		if err := a.process(ctx, h, resp, since); err != nil {
 			return nil // ctx ended; the batch comes again
 		}
+		a.echo.firstSynced()
 		if resp.NextBatch != "" && resp.NextBatch != since {
 			since = resp.NextBatch
 			a.savePosition(ctx, cursorSince, since, 0)
@@ -205,6 +214,7 @@ func (a *Adapter) process(ctx context.Context, h core.Handler, resp *mautrix.Res
 		if first {
 			for _, ev := range jr.Timeline.Events {
 				a.onState(room, ev)
+				a.sawOwn(ctx, room, ev)
 			}
 			continue
 		}
@@ -214,6 +224,7 @@ func (a *Adapter) process(ctx context.Context, h core.Handler, resp *mautrix.Res
 		}
 		for _, ev := range events {
 			ev.RoomID = room
+			a.sawOwn(ctx, room, ev)
 			if err := a.retry(ctx, "event", func(ctx context.Context) error { return a.onEvent(ctx, h, ev) }); err != nil {
 				return err
 			}

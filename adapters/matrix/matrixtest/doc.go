@@ -37,7 +37,8 @@
 // the adapter under test at it. It enforces a Synapse-like rc_message limit
 // per account ([Proxy.SetMessageLimit], whose arithmetic is [Bucket]),
 // injects faults (forced M_LIMIT_EXCEEDED with a given retry_after_ms,
-// late answers, M_FORBIDDEN on redaction, a room the account is no longer
+// late answers, requests held before the homeserver until released (a
+// request still being processed when its retry arrives), M_FORBIDDEN on redaction, a room the account is no longer
 // in, a homeserver without authenticated media), and counts requests by [Kind] — messages, edits, redactions, state,
 // typing — for assertions and benchmarks. Its error bodies have the
 // homeservers' real shapes; the harness's own tests check the injected

@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,12 +33,13 @@ const (
 // Point the client under test at URL; without limits or faults it passes
 // every request through unchanged.
 //
-// Faults are rules added by LimitNext, SlowNext, ForbidRedactions,
+// Faults are rules added by LimitNext, SlowNext, HoldNext, ForbidRedactions,
 // VanishRoom and WithoutAuthenticatedMedia; a rule for n requests expires
 // after n (n < 0: never). A request meets, in this order: the first error rule that matches it
 // (answered by the proxy, the homeserver never sees the request), the rate
-// limit (likewise), and the first SlowNext rule that matches it (the
-// homeserver does the work, the answer comes late).
+// limit (likewise), and the first SlowNext or HoldNext rule that matches
+// it (the homeserver does the work, the answer comes late; or the request
+// reaches it only on ReleaseHeld).
 //
 // All methods are safe for concurrent use.
 type Proxy struct {
@@ -53,6 +55,7 @@ type Proxy struct {
 	buckets   map[string]*Bucket // by access token
 	rules     []*rule
 	counts    Counts
+	held      []*heldRequest
 }
 
 // Counts are the requests a [Proxy] saw, for assertions and benchmarks.
@@ -83,6 +86,19 @@ type rule struct {
 	text       string
 	retryAfter time.Duration // for M_LIMIT_EXCEEDED
 	delay      time.Duration
+	hold       bool // held before the homeserver until ReleaseHeld
+}
+
+// passes reports whether the rule lets the request reach the homeserver
+// (late or held) rather than answer it.
+func (r *rule) passes() bool { return r.delay > 0 || r.hold }
+
+// heldRequest is a request HoldNext holds before the homeserver.
+type heldRequest struct {
+	release chan struct{} // closed by ReleaseHeld
+	done    chan struct{} // closed when the homeserver answered
+	resp    *http.Response
+	err     error
 }
 
 // NewProxy starts a proxy in front of upstream (a homeserver's base URL)
@@ -104,6 +120,8 @@ func NewProxy(tb testing.TB, upstream string) *Proxy {
 	p.srv = httptest.NewServer(rp)
 	p.URL = p.srv.URL
 	tb.Cleanup(func() {
+		// What is still held reaches the homeserver, as it would have.
+		p.ReleaseHeld()
 		// Long polls and late answers end with their connections, so that
 		// Close does not wait for them.
 		p.srv.CloseClientConnections()
@@ -141,6 +159,45 @@ func (p *Proxy) LimitNext(kind Kind, n int, retryAfter time.Duration) {
 // that retries after its deadline must not post twice.
 func (p *Proxy) SlowNext(kind Kind, n int, delay time.Duration) {
 	p.addRule(&rule{kind: kind, remaining: n, delay: delay})
+}
+
+// HoldNext holds the next n requests of the kind before the homeserver —
+// a homeserver still busy with them — until ReleaseHeld, however long the
+// client waits: a client that gives up (a deadline, a killed process) has
+// still made the request, which the homeserver completes on release.
+//
+// A held request reaches the homeserver as one that was already being
+// processed when a retry of it (the same transaction id) arrived: Dendrite
+// looks its transaction cache up when a request starts and fills it only
+// when the request finishes, so such a retry is not recognised and makes
+// a second event (Synapse shares the first request's result instead). To
+// reproduce that whatever the timing, the released request is forwarded
+// under the r0 path of the client API, which Dendrite serves alike but
+// whose transactions it caches apart from v3's: the event is made under
+// the same transaction id and device, and a retry through v3 is not
+// answered from it, in whichever order they come.
+func (p *Proxy) HoldNext(kind Kind, n int) {
+	p.addRule(&rule{kind: kind, remaining: n, hold: true})
+}
+
+// Held reports how many requests HoldNext holds now.
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held)
+}
+
+// ReleaseHeld passes the held requests to the homeserver, one after the
+// other in the order they came, and returns once it answered them all.
+func (p *Proxy) ReleaseHeld() {
+	p.mu.Lock()
+	held := p.held
+	p.held = nil
+	p.mu.Unlock()
+	for _, h := range held {
+		close(h.release)
+		<-h.done
+	}
 }
 
 // ForbidRedactions answers the next n redactions 403 M_FORBIDDEN, as a
@@ -239,7 +296,7 @@ func (p *Proxy) decide(req request) *rule {
 // matches the request, and uses up one of its requests.
 func (p *Proxy) takeRule(req request, late bool) *rule {
 	for i, r := range p.rules {
-		if (r.delay > 0) != late ||
+		if r.passes() != late ||
 			(r.kind != AnyKind && r.kind != req.kind) || (r.room != "" && r.room != req.room) || (r.authMedia && !req.authMedia) {
 			continue
 		}
@@ -278,6 +335,8 @@ func (t *proxyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp, err := t.next.RoundTrip(r)
 		t.p.answered(req, resp)
 		return resp, err
+	case rl.hold:
+		return t.hold(r, req, body)
 	case rl.delay > 0:
 		return t.late(r, req, body, rl.delay)
 	default:
@@ -319,6 +378,46 @@ func (t *proxyTransport) late(r *http.Request, req request, body []byte, delay t
 	select {
 	case <-timer.C:
 		return resp, nil
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+}
+
+// hold keeps the request until ReleaseHeld, then forwards it without the
+// client's cancellation under the r0 path (see HoldNext); the client gets
+// the answer if it still waits.
+func (t *proxyTransport) hold(r *http.Request, req request, body []byte) (*http.Response, error) {
+	h := &heldRequest{release: make(chan struct{}), done: make(chan struct{})}
+	t.p.mu.Lock()
+	t.p.held = append(t.p.held, h)
+	t.p.mu.Unlock()
+	go func() {
+		defer close(h.done)
+		<-h.release
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), callTimeout)
+		defer cancel()
+		out := r.Clone(ctx)
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.URL.Path = strings.Replace(out.URL.Path, "/_matrix/client/v3/", "/_matrix/client/r0/", 1)
+		out.URL.RawPath = strings.Replace(out.URL.RawPath, "/_matrix/client/v3/", "/_matrix/client/r0/", 1)
+		resp, err := t.next.RoundTrip(out)
+		if err != nil {
+			h.err = err
+			return
+		}
+		t.p.answered(req, resp)
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			h.err = err
+			return
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		h.resp = resp
+	}()
+	select {
+	case <-h.done:
+		return h.resp, h.err
 	case <-r.Context().Done():
 		return nil, r.Context().Err()
 	}
