@@ -124,6 +124,10 @@ func TestMatrixKilledMidStream(t *testing.T) {
 	seen := map[string]bool{}
 	for _, ev := range mxMessages(st.ann, room, st.bot.ID) {
 		text := matrixtest.Text(ev)
+		if mxRedacted(st.ann, room, ev.ID) {
+			t.Logf("the bot redacted its copy %s of %.60q (a duplicate the homeserver made)", ev.ID, text)
+			continue
+		}
 		if strings.HasPrefix(text, "📭") {
 			// The presence notice goes out for each message that arrives
 			// while no agent listens (here: before the agent reconnects
@@ -154,7 +158,10 @@ func TestMatrixKilledMidStream(t *testing.T) {
 func (st *mxStack) mxTexts(room id.RoomID, text string) []*event.Event {
 	var out []*event.Event
 	for _, ev := range st.ann.Events(room) {
-		if ev.Sender == st.bot.ID && ev.Type == event.EventMessage && matrixtest.ReplaceOf(ev) == "" && matrixtest.Text(ev) == text {
+		// A copy the bot redacted (a homeserver's duplicate of a send
+		// retried while its first attempt was still in flight) shows as
+		// "message deleted", not as the text.
+		if ev.Sender == st.bot.ID && ev.Type == event.EventMessage && matrixtest.ReplaceOf(ev) == "" && matrixtest.Text(ev) == text && !mxRedacted(st.ann, room, ev.ID) {
 			out = append(out, ev)
 		}
 	}

@@ -104,6 +104,7 @@ func slBenchStreaming(b *testing.B, n int, stream bool) slBenchResult {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(runCtx) }()
 	defer func() { cancel(); <-done; m.Close() }()
+	awaitStarted(b, m)
 
 	post := func(id core.SessionID, text string, final bool) {
 		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {

@@ -48,6 +48,7 @@ func benchStreaming(b *testing.B, n int) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(runCtx) }()
 	defer func() { cancel(); <-done; m.Close() }()
+	awaitStarted(b, m)
 
 	var ids []core.SessionID
 	for i := range n {

@@ -95,6 +95,7 @@ func benchStream(b *testing.B, rich bool, n int) (late, final []time.Duration, l
 	done := make(chan error, 1)
 	go func() { done <- m.Run(runCtx) }()
 	defer func() { cancel(); <-done; m.Close() }()
+	awaitStarted(b, m)
 
 	ids := make([]core.SessionID, n)
 	for i := range ids {
