@@ -59,6 +59,14 @@ type Capabilities struct {
 	// where every edit is a stored event (Matrix) want it longer than ones
 	// where edits are cheap. Zero means the outbox's default.
 	EditInterval time.Duration `json:"edit_interval,omitempty"`
+	// FollowsEvents is true when the adapter shows sessions itself, from
+	// the store and the bus (the web page renders each session's UiState
+	// from the event log), so it needs no platform operations: the
+	// dispatcher makes none for it — no sends, edits, deletes, bindings or
+	// journal entries — and its Send, Edit and Delete are never called by
+	// core. Routing still counts it: a reply to input typed there goes
+	// there, which means it is not broadcast to the other platforms.
+	FollowsEvents bool `json:"follows_events,omitempty"`
 }
 
 // MessageKind tells an adapter what an outgoing message is, for rendering

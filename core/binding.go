@@ -141,11 +141,17 @@ func (d *Dispatcher) showStatus(ctx context.Context, a Adapter, id SessionID) er
 
 // EnqueueDelete deletes ref through its owning adapter's outbox lane and
 // reports the outcome to done: nil also when the message was already gone,
-// an error wrapping ErrUnsupported when the adapter cannot delete, a
-// permanent error when the platform refused for good, and one wrapping
-// ErrOutboxClosed when parley stopped first.
+// and at once for an adapter that follows events (core put nothing on a
+// platform there: the row predates the declaration); an error wrapping
+// ErrUnsupported when the adapter cannot delete, a permanent error when
+// the platform refused for good, and one wrapping ErrOutboxClosed when
+// parley stopped first.
 func (d *Dispatcher) EnqueueDelete(ref MessageRef, done func(error)) {
 	a, ok := d.router.Adapter(ref.Adapter)
+	if ok && followsEvents(a) {
+		done(nil)
+		return
+	}
 	del, can := a.(Deleter)
 	if !ok || !can {
 		done(fmt.Errorf("delete on %s: %w", ref.Adapter, ErrUnsupported))

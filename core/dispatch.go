@@ -234,6 +234,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Event, done []string) error
 	}
 	for _, name := range d.router.Targets(s, e) {
 		a, _ := d.router.Adapter(name)
+		if followsEvents(a) {
+			continue // routed there, and it shows the event itself
+		}
 		d.dispatchTo(s, a, e, j)
 	}
 	d.seal(ctx, j)
@@ -247,7 +250,7 @@ func (d *Dispatcher) dispatchToPlace(ctx context.Context, e Event, done []string
 	j := d.track(e, done)
 	defer d.seal(ctx, j)
 	a, ok := d.router.Adapter(e.Origin.Adapter())
-	if !ok || (e.Seq > 0 && j == nil) {
+	if !ok || followsEvents(a) || (e.Seq > 0 && j == nil) {
 		return
 	}
 	key := opKey(a.Name(), "notice", 0)
@@ -349,6 +352,10 @@ func (d *Dispatcher) confirm(j *delivery, a AdapterName, key string, err error) 
 		d.opts.OnConfirmed(a, time.Since(answered))
 	}
 }
+
+// followsEvents reports whether a shows sessions itself and wants no
+// platform operations (Capabilities.FollowsEvents).
+func followsEvents(a Adapter) bool { return a.Capabilities().FollowsEvents }
 
 // IsClosed reports whether err ended an operation only because the outbox
 // stopped: the operation is still wanted.

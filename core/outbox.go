@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,7 +152,7 @@ type OutboxStats struct {
 // ops whose limits all have room, whose scopes are not paused and whose
 // Place has nothing in flight, the one with the best priority, then the one
 // whose Place was served least recently, then the earliest first enqueue
-// (runsBefore): sessions sharing a group budget are served round robin,
+// (candidate.compare): sessions sharing a group budget are served round robin,
 // whatever each has queued. When nothing can run, it sleeps until the
 // earliest moment something can — which is what flushes the latest output
 // of a stalled agent.
@@ -180,12 +181,17 @@ type Outbox struct {
 	failingSince map[AdapterName]time.Time
 	held         map[AdapterName]bool // not run: outboxhold.go
 	pruneAt      time.Time
-	seq          uint64
-	inflight     int
-	closed       bool
-	stats        OutboxStats
-	wake         chan struct{}
-	idle         *sync.Cond
+	// dequeued counts the entries of pending taken out of the queue and
+	// not yet compacted away (dispatchLocked).
+	dequeued int
+	// learns is set when an adapter paces by a learned limit.
+	learns   bool
+	seq      uint64
+	inflight int
+	closed   bool
+	stats    OutboxStats
+	wake     chan struct{}
+	idle     *sync.Cond
 
 	runCtx context.Context
 	stop   context.CancelFunc
@@ -197,6 +203,9 @@ type entry struct {
 	seq       uint64
 	notBefore time.Time
 	attempts  int
+	// dequeued marks an entry taken out of pending, until compactLocked
+	// removes it from the slice.
+	dequeued bool
 	// startedAt is when the current run was paced; prevRun is the Key's
 	// last run before it, restored when the run made no call.
 	startedAt, prevRun time.Time
@@ -245,7 +254,11 @@ func NewOutbox(opts OutboxOptions, adapters ...Adapter) *Outbox {
 	}
 	o.idle = sync.NewCond(&o.mu)
 	for _, a := range adapters {
-		o.caps[a.Name()] = a.Capabilities()
+		c := a.Capabilities()
+		o.caps[a.Name()] = c
+		for _, l := range c.Limits {
+			o.learns = o.learns || l.Learn != nil
+		}
 	}
 	o.wg.Add(1)
 	go o.loop()
@@ -395,8 +408,8 @@ func (op Op) counts(l Limit) bool {
 }
 
 // readyAt is the earliest time e may run (now or earlier when it may run
-// now). waiting are the conversations of e's group with work queued or in
-// flight, e's own included.
+// now). waiting returns the conversations of e's group with work queued or
+// in flight, e's own included; it is called only for a contended edit.
 //
 // A budget shared by a group (Telegram's 20 a minute) is spent in a burst
 // while it lasts: a lone stream shows its newest text every second, and
@@ -409,19 +422,21 @@ func (op Op) counts(l Limit) bool {
 // burning the whole minute in its first seconds on text that is stale a
 // second later. New messages are never held back this way: each one is
 // wanted.
-func (o *Outbox) readyAt(e *entry, now time.Time, waiting map[string]bool) time.Time {
+func (o *Outbox) readyAt(e *entry, now time.Time, waiting func() map[string]bool) time.Time {
 	t := e.notBefore
-	for _, k := range scopesOf(e.op) {
-		for _, k := range [2]string{k, kindPauseKey(k, e.op.Kind)} {
-			if p, ok := o.paused[k]; ok && p.After(t) {
-				t = p
+	if len(o.paused) > 0 {
+		for _, k := range scopesOf(e.op) {
+			for _, k := range [2]string{k, kindPauseKey(k, e.op.Kind)} {
+				if p, ok := o.paused[k]; ok && p.After(t) {
+					t = p
+				}
 			}
 		}
 	}
 	for _, w := range o.windowsFor(e.op) {
 		at := o.windowReadyAt(e.op.Adapter, w, now, e.op.Kind)
 		if e.op.Kind == OpEdit && !slices.Contains(e.op.Calls, OpSend) && w.rate.N > 1 && len(w.takes) > 0 {
-			if n := o.competitors(e.op, waiting, now, w.rate.Per); n > 1 && len(w.takes) >= w.rate.N-n {
+			if n := o.competitors(e.op, waiting(), now, w.rate.Per); n > 1 && len(w.takes) >= w.rate.N-n {
 				if even := w.last().Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
 					at = even
 				}
@@ -492,31 +507,60 @@ func (o *Outbox) loop() {
 
 // dispatchLocked starts every op that may run now and returns when the next
 // blocked one may run (zero when none is waiting on time).
+//
+// Its decisions are those of a full scan of the queue for each op started
+// (the best op that may run now, by candidate.compare, then again), made
+// with fewer scans: a dispatch that starts k ops scans the queue once or
+// twice rather than k+1 times, and removes them from it in one pass.
+// Starting an op only takes room in its windows and puts its place in
+// flight: no other op becomes ready by it, and the order of the rest does
+// not change (lastServed changes only for the started op's place, whose
+// ops now wait for it). So one scan collects the ops ready now, sorted, and
+// they are started in that order, each checked again first. What a full
+// scan would still change is rechecked: ops with an Expires are dropped
+// once their ready time passes it, and after any op was dropped so, the
+// groups' competitors (groupsBusy) are counted again, by a new scan.
+// Learned budgets (learn.go) grow as ops take and wait for them, which can
+// make ready an op that was not: an outbox pacing any learned limit scans
+// again after every op it started, as before.
 func (o *Outbox) dispatchLocked() time.Time {
 	now := time.Now()
 	if now.After(o.pruneAt) {
 		o.pruneLocked(now)
 		o.pruneAt = now.Add(pruneEvery)
 	}
+	defer o.compactLocked()
 	for {
-		var best *entry
-		bestIdx := -1
-		var next time.Time
 		if o.inflight >= o.opts.MaxInFlight {
 			return time.Time{}
 		}
-		busy := o.groupsBusy()
-		for i := 0; i < len(o.pending); i++ {
-			e := o.pending[i]
-			if o.running[placeKey(e.op.Adapter, e.op.Place)] != nil {
+		o.compactLocked()
+		var busy map[string]map[string]bool // made when first needed
+		waiting := func(e *entry) func() map[string]bool {
+			return func() map[string]bool {
+				if busy == nil {
+					busy = o.groupsBusy()
+				}
+				return busy[scopeKey(e.op.Adapter, ScopeGroup, e.op.Place)]
+			}
+		}
+		var next time.Time
+		var ready []candidate
+		var expiring []*entry
+		dropped := false
+		for _, e := range o.pending {
+			pk := placeKey(e.op.Adapter, e.op.Place)
+			if o.running[pk] != nil {
 				continue // woken when that place's op finishes
 			}
-			at := o.readyAt(e, now, busy[scopeKey(e.op.Adapter, ScopeGroup, e.op.Place)])
+			at := o.readyAt(e, now, waiting(e))
 			if !e.op.Expires.IsZero() && at.After(e.op.Expires) {
-				o.removeLocked(i)
-				i--
-				o.finishLocked(e.op, ErrExpired)
+				o.expireLocked(e)
+				dropped = true
 				continue
+			}
+			if !e.op.Expires.IsZero() {
+				expiring = append(expiring, e)
 			}
 			if o.held[e.op.Adapter] {
 				continue // woken by Hold's release
@@ -527,34 +571,53 @@ func (o *Outbox) dispatchLocked() time.Time {
 				}
 				continue
 			}
-			if best == nil || o.runsBefore(e, best) {
-				best, bestIdx = e, i
-			}
+			ready = append(ready, candidate{e: e, pk: pk, served: o.lastServed(e.op, pk)})
 		}
-		if best == nil {
+		if len(ready) == 0 {
 			o.idle.Broadcast()
 			return next
 		}
-		for _, w := range o.windowsFor(best.op) {
-			w.take(now)
-			o.tookLocked(best.op.Adapter, w, now)
+		slices.SortStableFunc(ready, candidate.compare)
+		o.startLocked(ready[0].e, now)
+		if dropped || o.learns {
+			continue // a full scan, as after every start
 		}
-		o.markRecent(best.op, now)
-		o.removeLocked(bestIdx)
-		best.startedAt = now
-		if best.op.Key != "" {
-			best.prevRun = o.lastRun[best.op.Key]
-			o.lastRun[best.op.Key] = now
+		for _, c := range ready[1:] {
+			if o.inflight >= o.opts.MaxInFlight {
+				return time.Time{}
+			}
+			// What the full scan would drop now that windows have less
+			// room.
+			for _, x := range expiring {
+				if x.dequeued || o.running[placeKey(x.op.Adapter, x.op.Place)] != nil {
+					continue
+				}
+				if o.readyAt(x, now, waiting(x)).After(x.op.Expires) {
+					o.expireLocked(x)
+					dropped = true
+				}
+			}
+			e := c.e
+			if e.dequeued || o.running[c.pk] != nil || o.readyAt(e, now, waiting(e)).After(now) {
+				continue // and stays so until this dispatch ends
+			}
+			o.startLocked(e, now)
+			if dropped {
+				break
+			}
 		}
-		pk := placeKey(best.op.Adapter, best.op.Place)
-		o.running[pk] = best
-		o.inflight++
-		o.wg.Add(1)
-		go o.run(best, pk)
 	}
 }
 
-// runsBefore orders two ops that may both run now: the better priority
+// candidate is an op that may run now, with what orders it and its place
+// key.
+type candidate struct {
+	e      *entry
+	pk     string
+	served time.Time // lastServed
+}
+
+// compare orders two ops that may both run now: the better priority
 // first; between equal priorities, the op whose conversation was served
 // least recently (see lastServed), then the earlier enqueue. Conversations
 // sharing a budget (a Telegram supergroup's one message a second) so take
@@ -562,33 +625,82 @@ func (o *Outbox) dispatchLocked() time.Time {
 // continuation messages queued does not hold another session's answer
 // back for ten seconds. One conversation's ops keep their order, since
 // they share their last service.
-func (o *Outbox) runsBefore(e, than *entry) bool {
-	if e.op.Kind != than.op.Kind {
-		return e.op.Kind < than.op.Kind
+func (c candidate) compare(d candidate) int {
+	if c.e.op.Kind != d.e.op.Kind {
+		return cmp.Compare(c.e.op.Kind, d.e.op.Kind)
 	}
-	if le, lt := o.lastServed(e.op), o.lastServed(than.op); !le.Equal(lt) {
-		return le.Before(lt)
+	if n := c.served.Compare(d.served); n != 0 {
+		return n
 	}
-	return e.seq < than.seq
+	return cmp.Compare(c.e.seq, d.e.seq)
+}
+
+// startLocked takes e out of the queue and runs it.
+func (o *Outbox) startLocked(e *entry, now time.Time) {
+	for _, w := range o.windowsFor(e.op) {
+		w.take(now)
+		o.tookLocked(e.op.Adapter, w, now)
+	}
+	o.markRecent(e.op, now)
+	o.dequeueLocked(e)
+	e.startedAt = now
+	if e.op.Key != "" {
+		e.prevRun = o.lastRun[e.op.Key]
+		o.lastRun[e.op.Key] = now
+	}
+	pk := placeKey(e.op.Adapter, e.op.Place)
+	o.running[pk] = e
+	o.inflight++
+	o.wg.Add(1)
+	go o.run(e, pk)
+}
+
+// expireLocked drops e, which can no longer start before it expires.
+func (o *Outbox) expireLocked(e *entry) {
+	o.dequeueLocked(e)
+	o.finishLocked(e.op, ErrExpired)
 }
 
 // lastServed is when op's conversation last had an op started (zero when
 // not within the last two periods of its group's longest limit, or never).
-func (o *Outbox) lastServed(op Op) time.Time {
+// pk is op's placeKey.
+func (o *Outbox) lastServed(op Op, pk string) time.Time {
 	if op.Place.IsZero() {
 		return time.Time{}
 	}
-	return o.recent[scopeKey(op.Adapter, ScopeGroup, op.Place)][placeKey(op.Adapter, op.Place)]
+	return o.recent[scopeKey(op.Adapter, ScopeGroup, op.Place)][pk]
 }
 
-// removeLocked takes pending[i] out of the queue.
-func (o *Outbox) removeLocked(i int) {
-	e := o.pending[i]
-	o.pending = append(o.pending[:i], o.pending[i+1:]...)
+// dequeueLocked takes e out of the queue: at once for everything but the
+// pending slice, from which compactLocked removes it (one pass for all the
+// ops a dispatch starts, rather than a copy of the queue for each).
+func (o *Outbox) dequeueLocked(e *entry) {
+	e.dequeued = true
+	o.dequeued++
 	o.popLocked(e)
 	if e.op.Key != "" && o.byKey[e.op.Key] == e {
 		delete(o.byKey, e.op.Key)
 	}
+}
+
+// compactLocked removes the dequeued entries from the pending slice, in
+// order; dispatchLocked calls it before it lets go of the lock, so nothing
+// else sees them.
+func (o *Outbox) compactLocked() {
+	if o.dequeued == 0 {
+		return
+	}
+	kept := o.pending[:0]
+	for _, e := range o.pending {
+		if e.dequeued {
+			e.dequeued = false
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(o.pending[len(kept):])
+	o.pending = kept
+	o.dequeued = 0
 }
 
 // markRecent remembers that op's conversation ran an op at now.

@@ -105,8 +105,8 @@ func (d *Dispatcher) withdraw(s Session, e Event, j *delivery) {
 func (d *Dispatcher) editClosed(session SessionID, e Event, j *delivery, i int) {
 	ref := e.Refs[i]
 	a, ok := d.router.Adapter(ref.Adapter)
-	if !ok {
-		return
+	if !ok || followsEvents(a) {
+		return // the withdrawal event itself reaches one that follows events
 	}
 	ed, ok := a.(Editor)
 	if !ok {

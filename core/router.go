@@ -19,6 +19,11 @@ package core
 //
 // A session can reach an adapter when it has a binding there or the adapter
 // is a Binder, which creates the binding lazily on first delivery.
+//
+// An adapter that follows events itself (Capabilities.FollowsEvents, the
+// web page) is a target like any other: routing a reply to it keeps the
+// reply off the other platforms. The Dispatcher then makes no operations
+// for it.
 type Router struct {
 	adapters map[AdapterName]Adapter
 	order    []AdapterName

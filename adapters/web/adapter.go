@@ -142,9 +142,10 @@ func (a *Adapter) Attach(store core.Store, bus core.Bus) {
 func (a *Adapter) Name() core.AdapterName { return Name }
 
 // Capabilities implements core.Adapter: the page renders markdown, has no
-// length or rate limits, shows buttons and "deletes" anything (as no-ops).
+// length or rate limits, shows buttons and "deletes" anything (as no-ops),
+// and follows events itself, so core makes no platform operations for it.
 func (a *Adapter) Capabilities() core.Capabilities {
-	return core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true}
+	return core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true, FollowsEvents: true}
 }
 
 // Run takes h as the Handler for the API (when h is not nil) and serves

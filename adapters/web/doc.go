@@ -6,12 +6,18 @@
 // The page is a UI adapter like Telegram or Slack: input typed on it has
 // origin "web", and replies route back to it. It differs in how it shows a
 // session: not from the messages the outbox sends it, but from the
-// session's UiState (core's reducer over the event log). So its platform
-// operations succeed without doing anything: Send returns a fresh
-// reference, Edit and Delete are no-ops. It is a core.Binder whose Bind does
-// no I/O (a session's place on the page is its id), which is what makes the
-// Router treat every session as reachable here and route replies to input
-// from the page back to it.
+// session's UiState (core's reducer over the event log). So it declares
+// core.Capabilities.FollowsEvents, and the dispatcher makes no platform
+// operations for it: a burst of sessions created through the API queues
+// nothing in the outbox and leaves nothing in the delivery journal on the
+// page's account. Its primitives still exist and succeed without doing
+// anything (Send returns a fresh reference, Edit and Delete are no-ops), as
+// every adapter's must, and the conformance suite checks them. It is a
+// core.Binder whose Bind does no I/O (a session's place on the page is its
+// id), which is what makes the Router treat every session as reachable here
+// and route replies to input from the page back to it — not broadcast to
+// the other platforms — although core never calls Bind: the page's
+// binding is the one recorded with its input.
 //
 // # UiState in memory
 //

@@ -38,9 +38,10 @@ import (
 // few idle connections). The clients hold back while the outbox has more
 // than 64 operations pending, as TestFillDataDir does; with
 // PARLEY_MEMLOAD_UNPACED=1 they do not, and the figures after creation
-// include the outbox's backlog (waited for at most 5 minutes): its scan of
-// the queue is linear per operation started, so 100,000 queued sends of
-// the web page drain in hours, holding their memory until then.
+// include the outbox's backlog (waited for at most 5 minutes). With only
+// the web page configured there is none: it follows events itself
+// (core.Capabilities.FollowsEvents) and gets no operations; before it did,
+// 100,000 queued no-op sends of the page took hours to drain.
 func TestMemoryAfterManySessions(t *testing.T) {
 	s := os.Getenv("PARLEY_MEMLOAD_SESSIONS")
 	if s == "" {
@@ -65,10 +66,9 @@ func TestMemoryAfterManySessions(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				// As TestFillDataDir: the outbox's scan of its
-				// queue is linear, so a backlog of tens of
-				// thousands of the web page's (no-op) sends would
-				// measure that queue, not what is kept for good.
+				// As TestFillDataDir: a backlog of tens of
+				// thousands of operations would measure that
+				// queue, not what is kept for good.
 				for paced && stop.m.daemon.Outbox.Stats().Pending > 64 {
 					<-time.After(time.Millisecond)
 				}
