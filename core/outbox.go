@@ -625,14 +625,35 @@ type candidate struct {
 // continuation messages queued does not hold another session's answer
 // back for ten seconds. One conversation's ops keep their order, since
 // they share their last service.
+//
+// Among ops at send priority, one that posts a new message goes before one
+// that only edits (a turn's final output is queued at send priority, see
+// Dispatcher.enqueueOutput): an answer for people (a command's reply, a
+// question, an approval) never waits behind other sessions' final texts
+// when a budget lets out one message at a time.
 func (c candidate) compare(d candidate) int {
 	if c.e.op.Kind != d.e.op.Kind {
 		return cmp.Compare(c.e.op.Kind, d.e.op.Kind)
+	}
+	if pc, pd := posts(c.e.op), posts(d.e.op); pc != pd {
+		if pc {
+			return -1
+		}
+		return 1
 	}
 	if n := c.served.Compare(d.served); n != 0 {
 		return n
 	}
 	return cmp.Compare(c.e.seq, d.e.seq)
+}
+
+// posts reports whether op makes a new message: its Kind is a send and
+// its Calls (when set) include one.
+func posts(op Op) bool {
+	if op.Kind != OpSend {
+		return false
+	}
+	return op.Calls == nil || slices.Contains(op.Calls, OpSend)
 }
 
 // startLocked takes e out of the queue and runs it.

@@ -590,3 +590,37 @@ func TestOutboxConversationsTakeTurns(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxNewMessagesBeforeFinalEdits: among ops at send priority, a new
+// message (a person's answer) goes before a final output edit queued at
+// send priority, even one queued earlier in another conversation, so an
+// answer does not wait for every session's final text when the budget
+// lets out one call a second.
+func TestOutboxNewMessagesBeforeFinalEdits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newFake(limits(core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 1, Per: time.Second}}))
+		o := newOutbox(a, core.OutboxOptions{})
+		defer o.Close()
+		r := newRecorder()
+		start := time.Now()
+		topic := func(n string) core.Place { return core.Place{Chat: "group", Thread: n} }
+		final := func(n string) core.Op {
+			op := r.op(a, core.OpSend, "", topic(n), "final "+n)
+			op.Calls = []core.OpKind{core.OpEdit}
+			return op
+		}
+		o.Enqueue(final("a"))
+		o.Enqueue(final("b"))
+		o.Enqueue(final("c"))
+		o.Enqueue(r.op(a, core.OpSend, "", topic("d"), "answer d"))
+		drain(t, o)
+		var got []string
+		for _, op := range a.Ops() {
+			got = append(got, fmt.Sprintf("%s@+%s", op.Text, op.Time.Sub(start)))
+		}
+		want := []string{"answer d@+0s", "final a@+1s", "final b@+2s", "final c@+3s"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("sent %v, want %v", got, want)
+		}
+	})
+}
