@@ -192,7 +192,8 @@ func (c *checkup) checkDataDir() finding {
 			return finding{Check: check, Problem: damaged.Problem(), Fix: damaged.Fix()}
 		} else if err != nil {
 			_ = st.Close()
-			return finding{Check: check, Problem: fmt.Sprintf("cannot check %s: %v", db, err)}
+			return finding{Check: check, Problem: fmt.Sprintf("cannot check %s: %v", db, err),
+				Fix: "run parley doctor again while parley is stopped; if it fails the same way, restore the file from a backup"}
 		}
 	}
 	_ = st.Close()
