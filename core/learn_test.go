@@ -249,15 +249,17 @@ func TestOutboxGrowsOnlyABudgetInUse(t *testing.T) {
 	})
 }
 
-// TestOutboxKeepsAShareForSends: edits may not take the budget's last
-// slots; a message for people finds one free while edits wait. Without the
+// TestOutboxKeepsAShareForSends: edits, final outputs at send priority
+// included, may not take the budget's last slots; a message for people
+// finds one free while edits wait. Without the
 // share, the message waits for the window like the edits.
 func TestOutboxKeepsAShareForSends(t *testing.T) {
 	for _, tc := range []struct {
 		share float64
+		final bool // the edits are final outputs, queued at send priority
 		wait  time.Duration
-	}{{0.25, 0}, {0, 25 * time.Second}} {
-		t.Run(fmt.Sprint("share=", tc.share), func(t *testing.T) {
+	}{{0.25, false, 0}, {0, false, 25 * time.Second}, {0.25, true, 0}} {
+		t.Run(fmt.Sprint("share=", tc.share, "/final=", tc.final), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := &homeserver{}
 				caps := core.Capabilities{Limits: []core.Limit{{Scope: core.ScopeAccount, Rate: synapseBudget, SendShare: tc.share}}}
@@ -265,8 +267,12 @@ func TestOutboxKeepsAShareForSends(t *testing.T) {
 				defer o.Close()
 				for i := range 8 {
 					room := fmt.Sprint("!r", i)
-					o.Enqueue(core.Op{Kind: core.OpEdit, Adapter: "hs", Place: core.Place{Chat: room}, Key: room,
-						Run: func(context.Context, core.Place) error { return h.call(core.OpEdit, room) }})
+					op := core.Op{Kind: core.OpEdit, Adapter: "hs", Place: core.Place{Chat: room}, Key: room,
+						Run: func(context.Context, core.Place) error { return h.call(core.OpEdit, room) }}
+					if tc.final {
+						op.Kind, op.Calls = core.OpSend, []core.OpKind{core.OpEdit}
+					}
+					o.Enqueue(op)
 				}
 				synctest.Wait()
 				if got := len(h.log()); got != synapseBudget.N-int(tc.share*float64(synapseBudget.N)) {

@@ -434,7 +434,7 @@ func (o *Outbox) readyAt(e *entry, now time.Time, waiting func() map[string]bool
 		}
 	}
 	for _, w := range o.windowsFor(e.op) {
-		at := o.windowReadyAt(e.op.Adapter, w, now, e.op.Kind)
+		at := o.windowReadyAt(e.op.Adapter, w, now, shareKind(e.op))
 		if e.op.Kind == OpEdit && !slices.Contains(e.op.Calls, OpSend) && w.rate.N > 1 && len(w.takes) > 0 {
 			if n := o.competitors(e.op, waiting(), now, w.rate.Per); n > 1 && len(w.takes) >= w.rate.N-n {
 				if even := w.last().Add(w.rate.Per / time.Duration(w.rate.N)); even.After(at) {
@@ -654,6 +654,17 @@ func posts(op Op) bool {
 		return false
 	}
 	return op.Calls == nil || slices.Contains(op.Calls, OpSend)
+}
+
+// shareKind is the kind op counts as for the share of a budget kept for new
+// messages (Limit.SendShare): a send when it posts one, an edit otherwise —
+// a final output edit at send priority included, so that it does not take
+// the slots kept for people's answers.
+func shareKind(op Op) OpKind {
+	if op.Kind == OpSend && !posts(op) {
+		return OpEdit
+	}
+	return op.Kind
 }
 
 // startLocked takes e out of the queue and runs it.
