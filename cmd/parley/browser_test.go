@@ -11,33 +11,10 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/adapters/web/webtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
 // startMain runs the daemon in-process on a free loopback port.
-func startMain(t *testing.T) *Main {
-	t.Helper()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTP.Listen = "127.0.0.1:0"
-	m := &Main{Config: cfg}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		if err := m.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return m
-}
+func startMain(t *testing.T) *Main { return startMainWith(t, nil) }
 
 // TestBrowserPersonAndMCPAgent is the whole product in one test: a person
 // uses the web page in a real Chromium, an agent connected over MCP is

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -21,22 +20,7 @@ func TestBrowserTokenBoxServe(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.HTTP.Token = "correct horse"
-	m := &Main{Config: cfg}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		if err := m.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	m := serveMain(t, &Main{Config: cfg})
 
 	do := func(steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

@@ -27,21 +27,7 @@ import (
 // stops it at the end of the test.
 func startServing(t *testing.T, cfg config.Config, table []platform) *Main {
 	t.Helper()
-	m := &Main{Config: cfg, table: table}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatalf("parley did not start: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		m.Close()
-	})
-	return m
+	return serveMain(t, &Main{Config: cfg, table: table})
 }
 
 // healthBody is GET /api/health's answer.

@@ -26,24 +26,10 @@ func startMainWith(t *testing.T, edit func(*config.Config)) *Main {
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.HTTP.Listen = "127.0.0.1:0"
-	edit(&cfg)
-	m := &Main{Config: cfg}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
+	if edit != nil {
+		edit(&cfg)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		if err := m.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return m
+	return serveMain(t, &Main{Config: cfg})
 }
 
 // send makes one request to a running parley, with the given Host (empty:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -23,4 +24,26 @@ func awaitStarted(tb testing.TB, m *Main) {
 		}
 		return true
 	}, nil)
+}
+
+// serveMain opens m and runs it until the test ends, then stops and closes
+// it: the one way the in-process tests start a daemon.
+func serveMain(tb testing.TB, m *Main) *Main {
+	tb.Helper()
+	if err := m.Open(context.Background()); err != nil {
+		tb.Fatalf("parley did not start: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("run: %v", err)
+		}
+		if err := m.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return m
 }
