@@ -295,22 +295,9 @@ func startParley(t *testing.T, token string) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen, cfg.HTTP.Token = t.TempDir(), "127.0.0.1:0", token
-	m := &Main{Config: cfg}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("parley did not stop")
-		}
-		m.Close()
-	})
+	m := serveMain(t, &Main{Config: cfg})
+	// The page answers /api/health once the web platform started.
+	awaitStarted(t, m)
 	cfg.HTTP.Listen = m.Addr()
 	return cfg
 }

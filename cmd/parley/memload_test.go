@@ -165,6 +165,7 @@ func runMain(t *testing.T, cfg config.Config) runningMain {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
+	awaitStarted(t, m)
 	return runningMain{m: m, addr: m.Addr(), stop: func() error {
 		cancel()
 		if err := <-done; err != nil {
