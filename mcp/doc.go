@@ -4,7 +4,7 @@
 // notified of new human messages, and act through tools (chat_read_since,
 // chat.human.post, chat.assistant.post, session.output, loop.yield_turn,
 // ui.ask, ui.tool_call, ui.tool_output, ui.request_approval, session.create,
-// session.list, session.close; each dotted name also
+// session.list, session.close, agent.state; each dotted name also
 // as an underscore alias) that run as commands on the core.Handler. The
 // Server's Handler serves Streamable HTTP at /mcp; Proxy is `parley mcp`,
 // the same over stdio.

@@ -171,6 +171,7 @@ func (s *Server) addTools() {
 	)
 	s.addTool("session.close", "Close a session; later input to it is refused.", s.closeSession, sessionArg)
 	s.addToolActivityTools()
+	s.addAgentStateTool()
 }
 
 type readSinceArgs struct {
