@@ -1,0 +1,101 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event is one thing a running Claude Code process reported, parsed from
+// its stream-json output. The concrete types below are all there is; a
+// line of a kind parley does not use is skipped.
+type Event interface{ isEvent() }
+
+// Init is the system/init line that starts each turn.
+type Init struct {
+	// SessionID is Claude Code's conversation id.
+	SessionID string
+	Model     string
+}
+
+// TextDelta is a piece of streamed text (from --include-partial-messages),
+// in the order the model produced it. Block counts the text blocks of the
+// turn from 0, so a consumer can tell where one block ends.
+type TextDelta struct {
+	Block int
+	Text  string
+}
+
+// Text is a finished text block of the assistant's answer: the whole block,
+// which the TextDeltas of the same Block add up to.
+type Text struct {
+	Block int
+	Text  string
+}
+
+// ToolUse is a finished tool_use block: the model calls Name with Input.
+type ToolUse struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// ToolResult is what a tool call gave back to the model. For Bash, Stdout
+// and Stderr are the command's and ExitCode its exit status (0 when it
+// succeeded, the code Claude Code reports when not, nil when unknown); for
+// other tools Stdout is the result's text.
+type ToolResult struct {
+	ToolUseID string
+	IsError   bool
+	Stdout    string
+	Stderr    string
+	ExitCode  *int
+}
+
+// PermissionRequest is a can_use_tool control request (--permission-prompt-tool
+// stdio): Claude Code waits until it is answered with Process.Answer.
+type PermissionRequest struct {
+	RequestID   string
+	ToolName    string
+	ToolUseID   string
+	Description string
+	Input       json.RawMessage
+}
+
+// APIRetry is a system/api_retry line: the model's API failed and Claude
+// Code will try again after Delay.
+type APIRetry struct {
+	Attempt int
+	Delay   time.Duration
+	Error   string
+}
+
+// Result ends a turn. Subtype is "success" or an error subtype;
+// TerminalReason says how it ended ("aborted_streaming" after an
+// interrupt, "aborted_tools" after a denial that interrupts).
+type Result struct {
+	Subtype        string
+	IsError        bool
+	TerminalReason string
+	// Text is the result line's final text (the last text block).
+	Text      string
+	SessionID string
+}
+
+func (Init) isEvent()              {}
+func (TextDelta) isEvent()         {}
+func (Text) isEvent()              {}
+func (ToolUse) isEvent()           {}
+func (ToolResult) isEvent()        {}
+func (PermissionRequest) isEvent() {}
+func (APIRetry) isEvent()          {}
+func (Result) isEvent()            {}
+
+// Decision answers a PermissionRequest: Allow runs the call (with
+// UpdatedInput when set, the request's input otherwise); a denial gives the
+// model Message as the call's error, and with Interrupt also ends the turn.
+type Decision struct {
+	Allow        bool
+	UpdatedInput json.RawMessage
+	Message      string
+	Interrupt    bool
+}
