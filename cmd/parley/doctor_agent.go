@@ -56,6 +56,11 @@ func (c *checkup) checkAgent(ctx context.Context) finding {
 	} else if v := semver.FindString(version); v != "" && v != claudeCodeTested {
 		notes = append(notes, fmt.Sprintf("parley is tested with Claude Code %s", claudeCodeTested))
 	}
+	if a.Workdir == "/" {
+		// A service started without a working directory of its own
+		// (systemd's system units) would have the agent work in the root.
+		notes = append(notes, "warning: it works in /; set [agent] workdir (PARLEY_AGENT_WORKDIR) to the project it should work on")
+	}
 	auth, err := agentAuth(ctx, timeout, a, env)
 	switch {
 	case err != nil:

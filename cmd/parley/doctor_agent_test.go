@@ -106,30 +106,33 @@ func TestDoctorAgentFindings(t *testing.T) {
 	tests := []struct {
 		name    string
 		command string
+		env     []string // more of doctor's environment
 		ok      bool
 		want    []string
 	}{
-		{"not installed", "parley-test-no-such-claude", false,
+		{"not installed", "parley-test-no-such-claude", nil, false,
 			[]string{`the agent command "parley-test-no-such-claude" is not installed (not found on PATH)`,
 				"npm install -g @anthropic-ai/claude-code", "PARLEY_AGENT_COMMAND"}},
-		{"no such path", filepath.Join(dir, "missing", "claude"), false,
+		{"no such path", filepath.Join(dir, "missing", "claude"), nil, false,
 			[]string{"does not exist", "npm install -g @anthropic-ai/claude-code"}},
-		{"not executable", writeScript(t, dir, "plain", fakeClaude, 0o644), false,
+		{"not executable", writeScript(t, dir, "plain", fakeClaude, 0o644), nil, false,
 			[]string{"cannot be run: permission denied", "chmod +x " + filepath.Join(dir, "plain")}},
-		{"not a program", writeScript(t, dir, "garbage", "\x7fELF\x02\x01\x01garbage", 0o755), false,
+		{"not a program", writeScript(t, dir, "garbage", "\x7fELF\x02\x01\x01garbage", 0o755), nil, false,
 			[]string{"is not a program this machine runs (exec format error)", "reinstall Claude Code"}},
-		{"fails", writeScript(t, dir, "broken", "#!/bin/sh\necho 'Error: Cannot find module ./cli.js' >&2\nexit 1\n", 0o755), false,
+		{"fails", writeScript(t, dir, "broken", "#!/bin/sh\necho 'Error: Cannot find module ./cli.js' >&2\nexit 1\n", 0o755), nil, false,
 			[]string{"--version` failed (exit status 1): Error: Cannot find module ./cli.js", "to see why"}},
-		{"not logged in", writeScript(t, dir, "claude", fakeClaude, 0o755), false,
+		{"not logged in", writeScript(t, dir, "claude", fakeClaude, 0o755), nil, false,
 			[]string{"runs (2.1.328 (Claude Code)) but is not logged in, and ANTHROPIC_API_KEY is not set", "claude auth login", "PARLEY_AGENT_ENV"}},
-		{"not Claude Code", writeScript(t, dir, "node", "#!/bin/sh\necho v20.20.2\n", 0o755), true,
+		{"not Claude Code", writeScript(t, dir, "node", "#!/bin/sh\necho v20.20.2\n", 0o755), nil, true,
 			[]string{`says "v20.20.2", not Claude Code`, "authentication not checked"}},
-		{"another version, no auth command", writeScript(t, dir, "old", "#!/bin/sh\n[ \"$1\" = --version ] && echo '1.0.3 (Claude Code)' && exit 0\necho \"error: unknown command '$1'\" >&2\nexit 1\n", 0o755), true,
+		{"another version, no auth command", writeScript(t, dir, "old", "#!/bin/sh\n[ \"$1\" = --version ] && echo '1.0.3 (Claude Code)' && exit 0\necho \"error: unknown command '$1'\" >&2\nexit 1\n", 0o755), nil, true,
 			[]string{"runs: 1.0.3 (Claude Code)", "parley is tested with Claude Code 2.1.328", "authentication not checked (", "auth status gave no status"}},
+		{"works in the root", writeScript(t, dir, "claude", fakeClaude, 0o755), []string{"PARLEY_AGENT_WORKDIR=/", "ANTHROPIC_API_KEY=sk-ant-doctor-test"}, true,
+			[]string{"logged in (api_key from ANTHROPIC_API_KEY)", "warning: it works in /; set [agent] workdir (PARLEY_AGENT_WORKDIR)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, env := agentEnvFor(t, tt.command)
+			_, env := agentEnvFor(t, tt.command, tt.env...)
 			code, fs := runDoctor(t, env...)
 			if tt.ok != (code == exitOK) {
 				t.Errorf("exit %d", code)

@@ -42,7 +42,8 @@ type Agent struct {
 	// Env are NAME=value settings added to the agent's environment, which
 	// is otherwise parley's own without its CLAUDE* variables (so
 	// ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and HOME apply). Values are
-	// never logged. In the environment comma-separated. Default none.
+	// never logged. In the environment comma-separated, so a value there
+	// cannot hold a comma. Default none.
 	Env []string `toml:"env" secret:"true"`
 }
 
