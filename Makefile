@@ -5,8 +5,10 @@
 # On a fresh machine with Go 1.26 and Node.js, `make test` installs the rest:
 # Debian's chromium (the web page is tested in a real browser) and the
 # official MCP TypeScript SDK (an independent MCP client for the tests),
-# and builds a Dendrite Matrix homeserver (the Matrix adapter is tested
-# against a real one) into a cache outside the repository.
+# Claude Code's command line (the agent parley runs is tested against the
+# real one, offline, talking to a fake Messages API), and builds a Dendrite
+# Matrix homeserver (the Matrix adapter is tested against a real one); the
+# last two into caches outside the repository.
 
 GO ?= go
 FUZZTIME ?= 30s
@@ -18,16 +20,23 @@ TSCLIENT := mcp/testdata/tsclient
 DENDRITE_VERSION := v0.13.8
 DENDRITE_DIR ?= $(HOME)/.cache/parley/dendrite-$(DENDRITE_VERSION)
 DENDRITE_BINS := dendrite generate-keys generate-config create-account
+# Claude Code, an exact version from npm (its package brings the native
+# binary for this machine as an optional dependency), into a cache shared by
+# worktrees and runs; CLAUDE_CODE_DIR overrides where. The tests find it
+# through PARLEY_CLAUDE_CODE_DIR (claudetest.ClaudeCodeVersion is the same).
+CLAUDE_CODE_VERSION := 2.1.328
+CLAUDE_CODE_DIR ?= $(HOME)/.cache/parley/claude-code-$(CLAUDE_CODE_VERSION)
 
-.PHONY: run test test-deps dendrite vet fmt-check bench fuzz
+.PHONY: run test test-deps dendrite claude-code vet fmt-check bench fuzz
 
 run:
 	$(GO) run ./cmd/parley serve $(ARGS)
 
 test: test-deps fmt-check vet
-	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) $(GO) test -race -count=1 -timeout 30m ./...
+	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
+		$(GO) test -race -count=1 -timeout 30m ./...
 
-test-deps: dendrite
+test-deps: dendrite claude-code
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "installing chromium for the browser tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
@@ -50,6 +59,19 @@ dendrite:
 		CGO_ENABLED=1 $(GO) build -trimpath -o "$(DENDRITE_DIR)/" \
 			$(addprefix github.com/matrix-org/dendrite/cmd/,$(DENDRITE_BINS)) || exit 1; \
 	fi
+
+# Installs only when the installed command does not run; npm's warning that
+# the package wants Node.js 22 is harmless (the command is a native binary).
+claude-code:
+	@"$(CLAUDE_CODE_DIR)/node_modules/.bin/claude" --version >/dev/null 2>&1 || { \
+		echo "installing Claude Code $(CLAUDE_CODE_VERSION) into $(CLAUDE_CODE_DIR)"; \
+		mkdir -p "$(CLAUDE_CODE_DIR)" && \
+		npm install --prefix "$(CLAUDE_CODE_DIR)" --save-exact --no-audit --no-fund --loglevel=error \
+			@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) >/dev/null 2>"$(CLAUDE_CODE_DIR)/npm.log" || \
+			{ cat "$(CLAUDE_CODE_DIR)/npm.log"; exit 1; }; \
+		rm -f "$(CLAUDE_CODE_DIR)/npm.log"; \
+		"$(CLAUDE_CODE_DIR)/node_modules/.bin/claude" --version >/dev/null || exit 1; \
+	}
 
 vet:
 	$(GO) vet ./...

@@ -26,8 +26,10 @@ import (
 // data directory; the listen address; every enabled platform, through the
 // very code serve starts it with (Main.buildAdapters: build the adapter,
 // then its Check, so a platform added to the table is checked without code
-// here); the transcription endpoint; and, when a parley already serves the
-// address, an MCP client's initialize and tools/list.
+// here); the transcription endpoint; the agent parley runs for each
+// session, when [agent] kind names one (its command runs, its version, its
+// login: doctor_agent.go); and, when a parley already serves the address,
+// an MCP client's initialize and tools/list.
 //
 // Every failed finding has a fix: the one its error carries
 // (core.WithFix), or, for an error whose message says it (the
@@ -83,7 +85,7 @@ func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) i
 			findings = append(findings, finding{Check: "config", OK: true,
 				Detail: "warning: " + name + " matches no key and is ignored (misspelt?)"})
 		}
-		findings = append(findings, (&checkup{cfg: cfg, table: platforms()}).run(ctx)...)
+		findings = append(findings, (&checkup{cfg: cfg, table: platforms(), env: env}).run(ctx)...)
 	}
 	if err := report(stdout, findings, *asJSON); err != nil {
 		fmt.Fprintf(stderr, "parley doctor: %v\n", err)

@@ -46,6 +46,12 @@ type checkup struct {
 	// lockTimeout bounds the wait for the database's lock; zero is bolt's
 	// default.
 	lockTimeout time.Duration
+	// env is the environment doctor was given, the agent's is made from:
+	// the agent check runs its command as the orchestrator would.
+	env []string
+	// agentTimeout bounds each command of the agent check; zero is
+	// agentTimeout.
+	agentTimeout time.Duration
 
 	// running is learnt by checkListen: a parley answers /api/health at
 	// the listen address; reported is what it says of its platforms.
@@ -68,7 +74,7 @@ func (c *checkup) run(ctx context.Context) []finding {
 	if c.cfg.Transcription.Enabled() {
 		out = append(out, c.checkTranscription(ctx))
 	}
-	return append(out, c.checkMCP(ctx))
+	return append(out, c.checkAgent(ctx), c.checkMCP(ctx))
 }
 
 // platformReport is a platform's status as a running parley's /api/health

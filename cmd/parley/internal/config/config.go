@@ -25,7 +25,9 @@
 // rather than reported as unknown keys or silently ignored.
 //
 // Secrets (tokens, API keys, webhook secrets) never appear in errors, and
-// String, Redacted and LogValue replace them with "***" for logging.
+// String, Redacted and LogValue replace them with "***" for logging; in a
+// secret list of NAME=value settings ([agent] env) only the values are
+// replaced, so a log still says what is set.
 package config
 
 import (
@@ -81,6 +83,9 @@ type Config struct {
 	Access Access `toml:"access"`
 	// MCP configures what the chat server agents use tells people.
 	MCP MCP `toml:"mcp"`
+	// Agent is the agent parley runs for each session itself; none by
+	// default, agents connecting on their own.
+	Agent Agent `toml:"agent"`
 	// Telegram is the Telegram adapter's section, defined and validated by
 	// the adapter; enabled when its token is set.
 	Telegram telegram.Config `toml:"telegram"`
@@ -335,6 +340,7 @@ func defaults(env []string) Config {
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
 		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
+		Agent:    defaultAgent(),
 		Telegram: telegram.DefaultConfig(),
 		Slack:    slack.DefaultConfig(),
 		Matrix:   matrix.DefaultConfig(),
@@ -400,9 +406,11 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 		errs = append(errs, unknownKeys(path, string(data), md, platforms.Absent)...)
 	}
 	errs = append(errs, applyEnv(&c, env)...)
-	if rest, ok := strings.CutPrefix(c.DataDir, "~/"); ok {
-		if home := envMap(env)["HOME"]; home != "" {
-			c.DataDir = filepath.Join(home, rest)
+	for _, p := range []*string{&c.DataDir, &c.Agent.Workdir} {
+		if rest, ok := strings.CutPrefix(*p, "~/"); ok {
+			if home := envMap(env)["HOME"]; home != "" {
+				*p = filepath.Join(home, rest)
+			}
 		}
 	}
 	c.Log.Level = strings.ToLower(c.Log.Level)
@@ -575,6 +583,11 @@ func (c Config) Redacted() Config {
 		if f.v.Kind() == reflect.Slice && !f.v.IsNil() {
 			// Copy the lists, so the copy shares nothing mutable with c.
 			f.v.Set(reflect.AppendSlice(reflect.MakeSlice(f.v.Type(), 0, f.v.Len()), f.v))
+			if f.secret && f.v.Type().Elem().Kind() == reflect.String {
+				for i := range f.v.Len() {
+					f.v.Index(i).SetString(redactSetting(f.v.Index(i).String()))
+				}
+			}
 		}
 		if f.v.Kind() != reflect.String {
 			continue
@@ -587,6 +600,15 @@ func (c Config) Redacted() Config {
 		}
 	}
 	return c
+}
+
+// redactSetting masks the value of a NAME=value setting, keeping the
+// name, which says what is set without saying what to.
+func redactSetting(s string) string {
+	if name, _, ok := strings.Cut(s, "="); ok {
+		return name + "=***"
+	}
+	return "***"
 }
 
 // redactURL masks the password of a URL's user info, and all of the user

@@ -65,6 +65,10 @@ func loadErr(tb testing.TB, text string, env []string) (path, msg string) {
 }
 
 func TestDefaults(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := Config{
 		DataDir:   "/home/ada/.local/share/parley",
 		Retention: Duration{30 * 24 * time.Hour},
@@ -76,6 +80,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
 		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
+		Agent:    Agent{Command: "claude", Workdir: wd, Permissions: "ask", MaxRunning: 4},
 		Telegram: telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"},
 		Slack:    slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"},
 		Matrix:   matrix.Config{MessagesPerMinute: 12, MessageBurst: 10},
@@ -136,6 +141,8 @@ func TestLoadFile(t *testing.T) {
 		Cleanup: Cleanup{NextNotice: false, NextInput: true, TurnComplete: false},
 		Routing: Routing{ReflectInput: true},
 		MCP:     MCP{NoAgentNotice: "Nobody reads this session yet; your message waits.", SendDirs: []string{"/srv/parley/out"}, MaxSessions: 16},
+		Agent: Agent{Kind: "claude-code", Command: "/opt/claude/bin/claude", Args: []string{"--model", "opus"}, Workdir: "/",
+			Permissions: "allow", MaxRunning: 2, Env: []string{"ANTHROPIC_API_KEY=sk-ant-agent-secret", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=8000"}},
 		Telegram: telegram.Config{
 			Token:          "123456:telegram-secret-token",
 			APIURL:         "http://127.0.0.1:8081",
@@ -545,6 +552,7 @@ func TestRedaction(t *testing.T) {
 	}
 	secrets := []string{
 		c.HTTP.Token, c.Telegram.Token, c.Telegram.WebhookSecret, c.Transcription.APIKey, "url-secret-password",
+		"sk-ant-agent-secret", "8000",
 	}
 	var text, js bytes.Buffer
 	slog.New(slog.NewTextHandler(&text, nil)).Info("config", "config", c)
@@ -571,7 +579,8 @@ func TestRedaction(t *testing.T) {
 		}
 	}
 	// What is not secret is still shown.
-	for _, w := range []string{`listen = "0.0.0.0:9000"`, `flush_interval = "250ms"`, "11111111", "stt.example.org", "user:xxxxx@"} {
+	for _, w := range []string{`listen = "0.0.0.0:9000"`, `flush_interval = "250ms"`, "11111111", "stt.example.org", "user:xxxxx@",
+		`env = ["ANTHROPIC_API_KEY=***", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=***"]`} {
 		if !strings.Contains(outputs["String"], w) {
 			t.Errorf("String does not show %s:\n%s", w, outputs["String"])
 		}
