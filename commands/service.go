@@ -517,7 +517,7 @@ func (s *Service) answerLocked(ctx context.Context, sess core.Session, cmd core.
 		return core.Result{Session: sess.ID}, err
 	}
 	msg := core.Message{Session: sess.ID, Role: core.RoleUser, Actor: cmd.Actor, Origin: cmd.Origin,
-		Mime: "text/plain", Content: text, Ref: cmd.Ref}
+		Mime: core.MimeAnswer, Content: text, Ref: cmd.Ref}
 	events := []core.Event{
 		{Kind: core.EventAnswer, Session: sess.ID, Origin: cmd.Origin, Message: &msg, QuestionID: q.ID, Options: q.Options},
 	}

@@ -54,4 +54,8 @@ const (
 	// MimeQuestion marks an agent's question (ui.ask); Content is the
 	// question text.
 	MimeQuestion = "application/vnd.parley.question"
+	// MimeAnswer marks a person's answer to a question (ui.ask, an
+	// approval); Content is the chosen option or the text. The agent that
+	// asked got it as the tool's result: it is no new turn.
+	MimeAnswer = "application/vnd.parley.answer"
 )
