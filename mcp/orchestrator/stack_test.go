@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -307,4 +309,24 @@ func contains(list []string, sub string) int {
 		}
 	}
 	return n
+}
+
+// failingClient is st's client whose first n requests fail as if nothing
+// listened yet.
+func failingClient(st *stack, n int32) *http.Client {
+	f := &failing{rt: st.tr}
+	f.left.Store(n)
+	return &http.Client{Transport: f}
+}
+
+type failing struct {
+	left atomic.Int32
+	rt   http.RoundTripper
+}
+
+func (f *failing) RoundTrip(r *http.Request) (*http.Response, error) {
+	if f.left.Add(-1) >= 0 {
+		return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	}
+	return f.rt.RoundTrip(r)
 }
