@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -366,4 +369,53 @@ func TestServerLate(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestServerRestart: the server restarts under a running orchestrator
+// (which notices by its pings), which reconnects and catches up on what
+// was written while it was away.
+func TestServerRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		st := newStack(t, dir)
+		id := st.create()
+		sd := &switchDialer{l: st.l}
+		fc := newFakeClaude(nil)
+		hc := &http.Client{Transport: &http.Transport{DialContext: sd.dial}}
+		startOrchestrator(t, st, fc, func(o *Options) { o.HTTPClient = hc })
+		st.say(id, ann, "one")
+		settle(time.Second)
+		st.close()
+		settle(time.Second)
+		st = newStack(t, dir)
+		st.say(id, ann, "two")
+		sd.set(st.l)
+		settle(10 * time.Second)
+		if got := fc.sent(string(id)); !slices.Equal(got, []string{"one", "two"}) {
+			t.Fatalf("handed %q", got)
+		}
+		if !st.srv.AgentStatus().Listening(id) {
+			t.Fatal("not listening after the reconnection")
+		}
+		hc.CloseIdleConnections()
+	})
+}
+
+// switchDialer dials the listener of the stack running now.
+type switchDialer struct {
+	mu sync.Mutex
+	l  *pipeListener
+}
+
+func (s *switchDialer) set(l *pipeListener) {
+	s.mu.Lock()
+	s.l = l
+	s.mu.Unlock()
+}
+
+func (s *switchDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	s.mu.Lock()
+	l := s.l
+	s.mu.Unlock()
+	return l.dial(ctx, network, addr)
 }

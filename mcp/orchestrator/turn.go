@@ -14,6 +14,10 @@ import (
 // most this often.
 const outputEvery = 100 * time.Millisecond
 
+// maxOutput is the most of a turn's text one session.output shows: the
+// Service's default limit (four times its 64 KiB message limit).
+const maxOutput = 256 << 10
+
 // interruptGrace is how long an interrupted turn may take to end before its
 // process is stopped and the turn ended without it.
 const interruptGrace = 15 * time.Second
@@ -157,6 +161,11 @@ func (w *worker) sendOutput(ctx context.Context, final bool) {
 		return
 	}
 	t.sent, t.lastOut = text, time.Now()
+	if len(text) > maxOutput {
+		// parley refuses larger output (by default); the end is what
+		// people read last.
+		text = "…\n" + tail(text, maxOutput-len("…\n"))
+	}
 	if _, ok := w.post(ctx, "session.output", map[string]any{"content": text, "final": final}); ok {
 		w.shown = true
 	}

@@ -95,7 +95,9 @@ func (w *worker) run(ctx context.Context) {
 				}
 			}
 		case <-w.granted:
-			w.slot, w.toldWaiting = slotHeld, false
+			if w.slot == slotWaiting {
+				w.slot = slotHeld
+			}
 		case ev, ok := <-w.events:
 			if !ok {
 				w.exited(ctx)
@@ -163,11 +165,20 @@ func (w *worker) shutdown() {
 		w.turn = nil
 	}
 	w.stopProc()
+	w.idle.stop()
+}
+
+// releaseSlot gives the slot (or the place in the queue) back; a grant
+// sent before is dropped.
+func (w *worker) releaseSlot() {
 	if w.slot != slotNone {
 		w.o.slots.release(w)
 		w.slot = slotNone
 	}
-	w.idle.stop()
+	select {
+	case <-w.granted:
+	default:
+	}
 }
 
 // stopProc stops the process and gives its slot back. Its remaining
@@ -179,10 +190,7 @@ func (w *worker) stopProc() {
 		}
 		w.proc, w.events = nil, nil
 	}
-	if w.slot != slotNone {
-		w.o.slots.release(w)
-		w.slot = slotNone
-	}
+	w.releaseSlot()
 	w.markedIdle = false
 	w.idle.stop()
 }
@@ -280,8 +288,7 @@ func (w *worker) cancel(ctx context.Context, id string) {
 		return
 	}
 	if w.slot == slotWaiting {
-		w.o.slots.release(w)
-		w.slot = slotNone
+		w.releaseSlot()
 	}
 	w.st.Watermark = id
 	if err := w.o.saveState(ctx, w.id, w.st); err != nil {
@@ -315,7 +322,7 @@ func (w *worker) advance(ctx context.Context) {
 				}
 				return
 			}
-			w.slot, w.toldWaiting = slotHeld, false
+			w.slot = slotHeld
 		}
 		if !w.start(ctx) {
 			return
@@ -332,6 +339,11 @@ func (w *worker) advance(ctx context.Context) {
 		return
 	}
 	w.turn = t
+	if w.toldWaiting {
+		// The output said the session waits: it does no longer.
+		w.toldWaiting = false
+		w.post(ctx, "session.output", map[string]any{"content": startedText})
+	}
 	w.armDeadline()
 }
 
@@ -428,6 +440,7 @@ func (w *worker) yield(ctx context.Context) {
 // Words for people.
 const (
 	waitingText = "⏳ All %d agents are busy with other sessions; yours starts as soon as one is free."
+	startedText = "⏳ An agent is free: working on it…"
 	cancelled   = "⏹ Cancelled."
 )
 
