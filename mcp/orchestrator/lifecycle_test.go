@@ -419,3 +419,63 @@ func (s *switchDialer) dial(ctx context.Context, network, addr string) (net.Conn
 	s.mu.Unlock()
 	return l.dial(ctx, network, addr)
 }
+
+// TestInterruptIgnored: a process that does not end an interrupted turn is
+// stopped after interruptGrace and the turn ended as cancelled.
+func TestInterruptIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		id := st.create()
+		fc := newFakeClaude(func(ft *fakeTurn) {
+			ft.Say("stuck")
+			<-ft.p.kill // deaf to interrupts
+			ft.killed = true
+		})
+		startOrchestrator(t, st, fc, nil)
+		st.say(id, ann, "go")
+		settle(time.Second)
+		st.control(id, core.Cancel)
+		settle(interruptGrace - time.Second)
+		if fc.procsOf(string(id))[0].wasStopped() {
+			t.Fatal("stopped before the grace ended")
+		}
+		settle(2 * time.Second)
+		if !fc.procsOf(string(id))[0].wasStopped() {
+			t.Fatal("not stopped after the grace")
+		}
+		_, finals := st.outputs(id)
+		if !slices.Equal(finals, []string{"stuck\n\n" + cancelled}) {
+			t.Fatalf("final outputs %q", finals)
+		}
+		if st.session(id).Status != core.StatusIdle {
+			t.Fatalf("status %s", st.session(id).Status)
+		}
+	})
+}
+
+// TestRepairUnyieldedTurn: a previous run saved a turn's watermark but died
+// before yielding it; the restart completes the turn, once.
+func TestRepairUnyieldedTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		id := st.create()
+		m := st.say(id, ann, "answered")
+		st.handle(core.Command{Kind: core.OutputUpdate, Session: id, Origin: core.OriginMCP, Text: "the answer", Final: true})
+		b, _ := json.Marshal(state{Conversation: newUUID(), Watermark: string(m.ID), Started: true})
+		if err := st.store.SetCursor(t.Context(), "agent/"+string(id)+"/"+stateKey, string(b)); err != nil {
+			t.Fatal(err)
+		}
+		fc := newFakeClaude(nil)
+		startOrchestrator(t, st, fc, nil)
+		settle(time.Second)
+		if n := len(st.events(id, core.EventTurnComplete)); n != 1 {
+			t.Fatalf("%d turns completed", n)
+		}
+		if st.session(id).Status != core.StatusIdle {
+			t.Fatalf("status %s", st.session(id).Status)
+		}
+		if len(fc.startsOf(string(id))) != 0 {
+			t.Fatal("an agent started for nothing")
+		}
+	})
+}
