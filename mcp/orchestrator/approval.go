@@ -62,6 +62,17 @@ func (w *worker) onDecision(ctx context.Context, d decision) {
 	if t == nil {
 		return
 	}
+	if _, ok := t.approvals[d.requestID]; ok && d.err != nil {
+		// parley ends a waiting approval when the person cancels or
+		// closes; the /cancel or /close is in the inbox already, and
+		// says what to do with the turn.
+		if err := w.readInbox(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("reading the session's inbox failed", "err", err)
+		}
+		if t = w.turn; t == nil {
+			return
+		}
+	}
 	cancel, ok := t.approvals[d.requestID]
 	if !ok {
 		return // the turn was interrupted and the request answered then

@@ -181,10 +181,17 @@ func (w *worker) releaseSlot() {
 	}
 }
 
-// stopProc stops the process and gives its slot back. Its remaining
-// events are not read.
+// stopProc stops the process and gives its slot back.
 func (w *worker) stopProc() {
 	if w.proc != nil {
+		// Its events are not wanted any more; drained, so that the
+		// process's reader never waits for us while it is stopped.
+		if events := w.events; events != nil {
+			go func() {
+				for range events {
+				}
+			}()
+		}
 		if err := w.proc.Stop(); err != nil {
 			w.log.Debug("stopping the agent", "err", err)
 		}
