@@ -479,3 +479,22 @@ func TestRepairUnyieldedTurn(t *testing.T) {
 		}
 	})
 }
+
+// TestToken: with [http] token set, the orchestrator's requests carry it.
+func TestToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		tok := "s3cret"
+		st.token.Store(&tok)
+		id := st.create()
+		fc := newFakeClaude(nil)
+		startOrchestrator(t, st, fc, func(o *Options) {
+			o.Header = http.Header{"Authorization": {"Bearer " + tok}}
+		})
+		st.say(id, ann, "hi")
+		settle(time.Second)
+		if got := fc.sent(string(id)); !slices.Equal(got, []string{"hi"}) {
+			t.Fatalf("handed %q", got)
+		}
+	})
+}

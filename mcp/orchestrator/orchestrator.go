@@ -146,6 +146,22 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		o.wg.Wait()
 		o.setConn(nil)
 	}()
+	// Scans run on their own: their calls wait for a connection, which
+	// this loop makes.
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-o.scanReq:
+				if err := o.scan(ctx); err != nil && ctx.Err() == nil {
+					o.log.Warn("listing the sessions failed", "err", err)
+				}
+			}
+		}
+	}()
 	backoff, failing := minBackoff, false
 	for ctx.Err() == nil {
 		cn, err := o.connect(ctx)
@@ -178,7 +194,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 }
 
 // watch keeps cn until it breaks or ctx ends: pings find a server that
-// forgot the connection (it restarted), and scans run when asked for.
+// forgot the connection (it restarted).
 func (o *Orchestrator) watch(ctx context.Context, cn *conn) {
 	tick := time.NewTicker(pingEvery)
 	defer tick.Stop()
@@ -189,10 +205,6 @@ func (o *Orchestrator) watch(ctx context.Context, cn *conn) {
 		case <-cn.broken:
 			o.log.Info("the MCP connection broke; reconnecting", "err", cn.err())
 			return
-		case <-o.scanReq:
-			if err := o.scan(ctx); err != nil && ctx.Err() == nil {
-				o.log.Warn("listing the sessions failed", "err", err)
-			}
 		case <-tick.C:
 			pctx, cancel := context.WithTimeout(ctx, callTimeout)
 			err := cn.c.Ping(pctx)

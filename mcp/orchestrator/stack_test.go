@@ -86,6 +86,7 @@ type stack struct {
 	done   chan struct{}
 	served chan struct{}
 	closed bool
+	token  atomic.Pointer[string]
 }
 
 // person is who acts in the tests, from a chat platform.
@@ -121,7 +122,15 @@ func newStack(t *testing.T, dir string) *stack {
 		srv.Run(ctx)
 	}()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.Handler())
+	mcpHandler := srv.Handler()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As cmd/parley's token check does, when a token is set.
+		if tok := st.token.Load(); tok != nil && r.Header.Get("Authorization") != "Bearer "+*tok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
 	st.hs = &http.Server{Handler: mux}
 	go func() {
 		defer close(st.served)
