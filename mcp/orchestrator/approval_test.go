@@ -39,7 +39,7 @@ func TestApprovals(t *testing.T) {
 					ft.Bash("toolu_1", "touch f", true, "")
 					ft.Say("after")
 				})
-				startOrchestrator(t, st, fc, func(o *Options) { o.ApprovalTimeout = time.Minute })
+				startOrchestrator(t, st, fc, nil)
 				st.say(id, ann, "make f")
 				settle(time.Second)
 				sess := st.session(id)
@@ -54,7 +54,7 @@ func TestApprovals(t *testing.T) {
 					st.decide(id, tc.option)
 					settle(time.Second)
 				} else {
-					settle(time.Minute + time.Second)
+					settle(DefaultApprovalTimeout + time.Second)
 				}
 				proc := fc.procsOf(string(id))[0]
 				d := proc.decided()

@@ -90,7 +90,8 @@ func (o *Orchestrator) connect(ctx context.Context) (*conn, error) {
 		cn.close()
 		return nil, fmt.Errorf("orchestrator: initialize: %w", err)
 	}
-	//nolint:staticcheck // 2025-11-25 keeps resources/subscribe; the GET stream needs that generation.
+	// Subscribe is deprecated for 2026-07-28, which has no GET stream;
+	// 2025-11-25, which continuous listening needs, subscribes this way.
 	if err := cn.c.Subscribe(ictx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: inboxURI}}); err != nil {
 		cn.close()
 		return nil, fmt.Errorf("orchestrator: subscribe: %w", err)
