@@ -75,8 +75,9 @@ func (pipeAddr) String() string  { return "pipe" }
 
 // stack is parley's store, service and MCP server, served over pipes.
 type stack struct {
-	t      *testing.T
+	t      testing.TB
 	store  *bolt.Store
+	bus    *core.MemBus
 	svc    *commands.Service
 	srv    *mcp.Server
 	hs     *http.Server
@@ -97,7 +98,13 @@ var (
 
 const platform core.Origin = "telegram"
 
-func newStack(t *testing.T, dir string) *stack {
+func newStack(t testing.TB, dir string) *stack {
+	t.Helper()
+	return newStackOn(t, dir, nil)
+}
+
+// newStackOn serves the stack on l (nil: in-memory pipes).
+func newStackOn(t testing.TB, dir string, l net.Listener) *stack {
 	t.Helper()
 	store, err := bolt.Open(filepath.Join(dir, "parley.db"), bolt.Options{NoSync: true})
 	if err != nil {
@@ -115,8 +122,14 @@ func newStack(t *testing.T, dir string) *stack {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &stack{t: t, store: store, svc: svc, srv: srv, cancel: cancel, done: make(chan struct{}),
-		served: make(chan struct{}), l: newPipeListener()}
+	st := &stack{t: t, store: store, bus: bus, svc: svc, srv: srv, cancel: cancel, done: make(chan struct{}),
+		served: make(chan struct{})}
+	st.tr = &http.Transport{}
+	if l == nil {
+		st.l = newPipeListener()
+		l = st.l
+		st.tr.DialContext = st.l.dial
+	}
 	go func() {
 		defer close(st.done)
 		srv.Run(ctx)
@@ -134,9 +147,8 @@ func newStack(t *testing.T, dir string) *stack {
 	st.hs = &http.Server{Handler: mux}
 	go func() {
 		defer close(st.served)
-		_ = st.hs.Serve(st.l)
+		_ = st.hs.Serve(l)
 	}()
-	st.tr = &http.Transport{DialContext: st.l.dial}
 	t.Cleanup(st.close)
 	return st
 }
