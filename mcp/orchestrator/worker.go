@@ -359,9 +359,9 @@ func (w *worker) advance(ctx context.Context) {
 // that ended just before a crash leaves one the state does not know of).
 func (w *worker) start(ctx context.Context) bool {
 	resume := w.st.Started
-	p, err := w.o.opts.Start(ctx, w.id, w.st.Conversation, resume)
+	p, err := w.startOnce(ctx, resume)
 	if err != nil && ctx.Err() == nil {
-		if p2, err2 := w.o.opts.Start(ctx, w.id, w.st.Conversation, !resume); err2 == nil {
+		if p2, err2 := w.startOnce(ctx, !resume); err2 == nil {
 			w.log.Info("the agent's conversation started with resume flipped", "resume", !resume, "first_err", err)
 			p, err = p2, nil
 		}
@@ -374,6 +374,14 @@ func (w *worker) start(ctx context.Context) bool {
 	}
 	w.proc, w.events = p, p.Events()
 	return true
+}
+
+func (w *worker) startOnce(ctx context.Context, resume bool) (Conversation, error) {
+	p, err := w.o.opts.Start(ctx, w.id, w.st.Conversation, resume)
+	if err == nil && p == nil {
+		err = errors.New("orchestrator: Start returned no conversation")
+	}
+	return p, err
 }
 
 // exited: the process ended by itself.
