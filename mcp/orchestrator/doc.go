@@ -72,11 +72,11 @@
 // Cancel and close (control messages). /cancel stops the agent's work on
 // everything the person sent before it: the running turn is interrupted
 // (a pending approval's call is denied with an interrupt instead; parley
-// withdraws its question) and the messages queued behind it are dropped,
-// as Claude Code drops queued input on an interrupt; the watermark moves
-// past the /cancel when the interrupted turn ends. That turn's output keeps
-// what was streamed and ends with "⏹ Cancelled.", and the turn is yielded.
-// A message after the /cancel is a new turn. A turn that has not ended
+// withdraws its question) and the messages queued behind it are dropped:
+// the person called off what they had asked, and a message after the
+// /cancel starts afresh. The watermark moves past the /cancel when the
+// interrupted turn ends. That turn's output keeps what was streamed and
+// ends with "⏹ Cancelled.", and the turn is yielded. A turn that has not ended
 // 15 s after an interrupt has its process stopped and is ended without
 // it. /close stops the process and forgets the session.
 //

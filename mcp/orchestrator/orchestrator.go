@@ -60,7 +60,9 @@ type Options struct {
 	// ApprovalTimeout is how long people have to decide on an approval
 	// (default 10m, at most an hour); a timeout denies the call.
 	ApprovalTimeout time.Duration
-	Logger          *slog.Logger
+	// Logger receives the orchestrator's log, scoped by the caller (nil:
+	// discarded).
+	Logger *slog.Logger
 }
 
 // Defaults and bounds.
