@@ -33,7 +33,8 @@
 // pending completes its turn (loop.yield_turn), which the crash left open.
 //
 // Turns. A person's messages (author user, not a control message, not an
-// answer — an answer is stored as text/plain holding a decision) that
+// answer: application/vnd.parley.answer, or text/plain holding a decision
+// as parley stored answers before) that
 // arrive while a turn runs are queued and handed together as the next
 // turn, in order, separated by a blank line; when several people wrote,
 // each message starts with its author's name. Attachments are named with

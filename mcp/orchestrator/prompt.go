@@ -23,6 +23,11 @@ type message struct {
 	Attachments []core.Attachment `json:"attachments"`
 }
 
+// mimeAnswer marks a person's answer to a question in the inbox (parley's
+// core.MimeAnswer): ui.request_approval returned it already, so it is no
+// turn.
+const mimeAnswer = "application/vnd.parley.answer"
+
 // kind of an inbox message, for the orchestrator.
 type kind int
 
@@ -46,9 +51,12 @@ func classify(m message) kind {
 		}
 		return kindSkip
 	}
-	// An answer to a question is stored as text/plain holding the chosen
-	// option; the orchestrator asks approvals only, so an answer is a
-	// decision. People's own messages are markdown.
+	if m.Mime == mimeAnswer {
+		return kindSkip
+	}
+	// Before mimeAnswer, an answer was stored as text/plain holding the
+	// chosen option; the orchestrator asks approvals only, so such an
+	// answer is a decision. People's own messages are markdown.
 	if m.Mime == "text/plain" {
 		if _, ok := core.DecisionOf(m.Content); ok {
 			return kindSkip

@@ -257,7 +257,7 @@ func (w *worker) deadlineHit(ctx context.Context) {
 	}
 	w.log.Warn("the model did not answer in time; interrupting the turn", "deadline", w.o.opts.APIDeadline, "err", cause)
 	text := "⚠️ The model's API gave no answer for " + w.o.opts.APIDeadline.String() + " (" + cause + "). " +
-		"The turn was stopped; send your message again to retry."
+		"The turn was stopped; send a message to try again."
 	w.post(ctx, "chat.assistant.post", map[string]any{"content": text,
 		"idempotency_key": "orchestrator/deadline/" + w.id + "/" + t.upTo})
 	w.interrupt(ctx)
