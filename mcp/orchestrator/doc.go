@@ -90,7 +90,9 @@
 // message tries again with all of them — as does a restart. A turn whose
 // model gives no output for APIDeadline (Claude Code retries a failing API
 // for minutes, reporting APIRetry) is interrupted and the person told, with
-// the last API error, once.
+// the last API error, once; its messages count as handed (the long-lived
+// process keeps them in the conversation), so the next message is answered
+// with them in view.
 //
 // max_running. A worker holds a slot from before its process starts until
 // the process stopped. A session with work and no free slot waits in a
