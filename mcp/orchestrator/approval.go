@@ -1,0 +1,111 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/mcp/claudecode"
+)
+
+// What the model reads when a call is not run.
+const (
+	deniedContinue = "The person denied this call; do not retry it. Continue without it, or ask them what to do instead."
+	deniedAbort    = "The person denied this call and stopped the turn."
+	deniedTimeout  = "Nobody approved this call in time, so it was not run; do not retry it. Say what you needed it for and end your turn."
+	deniedNoAsk    = "parley is configured not to relay permission prompts; the call was not run."
+	deniedFailed   = "The approval could not be asked; the call was not run."
+)
+
+// decision is the outcome of one ui.request_approval.
+type decision struct {
+	requestID string
+	decision  string
+	err       error
+}
+
+// ask puts a permission request to the session's people with
+// ui.request_approval, in its own goroutine (it waits for them); the
+// worker answers the agent when the decision arrives.
+func (w *worker) ask(ctx context.Context, pr claudecode.PermissionRequest) {
+	t := w.turn
+	if !w.o.opts.AskPermissions || t.interrupted {
+		w.answer(pr.RequestID, claudecode.Decision{Message: deniedNoAsk})
+		return
+	}
+	callID := pr.ToolUseID
+	if callID == "" {
+		callID = "permission-" + pr.RequestID
+	}
+	actx, cancel := context.WithCancel(ctx)
+	t.approvals[pr.RequestID] = cancel
+	args := map[string]any{"call_id": callID, "tool": pr.ToolName, "cmd": toolCmd(pr.ToolName, pr.Input),
+		"reason": pr.Description, "timeout_s": w.o.opts.ApprovalTimeout.Seconds(), "session_id": w.id}
+	go func() {
+		var res struct {
+			Decision string `json:"decision"`
+		}
+		err := w.o.call(actx, "ui.request_approval", args, &res)
+		select {
+		case w.decided <- decision{requestID: pr.RequestID, decision: res.Decision, err: err}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// onDecision answers the agent: approve allows; deny_continue denies with a
+// message the model reads; deny_abort denies and ends the turn; a timeout
+// (the question withdrawn by ui.request_approval) denies; a failure denies
+// and ends the turn. Never an approval but the people's.
+func (w *worker) onDecision(ctx context.Context, d decision) {
+	t := w.turn
+	if t == nil {
+		return
+	}
+	if _, ok := t.approvals[d.requestID]; ok && d.err != nil {
+		// parley ends a waiting approval when the person cancels or
+		// closes; the /cancel or /close is in the inbox already, and
+		// says what to do with the turn.
+		if err := w.readInbox(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("reading the session's inbox failed", "err", err)
+		}
+		if t = w.turn; t == nil {
+			return
+		}
+	}
+	cancel, ok := t.approvals[d.requestID]
+	if !ok {
+		return // the turn was interrupted and the request answered then
+	}
+	cancel()
+	delete(t.approvals, d.requestID)
+	var dec claudecode.Decision
+	switch {
+	case d.err != nil:
+		w.log.Warn("asking for an approval failed; denying the call", "err", d.err)
+		dec = claudecode.Decision{Message: deniedFailed, Interrupt: true}
+	case d.decision == core.DecisionApprove:
+		dec = claudecode.Decision{Allow: true}
+	case d.decision == core.DecisionDenyContinue:
+		dec = claudecode.Decision{Message: deniedContinue}
+	case d.decision == core.DecisionDenyAbort:
+		dec = claudecode.Decision{Message: deniedAbort, Interrupt: true}
+	default: // "timeout", or anything unknown
+		dec = claudecode.Decision{Message: deniedTimeout}
+	}
+	w.answer(d.requestID, dec)
+	if dec.Interrupt {
+		t.interrupted = true
+		t.grace.set(interruptGrace)
+	}
+	w.armDeadline()
+}
+
+func (w *worker) answer(requestID string, d claudecode.Decision) {
+	if w.proc == nil {
+		return
+	}
+	if err := w.proc.Answer(requestID, d); err != nil {
+		w.log.Debug("answering a permission request failed", "request", requestID, "err", fmt.Errorf("orchestrator: %w", err))
+	}
+}

@@ -1,0 +1,106 @@
+// Package orchestrator runs one Claude Code conversation per parley
+// session, as an MCP client of parley's own server: it reads people's
+// messages and shows what the agent does through the chat tools only, as
+// any agent would (no side door into core). Options.Start starts the agent
+// (claudecode's Runner, through the Conversation interface), so the
+// orchestrator itself runs no process and tests drive it with a fake.
+//
+// Connection and presence. Run keeps one unbound connection (protocol
+// 2025-11-25, mcp-go's Streamable HTTP client with its GET stream)
+// subscribed to ui://chat/inbox: every session counts as listened to, so
+// people get no "no agent" notice. Notifications are hints that wake the
+// worker of each session they name (a bare overflow notification wakes
+// every open session); chat_read_since(after, session_id) is the truth. A
+// ping every 5 s finds a server that restarted; Run then reconnects, as it
+// does while the server is not up yet (backoff from 100 ms to 5 s), and
+// after each connection lists every session (session.list) and wakes each
+// open one: catch-up is linear in the open sessions, at start-up only.
+//
+// Per session, one goroutine (the worker) owns everything: the state, the
+// process, the running turn. State lives with the session (agent.state key
+// "claude-code"): {"conversation": uuid, "watermark": msgid, "started":
+// bool, "told": msgid}. A session with no state starts after the last
+// message the agent side wrote (author assistant or system), so an old
+// session's history is not handed as a turn; its conversation id (UUID v4)
+// is made and saved with that watermark before anything starts. The
+// watermark is saved only when a turn's Result arrived (the agent has the
+// messages), before loop.yield_turn: a parley killed mid-turn hands the
+// turn's messages again after the restart — Claude Code keeps no trace of
+// a killed turn, so they are answered once. ("started" says a turn of the
+// conversation ended, so the next start resumes; when a start fails the
+// other resume is tried once, which covers a crash between a Result and
+// its save.) A restart that finds a session working or waiting with nothing
+// pending completes its turn (loop.yield_turn), which the crash left open.
+//
+// Turns. A person's messages (author user, not a control message, not an
+// answer: application/vnd.parley.answer, or text/plain holding a decision
+// as parley stored answers before) that
+// arrive while a turn runs are queued and handed together as the next
+// turn, in order, separated by a blank line; when several people wrote,
+// each message starts with its author's name. Attachments are named with
+// their path, so the agent can read them. One long-lived process takes
+// every turn of its session.
+//
+// What people see, through the tools only. Streamed text is the turn's live
+// output (session.output with the turn's whole text so far, its blocks
+// separated by a blank line): the first text at once, then at most one
+// call per 100 ms with the newest text, a trailing call making sure the
+// last text is shown; pending text is flushed before a tool call is shown.
+// Each tool use is ui.tool_call (call_id the tool_use id; cmd what people
+// should read: Bash's command, the file of Read/Write/Edit, the pattern of
+// Grep/Glob, WebFetch's URL, else compact JSON of at most 200 bytes) and
+// its result ui.tool_output (stdout, stderr tails, the exit code; an error
+// without one shows as 1). At the end of a turn (its Result) the whole
+// answer goes out once more as the final session.output, then
+// loop.yield_turn, which only completes the turn since the output is final
+// already: the answer is in the one output message, shown once, never
+// also posted with chat.assistant.post; the person is notified once by the
+// turn's completion. A turn with no text shows no output (or, when the
+// output showed something else, "(no text answer)").
+//
+// Approvals (Options.AskPermissions). A PermissionRequest becomes
+// ui.request_approval {call_id: tool_use_id, tool, cmd, reason:
+// description, timeout_s: ApprovalTimeout}, asked in its own goroutine so
+// the worker goes on. Approve allows; deny and continue denies with a
+// message the model reads (do not retry it); deny and abort denies with an
+// interrupt, which ends the turn (aborted_tools; its output ends "⏹
+// Stopped: a tool call was denied."); a timeout — ui.request_approval has
+// withdrawn the question — denies; a failure to ask denies and ends the
+// turn. Only people approve. While people decide, or a tool runs, the API
+// deadline does not run. Without AskPermissions a prompt that arrives
+// anyway is denied.
+//
+// Cancel and close (control messages). /cancel stops the agent's work on
+// everything the person sent before it: the running turn is interrupted
+// (a pending approval's call is denied with an interrupt instead; parley
+// withdraws its question) and the messages queued behind it are dropped:
+// the person called off what they had asked, and a message after the
+// /cancel starts afresh. The watermark moves past the /cancel when the
+// interrupted turn ends. That turn's output keeps what was streamed and
+// ends with "⏹ Cancelled.", and the turn is yielded. A turn that has not ended
+// 15 s after an interrupt has its process stopped and is ended without
+// it. /close stops the process and forgets the session.
+//
+// Failures. A process that cannot start, or dies (Err, typically a
+// claudecode Problem saying the cause and the fix), gives the person one
+// notice (chat.assistant.post with an idempotency_key naming the newest
+// message of the batch, so a retry posts nothing twice) and is logged once;
+// the turn is yielded, the messages stay unconsumed ("told" remembers the
+// batch, so a start that fails again with it says nothing more) and the next
+// message tries again with all of them — as does a restart. A turn whose
+// model gives no output for APIDeadline (Claude Code retries a failing API
+// for minutes, reporting APIRetry) is interrupted and the person told, with
+// the last API error, once; its messages count as handed (the long-lived
+// process keeps them in the conversation), so the next message is answered
+// with them in view.
+//
+// max_running. A worker holds a slot from before its process starts until
+// the process stopped. A session with work and no free slot waits in a
+// first-come queue; its output says once that it waits ("⏳ All N agents
+// are busy…", an edit, so the turn's one notification is not spent on it)
+// and, when it starts, that it runs. To make room, idle processes are
+// stopped, least recently used first — one for each waiting session,
+// including one that turns idle while sessions wait; a stopped session's
+// next message resumes its conversation. A process idle for IdleStop is
+// stopped too.
+package orchestrator

@@ -1,0 +1,379 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/mcp/claudecode"
+)
+
+// fakeClaude is Claude Code as PLATFORMS.md ("Claude Code") describes it,
+// with a scripted model: one long-lived process per conversation taking
+// turns on Send, each reported as Init, TextDeltas and Texts, ToolUses
+// (a PermissionRequest first when the call needs one, waiting for its
+// Answer) with their ToolResults, and a Result. An interrupt ends the turn
+// with terminal_reason aborted_streaming; a denial with interrupt with
+// aborted_tools. A conversation exists once a turn of it ended; a process
+// killed mid-turn leaves no trace of that turn. --resume of a conversation
+// that does not exist fails, as does --session-id of one that does.
+type fakeClaude struct {
+	mu sync.Mutex
+	// model plays each turn (default: answers "echo: " + the text).
+	model func(t *fakeTurn)
+	// failStart, when set, is Start's error.
+	failStart error
+	starts    []fakeStart
+	procs     []*fakeProc
+	// turns are the turns each conversation has in its transcript.
+	turns map[string][]string
+}
+
+type fakeStart struct {
+	key, conversation string
+	resume            bool
+}
+
+func newFakeClaude(model func(t *fakeTurn)) *fakeClaude {
+	return &fakeClaude{model: model, turns: map[string][]string{}}
+}
+
+func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume bool) (Conversation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, fakeStart{key: key, conversation: conversation, resume: resume})
+	if f.failStart != nil {
+		return nil, f.failStart
+	}
+	_, exists := f.turns[conversation]
+	switch {
+	case resume && !exists:
+		return nil, fmt.Errorf("no conversation found with session ID: %s", conversation)
+	case !resume && exists:
+		return nil, fmt.Errorf("session ID %s is already in use", conversation)
+	}
+	p := &fakeProc{f: f, conv: conversation, key: key, events: make(chan claudecode.Event),
+		sends: make(chan string, 8), interrupts: make(chan struct{}, 1), kill: make(chan struct{}),
+		done: make(chan struct{}), answers: map[string]chan claudecode.Decision{}}
+	f.procs = append(f.procs, p)
+	go p.run()
+	return p, nil
+}
+
+func (f *fakeClaude) setFailStart(err error) {
+	f.mu.Lock()
+	f.failStart = err
+	f.mu.Unlock()
+}
+
+func (f *fakeClaude) startsOf(key string) []fakeStart {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeStart
+	for _, s := range f.starts {
+		if s.key == key {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (f *fakeClaude) transcript(conv string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.turns[conv]...)
+}
+
+// procsOf returns the processes started for key, oldest first.
+func (f *fakeClaude) procsOf(key string) []*fakeProc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*fakeProc
+	for _, p := range f.procs {
+		if p.key == key {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sent returns every text handed to processes of key.
+func (f *fakeClaude) sent(key string) []string {
+	var out []string
+	for _, p := range f.procsOf(key) {
+		out = append(out, p.received()...)
+	}
+	return out
+}
+
+type fakeProc struct {
+	f          *fakeClaude
+	conv, key  string
+	events     chan claudecode.Event
+	sends      chan string
+	interrupts chan struct{}
+	kill       chan struct{}
+	killOnce   sync.Once
+	done       chan struct{}
+
+	mu        sync.Mutex
+	got       []string
+	answers   map[string]chan claudecode.Decision
+	decisions []claudecode.Decision
+	err       error
+	stopped   bool
+}
+
+var _ Conversation = (*fakeProc)(nil)
+
+func (p *fakeProc) Send(ctx context.Context, text string) error {
+	select {
+	case p.sends <- text:
+		p.mu.Lock()
+		p.got = append(p.got, text)
+		p.mu.Unlock()
+		return nil
+	case <-p.done:
+		return errors.New("the process exited")
+	}
+}
+
+func (p *fakeProc) Events() <-chan claudecode.Event { return p.events }
+
+func (p *fakeProc) Answer(id string, d claudecode.Decision) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch, ok := p.answers[id]
+	if !ok {
+		return fmt.Errorf("no permission request %s is waiting", id)
+	}
+	delete(p.answers, id)
+	p.decisions = append(p.decisions, d)
+	ch <- d
+	return nil
+}
+
+func (p *fakeProc) Interrupt(ctx context.Context) error {
+	select {
+	case p.interrupts <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (p *fakeProc) Stop() error {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.killOnce.Do(func() { close(p.kill) })
+	<-p.done
+	return nil
+}
+
+// crash ends the process as if it died by itself with err.
+func (p *fakeProc) crash(err error) {
+	p.mu.Lock()
+	p.err = err
+	p.mu.Unlock()
+	p.killOnce.Do(func() { close(p.kill) })
+	<-p.done
+}
+
+func (p *fakeProc) Done() <-chan struct{} { return p.done }
+
+func (p *fakeProc) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *fakeProc) received() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.got...)
+}
+
+func (p *fakeProc) wasStopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
+}
+
+func (p *fakeProc) decided() []claudecode.Decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]claudecode.Decision(nil), p.decisions...)
+}
+
+func (p *fakeProc) run() {
+	defer close(p.events)
+	defer close(p.done)
+	for {
+		select {
+		case text := <-p.sends:
+			if !p.turn(text) {
+				return
+			}
+		case <-p.kill:
+			return
+		}
+	}
+}
+
+// turn plays one turn; false when the process was killed in it.
+func (p *fakeProc) turn(text string) bool {
+	// An interrupt sent between turns has nothing to stop.
+	select {
+	case <-p.interrupts:
+	default:
+	}
+	t := &fakeTurn{p: p, Text: text}
+	if !t.emit(claudecode.Init{SessionID: p.conv, Model: "claude-test"}) {
+		return !t.killed
+	}
+	p.f.mu.Lock()
+	model := p.f.model
+	p.f.mu.Unlock()
+	if model == nil {
+		model = func(t *fakeTurn) { t.Say("echo: " + t.Text) }
+	}
+	model(t)
+	if t.killed {
+		return false
+	}
+	if !t.ended {
+		t.end(claudecode.Result{Subtype: "success", TerminalReason: "completed", Text: t.last, SessionID: p.conv})
+	}
+	return !t.killed
+}
+
+// fakeTurn is what a scripted model does in one turn.
+type fakeTurn struct {
+	p      *fakeProc
+	Text   string // the user message
+	block  int
+	last   string
+	ended  bool // its Result was sent
+	killed bool // the process was killed in it
+}
+
+// emit sends ev unless the turn was interrupted or the process killed.
+func (t *fakeTurn) emit(ev claudecode.Event) bool {
+	if t.ended || t.killed {
+		return false
+	}
+	select {
+	case <-t.p.interrupts:
+		t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
+		return false
+	default:
+	}
+	select {
+	case t.p.events <- ev:
+		return true
+	case <-t.p.kill:
+		t.killed = true
+		return false
+	}
+}
+
+// end sends the Result; the turn is then in the conversation's transcript.
+func (t *fakeTurn) end(r claudecode.Result) {
+	select {
+	case t.p.events <- r:
+	case <-t.p.kill:
+		t.killed = true
+		return
+	}
+	t.ended = true
+	t.p.f.mu.Lock()
+	t.p.f.turns[t.p.conv] = append(t.p.f.turns[t.p.conv], t.Text)
+	t.p.f.mu.Unlock()
+}
+
+// Say streams one text block in chunks.
+func (t *fakeTurn) Say(chunks ...string) {
+	for _, c := range chunks {
+		if !t.emit(claudecode.TextDelta{Block: t.block, Text: c}) {
+			return
+		}
+	}
+	whole := strings.Join(chunks, "")
+	if t.emit(claudecode.Text{Block: t.block, Text: whole}) {
+		t.last = whole
+	}
+	t.block++
+}
+
+// Pause waits d, or until the turn is interrupted or the process killed.
+func (t *fakeTurn) Pause(d time.Duration) {
+	if t.ended || t.killed {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-t.p.interrupts:
+		t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
+	case <-t.p.kill:
+		t.killed = true
+	}
+}
+
+// Retry is an API that keeps failing: an APIRetry every d until the turn
+// is interrupted or the process killed.
+func (t *fakeTurn) Retry(d time.Duration, err string) {
+	for n := 1; !t.ended && !t.killed; n++ {
+		t.Pause(d)
+		t.emit(claudecode.APIRetry{Attempt: n, Delay: d, Error: err})
+	}
+}
+
+// Bash calls Bash with command; with ask, it asks permission first. Run, it
+// gives stdout and exit code 0.
+func (t *fakeTurn) Bash(id, command string, ask bool, stdout string) {
+	input, _ := json.Marshal(map[string]string{"command": command, "description": "run " + command})
+	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
+		return
+	}
+	if ask {
+		ch := make(chan claudecode.Decision, 1)
+		rid := "req-" + id
+		t.p.mu.Lock()
+		t.p.answers[rid] = ch
+		t.p.mu.Unlock()
+		if !t.emit(claudecode.PermissionRequest{RequestID: rid, ToolName: "Bash", ToolUseID: id,
+			Description: "run " + command, Input: input}) {
+			return
+		}
+		var d claudecode.Decision
+		select {
+		case d = <-ch:
+		case <-t.p.interrupts:
+			t.p.mu.Lock()
+			delete(t.p.answers, rid)
+			t.p.mu.Unlock()
+			t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
+			return
+		case <-t.p.kill:
+			t.killed = true
+			return
+		}
+		if !d.Allow {
+			if !t.emit(claudecode.ToolResult{ToolUseID: id, IsError: true, Stdout: d.Message}) {
+				return
+			}
+			if d.Interrupt {
+				t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_tools", SessionID: t.p.conv})
+			}
+			return
+		}
+	}
+	zero := 0
+	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: stdout, ExitCode: &zero})
+}
