@@ -23,11 +23,6 @@ type message struct {
 	Attachments []core.Attachment `json:"attachments"`
 }
 
-// mimeAnswer marks a person's answer to a question in the inbox (parley's
-// core.MimeAnswer): ui.request_approval returned it already, so it is no
-// turn.
-const mimeAnswer = "application/vnd.parley.answer"
-
 // kind of an inbox message, for the orchestrator.
 type kind int
 
@@ -51,10 +46,11 @@ func classify(m message) kind {
 		}
 		return kindSkip
 	}
-	if m.Mime == mimeAnswer {
+	// ui.request_approval returned the answer already: no turn.
+	if m.Mime == core.MimeAnswer {
 		return kindSkip
 	}
-	// Before mimeAnswer, an answer was stored as text/plain holding the
+	// Before core.MimeAnswer, an answer was stored as text/plain holding the
 	// chosen option; the orchestrator asks approvals only, so such an
 	// answer is a decision. People's own messages are markdown.
 	if m.Mime == "text/plain" {

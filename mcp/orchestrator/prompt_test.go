@@ -56,7 +56,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{message{Author: core.RoleUser, Mime: core.MimeMarkdown, Content: "Approve"}, kindTurn},
 		{message{Author: core.RoleUser, Mime: "text/plain", Content: "Deny and continue"}, kindSkip},
-		{message{Author: core.RoleUser, Mime: mimeAnswer, Content: "any answer"}, kindSkip},
+		{message{Author: core.RoleUser, Mime: core.MimeAnswer, Content: "any answer"}, kindSkip},
 		{message{Author: core.RoleUser, Mime: "text/plain", Content: "a plain note"}, kindTurn},
 		{message{Author: core.RoleUser, Mime: core.MimeControl, Content: "cancel"}, kindCancel},
 		{message{Author: core.RoleUser, Mime: core.MimeControl, Content: "close"}, kindClose},
