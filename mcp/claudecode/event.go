@@ -67,6 +67,9 @@ type APIRetry struct {
 	Attempt int
 	Delay   time.Duration
 	Error   string
+	// Status is the HTTP status the API answered (0 when it could not be
+	// reached at all).
+	Status int
 }
 
 // Result ends a turn. Subtype is "success" or an error subtype;
@@ -79,6 +82,8 @@ type Result struct {
 	// Text is the result line's final text (the last text block).
 	Text      string
 	SessionID string
+	// Errors are the result line's error messages, when it has any.
+	Errors []string
 }
 
 func (Init) isEvent()              {}

@@ -1,0 +1,194 @@
+package claudecode
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ReapStale stops the process groups a previous run left behind: for every
+// pidfile in StateDir whose process group still holds a process of parley's
+// (the leader with the recorded start time, or a member whose TMPDIR is the
+// one parley gave it; a bare pid may have been given to a stranger), it
+// sends SIGTERM to the group, SIGKILL after a short grace, and it removes
+// the pidfile and the TMPDIR. It returns how many groups it stopped. Call
+// it before resuming conversations: two processes on one transcript race.
+// Processes this Runner started itself are left alone.
+func (r *Runner) ReapStale() (int, error) {
+	if r.opts.StateDir == "" {
+		return 0, errors.New("claudecode: no StateDir")
+	}
+	files, err := filepath.Glob(filepath.Join(r.opts.StateDir, "*.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("claudecode: reap: %w", err)
+	}
+	r.mu.Lock()
+	live := map[string]bool{}
+	for k := range r.live {
+		live[k] = true
+	}
+	r.mu.Unlock()
+	n := 0
+	var errs []error
+	for _, f := range files {
+		key := strings.TrimSuffix(filepath.Base(f), ".pid")
+		if live[key] {
+			continue
+		}
+		stopped, err := r.reap(f, key)
+		if stopped {
+			n++
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// A TMPDIR without a pidfile is left from a start that never got to
+	// write one.
+	dirs, _ := os.ReadDir(filepath.Join(r.opts.StateDir, "tmp"))
+	for _, d := range dirs {
+		if live[d.Name()] {
+			continue
+		}
+		if _, err := os.Stat(r.pidfile(d.Name())); errors.Is(err, fs.ErrNotExist) {
+			os.RemoveAll(r.tmpdir(d.Name()))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+func (r *Runner) reap(pidfile, key string) (bool, error) {
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		return false, fmt.Errorf("claudecode: reap %s: %w", key, err)
+	}
+	var rec pidRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.PID <= 1 {
+		r.log.Warn("claudecode: removing an unreadable pidfile", "file", pidfile)
+		return false, os.Remove(pidfile)
+	}
+	tmpdir := r.tmpdir(key)
+	stopped := false
+	if groupIsOurs(rec, tmpdir) {
+		r.log.Info("claudecode: stopping a process left by a previous run", "key", key, "pid", rec.PID)
+		syscall.Kill(-rec.PID, syscall.SIGTERM)
+		if !waitGroupGone(rec.PID, stopGrace) {
+			syscall.Kill(-rec.PID, syscall.SIGKILL)
+			waitGroupGone(rec.PID, stopGrace)
+		}
+		stopped = true
+	}
+	if err := os.Remove(pidfile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return stopped, fmt.Errorf("claudecode: reap %s: %w", key, err)
+	}
+	if err := os.RemoveAll(tmpdir); err != nil {
+		return stopped, fmt.Errorf("claudecode: reap %s: %w", key, err)
+	}
+	return stopped, nil
+}
+
+// groupIsOurs says whether process group rec.PID has a live member that is
+// the recorded process or inherited its TMPDIR. A group id cannot be given
+// to a new process while a member lives, so one recognised member makes the
+// whole group ours.
+func groupIsOurs(rec pidRecord, tmpdir string) bool {
+	marker := []byte("TMPDIR=" + tmpdir + "\x00")
+	for _, pid := range groupMembers(rec.PID) {
+		if pid == rec.PID {
+			if start, err := procStart(pid); err == nil && start == rec.Start {
+				return true
+			}
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), append([]byte{0}, marker...)) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupMembers lists the live (not zombie) processes of process group pgid.
+func groupMembers(pgid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.state == "Z" || st.pgrp != pgid {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+func waitGroupGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if len(groupMembers(pgid)) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type procStat struct {
+	state string
+	pgrp  int
+	start uint64
+}
+
+// readStat reads /proc/PID/stat. The command name (field 2) may hold
+// spaces and parentheses, so the fields are counted after its last ')'.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: no command", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: short", pid)
+	}
+	pgrp, err := strconv.Atoi(f[2])
+	if err != nil {
+		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: %w", pid, err)
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: %w", pid, err)
+	}
+	return procStat{state: f[0], pgrp: pgrp, start: start}, nil
+}
+
+// procStart is the process's start time in clock ticks since boot: with
+// the pid it names one process for good.
+func procStart(pid int) (uint64, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, fmt.Errorf("claudecode: start time of %d: %w", pid, err)
+	}
+	return st.start, nil
+}
