@@ -141,8 +141,8 @@ func (p *Process) Send(ctx context.Context, text string) error {
 }
 
 // Events returns the process's events in order; it is closed after the
-// process exited (see Err). It must be read: a consumer that stops reading
-// holds the process up.
+// process exited, when Err already says why. It must be read: a consumer
+// that stops reading holds the process up.
 func (p *Process) Events() <-chan Event { return p.events }
 
 // Answer answers the PermissionRequest requestID with d. It fails when the
@@ -292,16 +292,12 @@ func (p *Process) kill() {
 // Done is closed when the process exited and Events was closed.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Err says why the process exited, once Done is closed (nil before): nil
+// Err says why the process exited, once Done or Events is closed (nil
+// before): nil
 // after Stop, ErrNoConversation for a --resume of an unknown id, a
 // *Problem when parley can tell people what to do, or the exit status with
 // the end of stderr.
 func (p *Process) Err() error {
-	select {
-	case <-p.done:
-	default:
-		return nil
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
@@ -318,7 +314,6 @@ func (p *Process) exitErr() error {
 // read turns stdout into events until it closes.
 func (p *Process) read() {
 	defer close(p.readDone)
-	defer close(p.events)
 	log := p.r.log.With("key", p.key, "pid", p.pgid)
 	parse := newParser()
 	br := bufio.NewReaderSize(p.stdout, 64*1024)
@@ -385,11 +380,18 @@ func (p *Process) handle(got parsed) {
 }
 
 // wait reaps the process. Once claude itself exited it kills what is left
-// of its group (background commands of its Bash tool) while the zombie
-// still holds the group id, so the kill cannot reach a stranger.
+// of its group while the zombie still holds the group id (so the kill
+// cannot reach a stranger), and what it started elsewhere.
 func (p *Process) wait() {
 	waitExited(p.pgid)
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
+	// Its Bash commands run in sessions of their own: find them by TMPDIR.
+	for range 3 {
+		if len(marked(p.tmpdir)) == 0 {
+			break
+		}
+		signalMarked(p.tmpdir, syscall.SIGKILL)
+	}
 	if p.stdout != nil {
 		select {
 		case <-p.readDone:
@@ -428,6 +430,8 @@ func (p *Process) wait() {
 	p.mu.Unlock()
 	p.r.forget(p)
 	p.r.log.Info("claudecode: exited", "key", p.key, "pid", p.pgid, "err", err)
+	// Closed only now, so a consumer that ranges over Events finds Err set.
+	close(p.events)
 	close(p.done)
 }
 

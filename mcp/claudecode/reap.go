@@ -77,12 +77,20 @@ func (r *Runner) reap(pidfile, key string) (bool, error) {
 	}
 	tmpdir := r.tmpdir(key)
 	stopped := false
-	if groupIsOurs(rec, tmpdir) {
+	if groupIsOurs(rec, tmpdir) || len(marked(tmpdir)) > 0 {
 		r.log.Info("claudecode: stopping a process left by a previous run", "key", key, "pid", rec.PID)
-		syscall.Kill(-rec.PID, syscall.SIGTERM)
-		if !waitGroupGone(rec.PID, stopGrace) {
-			syscall.Kill(-rec.PID, syscall.SIGKILL)
-			waitGroupGone(rec.PID, stopGrace)
+		// The group is verified, so signalling it as a whole is safe; the
+		// marked processes are signalled one by one.
+		if groupIsOurs(rec, tmpdir) {
+			syscall.Kill(-rec.PID, syscall.SIGTERM)
+		}
+		signalMarked(tmpdir, syscall.SIGTERM)
+		if !waitGone(rec, tmpdir, stopGrace) {
+			if groupIsOurs(rec, tmpdir) {
+				syscall.Kill(-rec.PID, syscall.SIGKILL)
+			}
+			signalMarked(tmpdir, syscall.SIGKILL)
+			waitGone(rec, tmpdir, stopGrace)
 		}
 		stopped = true
 	}
@@ -100,7 +108,6 @@ func (r *Runner) reap(pidfile, key string) (bool, error) {
 // to a new process while a member lives, so one recognised member makes the
 // whole group ours.
 func groupIsOurs(rec pidRecord, tmpdir string) bool {
-	marker := []byte("TMPDIR=" + tmpdir + "\x00")
 	for _, pid := range groupMembers(rec.PID) {
 		if pid == rec.PID {
 			if start, err := procStart(pid); err == nil && start == rec.Start {
@@ -108,39 +115,93 @@ func groupIsOurs(rec pidRecord, tmpdir string) bool {
 			}
 			continue
 		}
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err == nil && bytes.Contains(append([]byte{0}, env...), append([]byte{0}, marker...)) {
+		if hasMarker(pid, tmpdir) {
 			return true
 		}
 	}
 	return false
 }
 
+// hasMarker says whether pid's environment holds TMPDIR=tmpdir: the TMPDIR
+// parley gave one claude, inherited by everything it starts. Claude Code
+// starts each Bash command in a session (and process group) of its own, so
+// this, not the group, is what finds them all.
+func hasMarker(pid int, tmpdir string) bool {
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	marker := "TMPDIR=" + tmpdir
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
+		if string(kv) == marker {
+			return true
+		}
+	}
+	return false
+}
+
+// marked lists the live processes carrying tmpdir's marker.
+func marked(tmpdir string) []int {
+	var out []int
+	eachProcess(func(pid int, st procStat) {
+		if hasMarker(pid, tmpdir) {
+			out = append(out, pid)
+		}
+	})
+	return out
+}
+
+// signalMarked sends sig to every process carrying tmpdir's marker. Each is
+// opened (a pidfd) before its marker is checked, so a pid given to another
+// process meanwhile is never signalled.
+func signalMarked(tmpdir string, sig syscall.Signal) {
+	for _, pid := range marked(tmpdir) {
+		proc, err := os.FindProcess(pid)
+		if err != nil {
+			continue
+		}
+		if hasMarker(pid, tmpdir) {
+			proc.Signal(sig)
+		}
+		proc.Release()
+	}
+}
+
 // groupMembers lists the live (not zombie) processes of process group pgid.
 func groupMembers(pgid int) []int {
+	var out []int
+	eachProcess(func(pid int, st procStat) {
+		if st.pgrp == pgid {
+			out = append(out, pid)
+		}
+	})
+	return out
+}
+
+// eachProcess calls f for every live (not zombie) process.
+func eachProcess(f func(pid int, st procStat)) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return
 	}
-	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		st, err := readStat(pid)
-		if err != nil || st.state == "Z" || st.pgrp != pgid {
+		if err != nil || st.state == "Z" {
 			continue
 		}
-		out = append(out, pid)
+		f(pid, st)
 	}
-	return out
 }
 
-func waitGroupGone(pgid int, d time.Duration) bool {
+// waitGone waits until neither rec's group nor a marked process is left.
+func waitGone(rec pidRecord, tmpdir string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if len(groupMembers(pgid)) == 0 {
+		if !groupIsOurs(rec, tmpdir) && len(marked(tmpdir)) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
