@@ -42,7 +42,8 @@ type ToolUse struct {
 // ToolResult is what a tool call gave back to the model. For Bash, Stdout
 // and Stderr are the command's and ExitCode its exit status (0 when it
 // succeeded, the code Claude Code reports when not, nil when unknown); for
-// other tools Stdout is the result's text.
+// other tools, and for calls that did not run (a denial), the result's
+// text is Stdout, or Stderr when IsError.
 type ToolResult struct {
 	ToolUseID string
 	IsError   bool

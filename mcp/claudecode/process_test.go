@@ -489,3 +489,23 @@ func TestStartRejectsBadKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIRetry: an overloaded API is retried by Claude Code (the events say
+// so) and is no Problem of the driver's; the turn ends once it answers.
+func TestAPIRetry(t *testing.T) {
+	h := newHarness(t, false)
+	h.api.Fail(529)
+	p := h.start(t, "s", newUUID(), false)
+	if err := p.Send(t.Context(), "hi"); err != nil {
+		t.Fatal(err)
+	}
+	got := until(t, p, func(e Event) bool { _, ok := e.(APIRetry); return ok })
+	if r := got[len(got)-1].(APIRetry); r.Status != 529 || r.Attempt != 1 || r.Delay <= 0 {
+		t.Fatalf("retry %+v", r)
+	}
+	h.api.Fail(0)
+	res := only[Result](until(t, p, isResult))
+	if res[0].IsError || res[0].Text != "OK" {
+		t.Fatalf("result %+v", res)
+	}
+}
