@@ -44,6 +44,7 @@ type Process struct {
 	pgid   int
 
 	events   chan Event
+	queue    eventQueue
 	done     chan struct{}
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -66,7 +67,8 @@ type Process struct {
 func newProcess(r *Runner, key, conversation string) *Process {
 	return &Process{
 		r: r, key: key, conversation: conversation, tmpdir: r.tmpdir(key),
-		events:   make(chan Event, 256),
+		events:   make(chan Event),
+		queue:    eventQueue{ready: make(chan struct{}, 1)},
 		done:     make(chan struct{}),
 		stopping: make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -110,6 +112,7 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 	p.cmd, p.stdin, p.stdout, p.pgid = cmd, inW, outR, cmd.Process.Pid
 	go p.read()
 	go p.wait()
+	go p.forward()
 	start, err := procStart(p.pgid)
 	if err == nil {
 		err = p.r.writePidfile(p.key, pidRecord{PID: p.pgid, Start: start, Conversation: p.conversation, TMPDIR: p.tmpdir})
@@ -141,8 +144,9 @@ func (p *Process) Send(ctx context.Context, text string) error {
 }
 
 // Events returns the process's events in order; it is closed after the
-// process exited, when Err already says why. It must be read: a consumer
-// that stops reading holds the process up.
+// process exited, when Err already says why. Events wait in memory until
+// read, so stdout is always read on (an Interrupt is acknowledged even
+// while nobody reads); after Stop the unread ones are dropped.
 func (p *Process) Events() <-chan Event { return p.events }
 
 // Answer answers the PermissionRequest requestID with d. It fails when the
@@ -262,9 +266,8 @@ func (p *Process) Stop() error {
 		p.stopped = true
 		p.mu.Unlock()
 		close(p.stopping)
-		p.wmu.Lock()
+		// Not under wmu: closing unblocks a write stuck on a full pipe.
 		p.stdin.Close()
-		p.wmu.Unlock()
 		syscall.Kill(-p.pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:
@@ -371,12 +374,7 @@ func (p *Process) handle(got parsed) {
 				"error": "parley does not handle " + got.request.Subtype},
 		})
 	}
-	for _, e := range got.events {
-		select {
-		case p.events <- e:
-		case <-p.stopping:
-		}
-	}
+	p.queue.push(got.events...)
 }
 
 // wait reaps the process. Once claude itself exited it kills what is left
@@ -431,7 +429,7 @@ func (p *Process) wait() {
 	p.r.forget(p)
 	p.r.log.Info("claudecode: exited", "key", p.key, "pid", p.pgid, "err", err)
 	// Closed only now, so a consumer that ranges over Events finds Err set.
-	close(p.events)
+	p.queue.close()
 	close(p.done)
 }
 
@@ -467,4 +465,70 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// eventQueue holds parsed events until the consumer takes them, so the
+// reader of stdout never waits for the consumer.
+type eventQueue struct {
+	mu     sync.Mutex
+	items  []Event
+	closed bool
+	ready  chan struct{} // a token when items or closed changed
+}
+
+func (q *eventQueue) push(events ...Event) {
+	if len(events) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.items = append(q.items, events...)
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *eventQueue) wake() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued events, or waits for some; closed is true when
+// no more will come.
+func (q *eventQueue) take() (events []Event, closed bool) {
+	for {
+		q.mu.Lock()
+		events, closed = q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		if len(events) > 0 || closed {
+			return events, closed
+		}
+		<-q.ready
+	}
+}
+
+// forward hands queued events to Events in order and closes it at the end.
+func (p *Process) forward() {
+	defer close(p.events)
+	for {
+		events, closed := p.queue.take()
+		for _, e := range events {
+			select {
+			case p.events <- e:
+			case <-p.stopping:
+				return
+			}
+		}
+		if closed && len(events) == 0 {
+			return
+		}
+	}
 }
