@@ -509,3 +509,60 @@ func TestAPIRetry(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 }
+
+// TestSendWhileTurnRuns: a turn sent while another streams is queued by
+// Claude Code and runs next, with the first in its history; an interrupt
+// with no turn running is acknowledged and changes nothing.
+func TestSendWhileTurnRuns(t *testing.T) {
+	h := newHarness(t, false)
+	h.api.Say(claudetest.Chunks(50*time.Millisecond, "a", "b", "c", "d"))
+	h.api.Say(claudetest.Text("second"))
+	p := h.start(t, "s", newUUID(), false)
+	if err := p.Send(t.Context(), "one"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, p, func(e Event) bool { _, ok := e.(TextDelta); return ok })
+	if err := p.Send(t.Context(), "two"); err != nil {
+		t.Fatal(err)
+	}
+	first := only[Result](until(t, p, isResult))
+	second := only[Result](until(t, p, isResult))
+	if first[0].Text != "abcd" || second[0].Text != "second" {
+		t.Fatalf("results %+v then %+v", first, second)
+	}
+	reqs := h.api.ModelRequests()
+	if len(reqs) != 2 || !strings.Contains(strings.Join(reqs[1].Texts("user"), "\n"), "one") {
+		t.Fatalf("requests %+v", reqs)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+	defer cancel()
+	if err := p.Interrupt(ctx); err != nil {
+		t.Fatalf("idle interrupt: %v", err)
+	}
+	h.api.Say(claudetest.Text("third"))
+	if r := only[Result](turn(t, p, "three")); r[0].Text != "third" {
+		t.Fatalf("after an idle interrupt: %+v", r)
+	}
+}
+
+// TestStartStopsLeftover: a process a previous run left for the same key
+// is stopped before the new one starts (two on one transcript race).
+func TestStartStopsLeftover(t *testing.T) {
+	h := newHarness(t, false)
+	conv := newUUID()
+	h.api.Say(claudetest.Text("first"))
+	left := h.start(t, "s", conv, false)
+	turn(t, left, "hello")
+
+	next := &harness{api: h.api, runner: NewRunner(h.opts), opts: h.opts}
+	p := next.start(t, "s", conv, true)
+	select {
+	case <-left.Done():
+	case <-time.After(turnTimeout):
+		t.Fatal("the leftover still runs")
+	}
+	h.api.Say(claudetest.Text("second"))
+	if r := only[Result](turn(t, p, "again")); r[0].Text != "second" {
+		t.Fatalf("result %+v", r)
+	}
+}

@@ -72,7 +72,7 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 // --include-partial-messages`, plus --session-id conversation or, with
 // resume, --resume conversation. key (a session id, file-name safe) names
 // its pidfile and its own TMPDIR under StateDir; one key runs one process
-// at a time.
+// at a time, and a process a previous run left for key is stopped first.
 //
 // Start returns once the process answered the control protocol's
 // initialize request, so a process it returns is ready for Send. Errors:
@@ -98,6 +98,15 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 	p := newProcess(r, key, conversation)
 	r.live[key] = p
 	r.mu.Unlock()
+
+	// A process a previous run left for this key would race the new one
+	// on the same transcript: stop it first.
+	if _, err := os.Stat(r.pidfile(key)); err == nil {
+		if _, err := r.reap(r.pidfile(key), key); err != nil {
+			r.forget(p)
+			return nil, err
+		}
+	}
 
 	if err := p.start(r.command(conversation, resume), r.env(p.tmpdir)); err != nil {
 		r.forget(p)
