@@ -53,25 +53,28 @@
 // # Processes, and what a crash leaves
 //
 // Each process runs in its own process group (Setpgid), with Pdeathsig
-// SIGKILL as a second line should parley die without stopping it, and with
-// TMPDIR = StateDir/tmp/<key>, which it and everything it starts inherit.
-// Claude Code starts each Bash command in a session of its own, out of
-// claude's group: the TMPDIR is what finds them. Stop closes stdin,
-// sends SIGTERM to the group, SIGKILL after a grace; once claude exited
-// (for whatever reason) the rest of its group and every process carrying
-// its TMPDIR are killed, and the pidfile and the TMPDIR removed. A pidfile
-// (pid and start time from /proc/PID/stat) is written after start, so
-// ReapStale, after a crash of parley, stops only what is provably left by
-// it: a group whose leader has the recorded start time or whose members
-// carry the TMPDIR (a group id cannot be reused while a member lives), and
-// processes carrying the TMPDIR, each signalled through a pidfd opened
-// before its environment is checked. A pid given to a stranger is left
-// alone.
+// SIGKILL as a second line should parley die without stopping it, with
+// TMPDIR = StateDir/tmp/<key>, and with a variable PARLEY_CLAUDECODE_RUN
+// of a random value that it and everything it starts inherit. Claude Code
+// starts each Bash command in a session of its own, out of claude's group:
+// the variable is what finds them (it is per process where TMPDIR is per
+// key, so a stopping process never touches its successor). Stop closes
+// stdin, sends SIGTERM to the group, SIGKILL after a grace; once claude
+// exited (for whatever reason) the rest of its group and every process
+// carrying its variable are killed, and the pidfile and the TMPDIR
+// removed. A pidfile (pid, start time from /proc/PID/stat, the variable)
+// is written after start, so ReapStale, after a crash of parley, stops
+// only what is provably left by it: a group whose leader has the recorded
+// start time or whose members carry the variable (a group id cannot be
+// reused while a member lives), and processes carrying the variable, each
+// signalled through a pidfd opened before its environment is checked. A
+// pid given to a stranger is left alone. Start does the same for its own
+// key first: two processes on one transcript race.
 //
 // The environment is the base (os.Environ by default) without any CLAUDE*
 // variable (parley may itself run inside Claude Code, whose session
 // variables must not leak into the agents it runs), then Options.ExtraEnv
-// (the operator's own, CLAUDE* allowed), then the TMPDIR.
+// (the operator's own, CLAUDE* allowed), then the TMPDIR and the variable.
 //
 // # Problems
 //

@@ -37,6 +37,7 @@ type Process struct {
 	key          string
 	conversation string
 	tmpdir       string
+	marker       string
 
 	cmd    *exec.Cmd
 	stdin  *os.File
@@ -66,7 +67,7 @@ type Process struct {
 
 func newProcess(r *Runner, key, conversation string) *Process {
 	return &Process{
-		r: r, key: key, conversation: conversation, tmpdir: r.tmpdir(key),
+		r: r, key: key, conversation: conversation, tmpdir: r.tmpdir(key), marker: newMarker(),
 		events:   make(chan Event),
 		queue:    eventQueue{ready: make(chan struct{}, 1)},
 		done:     make(chan struct{}),
@@ -115,7 +116,7 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 	go p.forward()
 	start, err := procStart(p.pgid)
 	if err == nil {
-		err = p.r.writePidfile(p.key, pidRecord{PID: p.pgid, Start: start, Conversation: p.conversation, TMPDIR: p.tmpdir})
+		err = p.r.writePidfile(p.key, pidRecord{PID: p.pgid, Start: start, Conversation: p.conversation, Marker: p.marker})
 	}
 	if err != nil {
 		// Without a pidfile a crash of parley would leave it unfound.
@@ -383,12 +384,12 @@ func (p *Process) handle(got parsed) {
 func (p *Process) wait() {
 	waitExited(p.pgid)
 	syscall.Kill(-p.pgid, syscall.SIGKILL)
-	// Its Bash commands run in sessions of their own: find them by TMPDIR.
+	// Its Bash commands run in sessions of their own: find them by marker.
 	for range 3 {
-		if len(marked(p.tmpdir)) == 0 {
+		if len(marked(p.marker)) == 0 {
 			break
 		}
-		signalMarked(p.tmpdir, syscall.SIGKILL)
+		signalMarked(p.marker, syscall.SIGKILL)
 	}
 	if p.stdout != nil {
 		select {
@@ -403,8 +404,7 @@ func (p *Process) wait() {
 		p.stdout.Close()
 	}
 	p.stdin.Close()
-	os.Remove(p.r.pidfile(p.key))
-	os.RemoveAll(p.tmpdir)
+	p.removeFiles()
 
 	p.mu.Lock()
 	switch {
@@ -531,4 +531,16 @@ func (p *Process) forward() {
 			return
 		}
 	}
+}
+
+// removeFiles removes the pidfile and the TMPDIR, unless the pidfile is no
+// longer this process's: then a successor on the key owns both.
+func (p *Process) removeFiles() {
+	b, err := os.ReadFile(p.r.pidfile(p.key))
+	var rec pidRecord
+	if err == nil && (json.Unmarshal(b, &rec) != nil || rec.Marker != p.marker) {
+		return
+	}
+	os.Remove(p.r.pidfile(p.key))
+	os.RemoveAll(p.tmpdir)
 }

@@ -295,7 +295,7 @@ func TestStopKillsGroup(t *testing.T) {
 	if err := p.Answer(req[len(req)-1].(PermissionRequest).RequestID, Decision{Allow: true}); err != nil {
 		t.Fatal(err)
 	}
-	sleeps := waitFor(t, func() []int { return commandsIn(p.tmpdir, "tail -f") }, 2)
+	sleeps := waitFor(t, func() []int { return commandsIn(p.marker, "tail -f") }, 2)
 	t.Logf("claude %d runs %v", p.pgid, sleeps)
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
@@ -303,7 +303,7 @@ func TestStopKillsGroup(t *testing.T) {
 	if left := groupMembers(p.pgid); len(left) > 0 {
 		t.Fatalf("left in the group after Stop: %v", left)
 	}
-	if left := marked(p.tmpdir); len(left) > 0 {
+	if left := marked(p.marker); len(left) > 0 {
 		t.Fatalf("left after Stop: %v", left)
 	}
 	for _, pid := range sleeps {
@@ -313,11 +313,10 @@ func TestStopKillsGroup(t *testing.T) {
 	}
 }
 
-// commandsIn lists the processes started for tmpdir's claude whose command
-// line holds s.
-func commandsIn(tmpdir string, s string) []int {
+// commandsIn lists the processes carrying marker whose command line holds s.
+func commandsIn(marker string, s string) []int {
 	var out []int
-	for _, pid := range marked(tmpdir) {
+	for _, pid := range marked(marker) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
 			out = append(out, pid)
@@ -365,13 +364,13 @@ func TestReapStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := h.runner.writePidfile("reused", pidRecord{PID: stranger.Process.Pid, Start: start + 1,
-		TMPDIR: filepath.Join(h.opts.StateDir, "tmp", "reused")}); err != nil {
+		Marker: newMarker()}); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(h.opts.StateDir, "tmp", "orphan"), 0o700)
 
 	// A Bash command that outlived its claude (killed with parley, by
-	// Pdeathsig): in a session of its own, so only its TMPDIR tells.
+	// Pdeathsig): in a session of its own, so only its marker tells.
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
@@ -379,7 +378,8 @@ func TestReapStale(t *testing.T) {
 	orphanTmp := filepath.Join(h.opts.StateDir, "tmp", "orphaned")
 	os.MkdirAll(orphanTmp, 0o700)
 	orphan := exec.Command("tail", "-f", "/dev/null")
-	orphan.Env = []string{"TMPDIR=" + orphanTmp}
+	marker := newMarker()
+	orphan.Env = []string{"TMPDIR=" + orphanTmp, marker}
 	orphan.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := orphan.Start(); err != nil {
 		t.Fatal(err)
@@ -387,7 +387,7 @@ func TestReapStale(t *testing.T) {
 	orphanDone := make(chan struct{})
 	go func() { orphan.Wait(); close(orphanDone) }()
 	t.Cleanup(func() { orphan.Process.Kill(); <-orphanDone })
-	if err := h.runner.writePidfile("orphaned", pidRecord{PID: gone.Process.Pid, Start: 1, TMPDIR: orphanTmp}); err != nil {
+	if err := h.runner.writePidfile("orphaned", pidRecord{PID: gone.Process.Pid, Start: 1, Marker: marker}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -470,12 +470,13 @@ func TestMissingCommand(t *testing.T) {
 
 func TestEnvStripsClaudeVariables(t *testing.T) {
 	r := NewRunner(Options{
-		Env:      []string{"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "TMPDIR=/tmp", "HOME=/h"},
-		ExtraEnv: []string{"CLAUDE_CODE_USE_BEDROCK=1", "TMPDIR=/elsewhere"},
+		Env: []string{"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "TMPDIR=/tmp", "HOME=/h",
+			markerVar + "=inherited"},
+		ExtraEnv: []string{"CLAUDE_CODE_USE_BEDROCK=1", "TMPDIR=/elsewhere", markerVar + "=set"},
 		StateDir: "/state",
 	})
-	got := strings.Join(r.env("/state/tmp/k"), " ")
-	want := "PATH=/bin HOME=/h CLAUDE_CODE_USE_BEDROCK=1 TMPDIR=/state/tmp/k"
+	got := strings.Join(r.env("/state/tmp/k", markerVar+"=m"), " ")
+	want := "PATH=/bin HOME=/h CLAUDE_CODE_USE_BEDROCK=1 TMPDIR=/state/tmp/k " + markerVar + "=m"
 	if got != want {
 		t.Fatalf("env %q, want %q", got, want)
 	}

@@ -16,8 +16,9 @@ import (
 
 // ReapStale stops the process groups a previous run left behind: for every
 // pidfile in StateDir whose process group still holds a process of parley's
-// (the leader with the recorded start time, or a member whose TMPDIR is the
-// one parley gave it; a bare pid may have been given to a stranger), it
+// (the leader with the recorded start time, or a member carrying the marker
+// variable parley gave it; a bare pid may have been given to a stranger),
+// and every process carrying that marker elsewhere, it
 // sends SIGTERM to the group, SIGKILL after a short grace, and it removes
 // the pidfile and the TMPDIR. It returns how many groups it stopped. Call
 // it before resuming conversations: two processes on one transcript race.
@@ -77,20 +78,20 @@ func (r *Runner) reap(pidfile, key string) (bool, error) {
 	}
 	tmpdir := r.tmpdir(key)
 	stopped := false
-	if groupIsOurs(rec, tmpdir) || len(marked(tmpdir)) > 0 {
+	if groupIsOurs(rec) || len(marked(rec.Marker)) > 0 {
 		r.log.Info("claudecode: stopping a process left by a previous run", "key", key, "pid", rec.PID)
 		// The group is verified, so signalling it as a whole is safe; the
 		// marked processes are signalled one by one.
-		if groupIsOurs(rec, tmpdir) {
+		if groupIsOurs(rec) {
 			syscall.Kill(-rec.PID, syscall.SIGTERM)
 		}
-		signalMarked(tmpdir, syscall.SIGTERM)
-		if !waitGone(rec, tmpdir, stopGrace) {
-			if groupIsOurs(rec, tmpdir) {
+		signalMarked(rec.Marker, syscall.SIGTERM)
+		if !waitGone(rec, stopGrace) {
+			if groupIsOurs(rec) {
 				syscall.Kill(-rec.PID, syscall.SIGKILL)
 			}
-			signalMarked(tmpdir, syscall.SIGKILL)
-			waitGone(rec, tmpdir, stopGrace)
+			signalMarked(rec.Marker, syscall.SIGKILL)
+			waitGone(rec, stopGrace)
 		}
 		stopped = true
 	}
@@ -104,10 +105,10 @@ func (r *Runner) reap(pidfile, key string) (bool, error) {
 }
 
 // groupIsOurs says whether process group rec.PID has a live member that is
-// the recorded process or inherited its TMPDIR. A group id cannot be given
+// the recorded process or carries its marker. A group id cannot be given
 // to a new process while a member lives, so one recognised member makes the
 // whole group ours.
-func groupIsOurs(rec pidRecord, tmpdir string) bool {
+func groupIsOurs(rec pidRecord) bool {
 	for _, pid := range groupMembers(rec.PID) {
 		if pid == rec.PID {
 			if start, err := procStart(pid); err == nil && start == rec.Start {
@@ -115,23 +116,25 @@ func groupIsOurs(rec pidRecord, tmpdir string) bool {
 			}
 			continue
 		}
-		if hasMarker(pid, tmpdir) {
+		if hasMarker(pid, rec.Marker) {
 			return true
 		}
 	}
 	return false
 }
 
-// hasMarker says whether pid's environment holds TMPDIR=tmpdir: the TMPDIR
-// parley gave one claude, inherited by everything it starts. Claude Code
-// starts each Bash command in a session (and process group) of its own, so
-// this, not the group, is what finds them all.
-func hasMarker(pid int, tmpdir string) bool {
+// hasMarker says whether pid's environment holds marker: the variable
+// (markerVar=random id) parley gave one claude, inherited by everything it
+// starts. Claude Code starts each Bash command in a session (and process
+// group) of its own, so this, not the group, is what finds them all.
+func hasMarker(pid int, marker string) bool {
+	if marker == "" {
+		return false
+	}
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
 		return false
 	}
-	marker := "TMPDIR=" + tmpdir
 	for kv := range bytes.SplitSeq(env, []byte{0}) {
 		if string(kv) == marker {
 			return true
@@ -140,27 +143,30 @@ func hasMarker(pid int, tmpdir string) bool {
 	return false
 }
 
-// marked lists the live processes carrying tmpdir's marker.
-func marked(tmpdir string) []int {
+// marked lists the live processes carrying marker.
+func marked(marker string) []int {
+	if marker == "" {
+		return nil
+	}
 	var out []int
 	eachProcess(func(pid int, st procStat) {
-		if hasMarker(pid, tmpdir) {
+		if hasMarker(pid, marker) {
 			out = append(out, pid)
 		}
 	})
 	return out
 }
 
-// signalMarked sends sig to every process carrying tmpdir's marker. Each is
-// opened (a pidfd) before its marker is checked, so a pid given to another
-// process meanwhile is never signalled.
-func signalMarked(tmpdir string, sig syscall.Signal) {
-	for _, pid := range marked(tmpdir) {
+// signalMarked sends sig to every process carrying marker. Each is opened
+// (a pidfd) before its marker is checked, so a pid given to another process
+// meanwhile is never signalled.
+func signalMarked(marker string, sig syscall.Signal) {
+	for _, pid := range marked(marker) {
 		proc, err := os.FindProcess(pid)
 		if err != nil {
 			continue
 		}
-		if hasMarker(pid, tmpdir) {
+		if hasMarker(pid, marker) {
 			proc.Signal(sig)
 		}
 		proc.Release()
@@ -198,10 +204,10 @@ func eachProcess(f func(pid int, st procStat)) {
 }
 
 // waitGone waits until neither rec's group nor a marked process is left.
-func waitGone(rec pidRecord, tmpdir string, d time.Duration) bool {
+func waitGone(rec pidRecord, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if !groupIsOurs(rec, tmpdir) && len(marked(tmpdir)) == 0 {
+		if !groupIsOurs(rec) && len(marked(rec.Marker)) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {

@@ -2,6 +2,8 @@ package claudecode
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,7 +110,7 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 		}
 	}
 
-	if err := p.start(r.command(conversation, resume), r.env(p.tmpdir)); err != nil {
+	if err := p.start(r.command(conversation, resume), r.env(p.tmpdir, p.marker)); err != nil {
 		r.forget(p)
 		return nil, err
 	}
@@ -157,26 +159,26 @@ func (r *Runner) command(conversation string, resume bool) *exec.Cmd {
 }
 
 // env builds the process's environment: the base without CLAUDE* (and
-// without TMPDIR), ExtraEnv, and its own TMPDIR last so nothing overrides
-// it: ReapStale recognises the process's group by it.
-func (r *Runner) env(tmpdir string) []string {
+// without TMPDIR), ExtraEnv, and its own TMPDIR and marker last so nothing
+// overrides them.
+func (r *Runner) env(tmpdir, marker string) []string {
 	base := r.opts.Env
 	if base == nil {
 		base = os.Environ()
 	}
 	env := make([]string, 0, len(base)+len(r.opts.ExtraEnv)+1)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, "CLAUDE") || strings.HasPrefix(kv, "TMPDIR=") {
+		if strings.HasPrefix(kv, "CLAUDE") || strings.HasPrefix(kv, "TMPDIR=") || strings.HasPrefix(kv, markerVar+"=") {
 			continue
 		}
 		env = append(env, kv)
 	}
 	for _, kv := range r.opts.ExtraEnv {
-		if !strings.HasPrefix(kv, "TMPDIR=") {
+		if !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, markerVar+"=") {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "TMPDIR="+tmpdir)
+	return append(env, "TMPDIR="+tmpdir, marker)
 }
 
 func (r *Runner) tmpdir(key string) string  { return filepath.Join(r.opts.StateDir, "tmp", key) }
@@ -188,7 +190,20 @@ type pidRecord struct {
 	PID          int    `json:"pid"`
 	Start        uint64 `json:"start"` // field 22 of /proc/PID/stat
 	Conversation string `json:"conversation"`
-	TMPDIR       string `json:"tmpdir"`
+	// Marker is the markerVar=id entry of the process's environment.
+	Marker string `json:"marker"`
+}
+
+// markerVar names the variable each process gets a random value of; every
+// process it starts inherits it, which is how they are found (see
+// hasMarker). Unlike TMPDIR it is unique per process, not per key, so a
+// process stopping never touches its successor on the same key.
+const markerVar = "PARLEY_CLAUDECODE_RUN"
+
+func newMarker() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return markerVar + "=" + hex.EncodeToString(b[:])
 }
 
 func (r *Runner) writePidfile(key string, rec pidRecord) error {
