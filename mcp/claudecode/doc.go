@@ -46,7 +46,9 @@
 // call's error; with Interrupt the turn ends (TerminalReason
 // "aborted_tools") and the process lives on. Process.Interrupt sends an
 // interrupt control_request and waits for its acknowledgement (the turn
-// ends with "aborted_streaming"). Control requests of other kinds are
+// ends with "aborted_streaming"); a prompt still waiting then is withdrawn
+// with a control_cancel_request, reported as PermissionCancel. Control
+// requests of other kinds are
 // answered with an error at once, so Claude Code never waits on parley for
 // something it did not register.
 //

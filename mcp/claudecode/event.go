@@ -62,6 +62,13 @@ type PermissionRequest struct {
 	Input       json.RawMessage
 }
 
+// PermissionCancel says Claude Code withdrew a PermissionRequest (a
+// control_cancel_request: the turn was interrupted while it waited). The
+// question to people should be withdrawn; Answer fails for it.
+type PermissionCancel struct {
+	RequestID string
+}
+
 // APIRetry is a system/api_retry line: the model's API failed and Claude
 // Code will try again after Delay.
 type APIRetry struct {
@@ -93,6 +100,7 @@ func (Text) isEvent()              {}
 func (ToolUse) isEvent()           {}
 func (ToolResult) isEvent()        {}
 func (PermissionRequest) isEvent() {}
+func (PermissionCancel) isEvent()  {}
 func (APIRetry) isEvent()          {}
 func (Result) isEvent()            {}
 

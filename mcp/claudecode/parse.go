@@ -55,6 +55,7 @@ type parsed struct {
 	events   []Event
 	request  *controlRequest
 	response *controlResponse
+	cancel   string // the id of a control request Claude Code withdrew
 	// auth is set when Claude Code cannot authenticate: "api_key" (the API
 	// refused the key) or "login" (no credentials at all).
 	auth string
@@ -130,6 +131,11 @@ func (p *parser) parse(b []byte) (parsed, error) {
 			Text: l.Result, SessionID: l.SessionID, Errors: l.Errors})
 	case "control_request":
 		p.controlRequest(l, &out)
+	case "control_cancel_request":
+		if l.RequestID != "" {
+			out.cancel = l.RequestID
+			out.events = append(out.events, PermissionCancel{RequestID: l.RequestID})
+		}
 	case "control_response":
 		var r struct {
 			Subtype   string `json:"subtype"`

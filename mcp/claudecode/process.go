@@ -108,13 +108,16 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 		return startProblem(p.r.opts.Command, err)
 	}
 	p.cmd, p.stdin, p.stdout, p.pgid = cmd, inW, outR, cmd.Process.Pid
-	go p.read()
-	go p.wait()
-	go p.forward()
+	// The pidfile is written before wait runs: until then the process,
+	// even one that exited at once, is an unreaped zombie with a start
+	// time, and wait's removal cannot come before the write.
 	start, err := procStart(p.pgid)
 	if err == nil {
 		err = p.r.writePidfile(p.key, pidRecord{PID: p.pgid, Start: start, Conversation: p.conversation, Marker: p.marker})
 	}
+	go p.read()
+	go p.wait()
+	go p.forward()
 	if err != nil {
 		// Without a pidfile a crash of parley would leave it unfound.
 		p.Stop()
@@ -160,14 +163,14 @@ func (p *Process) kill() {
 	}()
 }
 
-// Done is closed when the process exited and Events was closed.
+// Done is closed when the process exited and Err says why; Events closes
+// once the events still queued were read (or, after Stop, dropped).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Err says why the process exited, once Done or Events is closed (nil
-// before): nil
-// after Stop, ErrNoConversation for a --resume of an unknown id, a
-// *Problem when parley can tell people what to do, or the exit status with
-// the end of stderr.
+// before): nil after Stop, ErrNoConversation for a --resume of an unknown
+// id, a *Problem when parley can tell people what to do, or the exit
+// status with the end of stderr.
 func (p *Process) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -334,3 +334,36 @@ func TestSendWhileTurnRuns(t *testing.T) {
 		t.Fatalf("after an idle interrupt: %+v", r)
 	}
 }
+
+// TestInterruptWhileAsking: an interrupt while a permission prompt waits
+// withdraws the prompt (PermissionCancel); the call does not run and the
+// prompt can no longer be answered.
+func TestInterruptWhileAsking(t *testing.T) {
+	h := newHarness(t, true)
+	h.api.Say(claudetest.Bash("touch f", "Create f"))
+	p := h.start(t, "s", newUUID(), false)
+	if err := p.Send(t.Context(), "make a file f"); err != nil {
+		t.Fatal(err)
+	}
+	got := until(t, p, isPermission)
+	req := got[len(got)-1].(PermissionRequest)
+	ctx, cancel := context.WithTimeout(t.Context(), turnTimeout)
+	defer cancel()
+	if err := p.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events := until(t, p, isResult)
+	cancels := only[PermissionCancel](events)
+	if len(cancels) != 1 || cancels[0].RequestID != req.RequestID {
+		t.Fatalf("cancels %+v in %s", cancels, formatEvents(events))
+	}
+	if err := p.Answer(req.RequestID, Decision{Allow: true}); err == nil {
+		t.Error("a withdrawn prompt was answered")
+	}
+	if r := only[Result](events)[0]; r.TerminalReason != "aborted_tools" {
+		t.Fatalf("result %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(h.opts.Workdir, "f")); err == nil {
+		t.Fatal("the call ran")
+	}
+}

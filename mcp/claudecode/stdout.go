@@ -40,6 +40,9 @@ func (p *Process) handle(got parsed) {
 	if got.request != nil && got.request.Subtype == "can_use_tool" {
 		p.pending[got.request.ID] = got.request.Input
 	}
+	if got.cancel != "" {
+		delete(p.pending, got.cancel)
+	}
 	if got.response != nil {
 		if ch := p.waiting[got.response.ID]; ch != nil {
 			ch <- *got.response
