@@ -48,9 +48,8 @@
 // interrupt control_request and waits for its acknowledgement (the turn
 // ends with "aborted_streaming"); a prompt still waiting then is withdrawn
 // with a control_cancel_request, reported as PermissionCancel. Control
-// requests of other kinds are
-// answered with an error at once, so Claude Code never waits on parley for
-// something it did not register.
+// requests of other kinds are answered with an error at once, so Claude
+// Code never waits on parley for something it did not register.
 //
 // # Processes, and what a crash leaves
 //
