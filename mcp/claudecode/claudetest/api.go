@@ -91,9 +91,16 @@ type Request struct {
 	Body   []byte
 	Model  string
 	Stream bool
+	// Tools counts the tool definitions sent: Claude Code's main loop
+	// sends its tools with every turn, its side requests (titles,
+	// summaries) none.
+	Tools int
 	// Messages are the conversation the model was sent, in order.
 	Messages []Message
 }
+
+// main says whether r is a turn of the main conversation.
+func (r Request) main() bool { return r.Path == "/v1/messages" && r.Stream && r.Tools > 0 }
 
 // Message is one message of a request's conversation. A string content is
 // decoded as one text block.
@@ -160,8 +167,9 @@ func (a *API) Close() {
 	a.srv.Close()
 }
 
-// Script queues replies for the next streaming model requests, in order.
-// A request with nothing queued is answered with the text "OK".
+// Script queues replies for the next requests of the main conversation,
+// in order; side requests never take them. A request with nothing queued
+// is answered with the text "OK".
 func (a *API) Script(replies ...Reply) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -187,12 +195,12 @@ func (a *API) Requests() []Request {
 	return append([]Request(nil), a.requests...)
 }
 
-// ModelRequests returns the streaming /v1/messages requests: the turns of
-// the main conversation, without side requests.
+// ModelRequests returns the requests of the main conversation (streaming
+// /v1/messages with tools), without side requests.
 func (a *API) ModelRequests() []Request {
 	var out []Request
 	for _, r := range a.Requests() {
-		if r.Path == "/v1/messages" && r.Stream {
+		if r.main() {
 			out = append(out, r)
 		}
 	}
@@ -219,15 +227,16 @@ func (a *API) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 func (a *API) record(r *http.Request, body []byte) (Request, Reply, int) {
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	var wire struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
+		Model    string            `json:"model"`
+		Stream   bool              `json:"stream"`
+		Tools    []json.RawMessage `json:"tools"`
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
 	if json.Unmarshal(body, &wire) == nil {
-		req.Model, req.Stream = wire.Model, wire.Stream
+		req.Model, req.Stream, req.Tools = wire.Model, wire.Stream, len(wire.Tools)
 		for _, m := range wire.Messages {
 			req.Messages = append(req.Messages, Message{Role: m.Role, Content: decodeContent(m.Content)})
 		}
@@ -239,7 +248,7 @@ func (a *API) record(r *http.Request, body []byte) (Request, Reply, int) {
 	a.changed = make(chan struct{})
 	a.n++
 	var reply Reply
-	if req.Path == "/v1/messages" && req.Stream && len(a.script) > 0 {
+	if req.main() && len(a.script) > 0 {
 		reply, a.script = a.script[0], a.script[1:]
 	}
 	return req, reply, a.n
@@ -295,8 +304,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 	case req.Path != "/v1/messages":
 		writeError(w, http.StatusNotFound, n)
 	case !req.Stream:
-		// Side requests Claude Code makes outside the main loop (titles,
-		// summaries) are short and not streamed: a short answer serves them.
+		// A side request Claude Code makes outside the main loop (a title,
+		// a summary) is served by a short answer.
 		writeJSON(w, message(n, req.Model, []any{map[string]string{"type": "text", "text": "OK"}}, "end_turn"))
 	default:
 		if len(reply.Blocks) == 0 {

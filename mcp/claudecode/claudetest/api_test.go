@@ -31,7 +31,7 @@ func TestStreamIsAnthropics(t *testing.T) {
 	api := NewAPI(t)
 	api.Say(Chunks(0, "Hel", "lo"), Bash("ls", "List"))
 	resp := post(t, api.URL+"/v1/messages?beta=true", APIKey,
-		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"},`+
+		`{"model":"m","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"hi"},`+
 			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":true,"content":[{"type":"text","text":"no"}]}]}]}`)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
@@ -102,7 +102,7 @@ func TestErrorsAreAnthropics(t *testing.T) {
 			t.Fatalf("status %d body %s", resp.StatusCode, b)
 		}
 	}
-	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`
 	check(post(t, api.URL+"/v1/messages", "sk-wrong", body), 401, "authentication_error")
 	api.Fail(529)
 	check(post(t, api.URL+"/v1/messages", APIKey, body), 529, "overloaded_error")
@@ -121,5 +121,50 @@ func TestErrorsAreAnthropics(t *testing.T) {
 	}
 	if n := len(api.Requests()); n != 5 {
 		t.Fatalf("%d requests recorded", n)
+	}
+}
+
+// TestSideRequests: requests outside the main loop are answered without
+// taking the script.
+func TestSideRequests(t *testing.T) {
+	api := NewAPI(t)
+	api.Say(Text("scripted"))
+	side := post(t, api.URL+"/v1/messages", APIKey, `{"model":"small","max_tokens":50,"messages":[{"role":"user","content":"title?"}]}`)
+	var msg struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.NewDecoder(side.Body).Decode(&msg); err != nil || len(msg.Content) != 1 || msg.Content[0].Text != "OK" {
+		t.Fatalf("side answer %+v: %v", msg, err)
+	}
+	streamed := post(t, api.URL+"/v1/messages", APIKey, `{"model":"small","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	b, _ := io.ReadAll(streamed.Body)
+	if !strings.Contains(string(b), `"text":"OK"`) {
+		t.Fatalf("streamed side answer %s", b)
+	}
+	main := post(t, api.URL+"/v1/messages", APIKey, `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`)
+	b, _ = io.ReadAll(main.Body)
+	if !strings.Contains(string(b), `"text":"scripted"`) || len(api.ModelRequests()) != 1 {
+		t.Fatalf("main answer %s", b)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	env := Env(t, "http://127.0.0.1:1")
+	got := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
+		if got[k] == "" {
+			t.Errorf("no %s", k)
+		}
+	}
+	if got["ANTHROPIC_BASE_URL"] != "http://127.0.0.1:1" || got["ANTHROPIC_API_KEY"] != APIKey ||
+		got["DISABLE_TELEMETRY"] != "1" || got["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] != "1" {
+		t.Fatalf("env %v", env)
+	}
+	if got["HOME"] == got["TMPDIR"] {
+		t.Fatal("HOME and TMPDIR are one directory")
 	}
 }
