@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -55,6 +56,26 @@ func startProblem(command string, err error) error {
 		}
 	}
 	return fmt.Errorf("claudecode: start %s: %w", command, err)
+}
+
+// checkWorkdir makes a missing working directory a Problem of its own:
+// exec reports it as the same "no such file" as a missing command.
+func checkWorkdir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	if err == nil && !st.IsDir() {
+		err = fmt.Errorf("not a directory")
+	}
+	if err != nil {
+		return &Problem{
+			Cause: fmt.Sprintf("the agent's working directory %q cannot be used", dir),
+			Fix:   "create it, or set [agent] workdir (PARLEY_AGENT_WORKDIR) to a directory that exists",
+			Err:   err,
+		}
+	}
+	return nil
 }
 
 // authProblem is the Problem for an authentication failure seen on stdout

@@ -2,9 +2,13 @@ package claudecode
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/parley-chat/parley/mcp/claudecode/claudetest"
 )
 
 func TestInvalidAPIKey(t *testing.T) {
@@ -79,5 +83,38 @@ func TestAPIRetry(t *testing.T) {
 	res := only[Result](until(t, p, isResult))
 	if res[0].IsError || res[0].Text != "OK" {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestMissingWorkdir(t *testing.T) {
+	cli := claudetest.CLI(t)
+	dir := filepath.Join(t.TempDir(), "gone")
+	r := NewRunner(Options{Command: cli, Workdir: dir, StateDir: t.TempDir()})
+	_, err := r.Start(t.Context(), "s", newUUID(), false)
+	var pr *Problem
+	if !errors.As(err, &pr) || !strings.Contains(pr.Cause, "working directory") || !strings.Contains(pr.Fix, "PARLEY_AGENT_WORKDIR") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestCrashReported: claude killed from outside ends Events, Err says how,
+// and its files are gone.
+func TestCrashReported(t *testing.T) {
+	h := newHarness(t, false)
+	p := h.start(t, "s", newUUID(), false)
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range p.Events() {
+	}
+	var pr *Problem
+	if err := p.Err(); err == nil || errors.As(err, &pr) || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.opts.StateDir, "s.pid")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pidfile left: %v", err)
+	}
+	if err := p.Send(t.Context(), "hi"); err == nil {
+		t.Error("sent to a dead process")
 	}
 }

@@ -92,6 +92,9 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 	if r.opts.StateDir == "" {
 		return nil, errors.New("claudecode: no StateDir")
 	}
+	if err := checkWorkdir(r.opts.Workdir); err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	if old := r.live[key]; old != nil {
 		r.mu.Unlock()
