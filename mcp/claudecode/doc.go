@@ -87,6 +87,10 @@
 // is retried by Claude Code and reported as APIRetry events; how long to
 // wait is the caller's decision.
 //
+// Finding and stopping processes reads Linux's /proc and uses waitid and
+// Pdeathsig, so processes run on Linux only; elsewhere Start returns a
+// Problem saying so (parley as a channel works everywhere).
+//
 // Checked against Claude Code 2.1.328 (claudetest.ClaudeCodeVersion); the
 // recorded lines under testdata are its output.
 package claudecode

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 const (
@@ -139,11 +138,11 @@ func (p *Process) Stop() error {
 		close(p.stopping)
 		// Not under wmu: closing unblocks a write stuck on a full pipe.
 		p.stdin.Close()
-		syscall.Kill(-p.pgid, syscall.SIGTERM)
+		signalGroup(p.pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):
-			syscall.Kill(-p.pgid, syscall.SIGKILL)
+			signalGroup(p.pgid, syscall.SIGKILL)
 		}
 	})
 	<-p.done
@@ -153,12 +152,12 @@ func (p *Process) Stop() error {
 // kill ends the process for a reason of its own (a Problem); Err reports
 // the reason.
 func (p *Process) kill() {
-	syscall.Kill(-p.pgid, syscall.SIGTERM)
+	signalGroup(p.pgid, syscall.SIGTERM)
 	go func() {
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):
-			syscall.Kill(-p.pgid, syscall.SIGKILL)
+			signalGroup(p.pgid, syscall.SIGKILL)
 		}
 	}()
 }
@@ -190,7 +189,7 @@ func (p *Process) exitErr() error {
 // cannot reach a stranger), and what it started elsewhere.
 func (p *Process) wait() {
 	waitExited(p.pgid)
-	syscall.Kill(-p.pgid, syscall.SIGKILL)
+	signalGroup(p.pgid, syscall.SIGKILL)
 	// Its Bash commands run in sessions of their own: find them by marker.
 	for range 3 {
 		if len(marked(p.marker)) == 0 {
@@ -238,19 +237,6 @@ func (p *Process) wait() {
 	// Closed only now, so a consumer that ranges over Events finds Err set.
 	p.queue.close()
 	close(p.done)
-}
-
-// waitExited blocks until pid exited, without reaping it (WNOWAIT).
-func waitExited(pid int) {
-	const pPID = 1
-	var info [128]byte // siginfo_t
-	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
-			uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
-		if errno != syscall.EINTR {
-			return
-		}
-	}
 }
 
 // removeFiles removes the pidfile and the TMPDIR, unless the pidfile is no

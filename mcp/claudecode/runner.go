@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Options configure a Runner.
@@ -92,6 +91,9 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 	if r.opts.StateDir == "" {
 		return nil, errors.New("claudecode: no StateDir")
 	}
+	if err := supported(); err != nil {
+		return nil, err
+	}
 	if err := checkWorkdir(r.opts.Workdir); err != nil {
 		return nil, err
 	}
@@ -154,10 +156,7 @@ func (r *Runner) command(conversation string, resume bool) *exec.Cmd {
 	args = append(args, r.opts.Args...)
 	cmd := exec.Command(r.opts.Command, args...)
 	cmd.Dir = r.opts.Workdir
-	// Its own process group, so Stop and ReapStale reach the tools and MCP
-	// servers it starts too (they survive a kill of claude alone);
-	// Pdeathsig is a second line for when parley dies without stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	return cmd
 }
 
