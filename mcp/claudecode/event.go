@@ -42,7 +42,8 @@ type ToolUse struct {
 // ToolResult is what a tool call gave back to the model. For Bash, Stdout
 // and Stderr are the command's and ExitCode its exit status (0 when it
 // succeeded, the code Claude Code reports when not, nil when unknown); for
-// other tools Stdout is the result's text.
+// other tools, and for calls that did not run (a denial), the result's
+// text is Stdout, or Stderr when IsError.
 type ToolResult struct {
 	ToolUseID string
 	IsError   bool
@@ -61,12 +62,22 @@ type PermissionRequest struct {
 	Input       json.RawMessage
 }
 
+// PermissionCancel says Claude Code withdrew a PermissionRequest (a
+// control_cancel_request: the turn was interrupted while it waited). The
+// question to people should be withdrawn; Answer fails for it.
+type PermissionCancel struct {
+	RequestID string
+}
+
 // APIRetry is a system/api_retry line: the model's API failed and Claude
 // Code will try again after Delay.
 type APIRetry struct {
 	Attempt int
 	Delay   time.Duration
 	Error   string
+	// Status is the HTTP status the API answered (0 when it could not be
+	// reached at all).
+	Status int
 }
 
 // Result ends a turn. Subtype is "success" or an error subtype;
@@ -79,6 +90,8 @@ type Result struct {
 	// Text is the result line's final text (the last text block).
 	Text      string
 	SessionID string
+	// Errors are the result line's error messages, when it has any.
+	Errors []string
 }
 
 func (Init) isEvent()              {}
@@ -87,6 +100,7 @@ func (Text) isEvent()              {}
 func (ToolUse) isEvent()           {}
 func (ToolResult) isEvent()        {}
 func (PermissionRequest) isEvent() {}
+func (PermissionCancel) isEvent()  {}
 func (APIRetry) isEvent()          {}
 func (Result) isEvent()            {}
 

@@ -1,0 +1,96 @@
+package claudecode
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// ErrNoConversation is Start's error when resume was asked for a
+// conversation Claude Code has no transcript of: it was never started, or
+// its first turn was killed before Claude Code wrote it. The caller starts
+// it afresh with resume=false.
+var ErrNoConversation = errors.New("claudecode: Claude Code has no conversation by that id")
+
+// Problem is a failure people can act on: what went wrong and what fixes
+// it, in words for the people of a session (parley posts them as they are).
+type Problem struct {
+	// Cause says what went wrong: `the agent command "claude" is not
+	// installed (not found on PATH)`.
+	Cause string
+	// Fix says what to do about it.
+	Fix string
+	// Err is the underlying error, when there is one.
+	Err error
+}
+
+func (p *Problem) Error() string {
+	s := "claudecode: " + p.Cause
+	if p.Err != nil {
+		s += ": " + p.Err.Error()
+	}
+	return s
+}
+
+func (p *Problem) Unwrap() error { return p.Err }
+
+const fixCommand = "install Claude Code: npm install -g @anthropic-ai/claude-code, or set [agent] command (PARLEY_AGENT_COMMAND)"
+
+// startProblem turns an error of exec.Cmd.Start into a Problem when it is
+// one people can fix.
+func startProblem(command string, err error) error {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return &Problem{
+			Cause: fmt.Sprintf("the agent command %q is not installed (not found on PATH)", command),
+			Fix:   fixCommand, Err: err,
+		}
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		return &Problem{
+			Cause: fmt.Sprintf("the agent command %q cannot be run", command),
+			Fix:   "make it an executable Claude Code binary, or set [agent] command (PARLEY_AGENT_COMMAND)",
+			Err:   err,
+		}
+	}
+	return fmt.Errorf("claudecode: start %s: %w", command, err)
+}
+
+// checkWorkdir makes a missing working directory a Problem of its own:
+// exec reports it as the same "no such file" as a missing command.
+func checkWorkdir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	if err == nil && !st.IsDir() {
+		err = fmt.Errorf("not a directory")
+	}
+	if err != nil {
+		return &Problem{
+			Cause: fmt.Sprintf("the agent's working directory %q cannot be used", dir),
+			Fix:   "create it, or set [agent] workdir (PARLEY_AGENT_WORKDIR) to a directory that exists",
+			Err:   err,
+		}
+	}
+	return nil
+}
+
+// authProblem is the Problem for an authentication failure seen on stdout
+// (see parsed.auth).
+func authProblem(kind string) *Problem {
+	if kind == "login" {
+		return &Problem{
+			Cause: "Claude Code is not logged in",
+			Fix: "run claude and /login as the user parley runs as, or set ANTHROPIC_API_KEY in parley's " +
+				"environment or in [agent] env",
+		}
+	}
+	return &Problem{
+		Cause: "the Anthropic API refused Claude Code's credentials (401 invalid x-api-key)",
+		Fix: "set a valid ANTHROPIC_API_KEY in parley's environment or in [agent] env, or log in again " +
+			"with claude /login as the user parley runs as",
+	}
+}

@@ -1,0 +1,225 @@
+package claudecode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// Options configure a Runner.
+type Options struct {
+	// Command is the Claude Code binary, a path or a name looked up on
+	// PATH; default "claude".
+	Command string
+	// Args are extra arguments, after parley's own.
+	Args []string
+	// Workdir is the process's working directory; empty: parley's own.
+	Workdir string
+	// Env is the base environment (nil: os.Environ()). Every CLAUDE*
+	// variable is stripped from it: parley running inside Claude Code must
+	// not hand its own session's settings to the agents it runs.
+	Env []string
+	// ExtraEnv is appended after stripping ([agent] env): the operator's
+	// own settings, CLAUDE* allowed here.
+	ExtraEnv []string
+	// StateDir holds the pidfiles and per-process TMPDIRs (data_dir/agents).
+	StateDir string
+	// AskPermissions passes --permission-prompt-tool stdio: every
+	// permission prompt becomes a PermissionRequest event, answered with
+	// Process.Answer.
+	AskPermissions bool
+	// Logger receives what the processes print on stderr (debug) and how
+	// they end; nil discards.
+	Logger *slog.Logger
+}
+
+// Runner starts Claude Code processes and keeps track of them, on disk too,
+// so that a later run can stop what a crashed one left behind.
+type Runner struct {
+	opts Options
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	live map[string]*Process // by key
+}
+
+// NewRunner returns a Runner with opts; it starts nothing.
+func NewRunner(opts Options) *Runner {
+	if opts.Command == "" {
+		opts.Command = "claude"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{opts: opts, log: log, live: map[string]*Process{}}
+}
+
+// keyPattern keeps keys usable as file names in StateDir.
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+
+// Start starts one long-lived process for conversation (a UUID): `-p
+// --input-format stream-json --output-format stream-json --verbose
+// --include-partial-messages`, plus --session-id conversation or, with
+// resume, --resume conversation. key (a session id, file-name safe) names
+// its pidfile and its own TMPDIR under StateDir; one key runs one process
+// at a time, and a process a previous run left for key is stopped first.
+//
+// Start returns once the process answered the control protocol's
+// initialize request, so a process it returns is ready for Send. Errors:
+// ErrNoConversation when resume was asked and Claude Code has no
+// conversation by that id (a first turn killed mid-way leaves none: start
+// it afresh with resume=false); a *Problem when the command cannot run or
+// cannot log in; ctx's error when ctx ended first (the process is stopped).
+func (r *Runner) Start(ctx context.Context, key, conversation string, resume bool) (*Process, error) {
+	if !keyPattern.MatchString(key) {
+		return nil, fmt.Errorf("claudecode: key %q is not a file-name-safe id", key)
+	}
+	if conversation == "" || strings.HasPrefix(conversation, "-") {
+		return nil, fmt.Errorf("claudecode: conversation id %q is not a UUID", conversation)
+	}
+	if r.opts.StateDir == "" {
+		return nil, errors.New("claudecode: no StateDir")
+	}
+	if err := supported(); err != nil {
+		return nil, err
+	}
+	if err := checkWorkdir(r.opts.Workdir); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if old := r.live[key]; old != nil {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("claudecode: a process for %s is already running", key)
+	}
+	p := newProcess(r, key, conversation)
+	r.live[key] = p
+	r.mu.Unlock()
+
+	// A process a previous run left for this key would race the new one
+	// on the same transcript: stop it first.
+	if _, err := os.Stat(r.pidfile(key)); err == nil {
+		if _, err := r.reap(r.pidfile(key), key); err != nil {
+			r.forget(p)
+			return nil, err
+		}
+	}
+
+	if err := p.start(r.command(conversation, resume), r.env(p.tmpdir, p.marker)); err != nil {
+		r.forget(p)
+		return nil, err
+	}
+	if err := p.initialize(ctx); err != nil {
+		p.Stop()
+		if errors.Is(p.Err(), ErrNoConversation) || isProblem(p.Err()) {
+			return nil, p.Err()
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+func isProblem(err error) bool {
+	var pr *Problem
+	return errors.As(err, &pr)
+}
+
+func (r *Runner) forget(p *Process) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.live[p.key] == p {
+		delete(r.live, p.key)
+	}
+}
+
+func (r *Runner) command(conversation string, resume bool) *exec.Cmd {
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
+		"--verbose", "--include-partial-messages"}
+	if r.opts.AskPermissions {
+		args = append(args, "--permission-prompt-tool", "stdio")
+	}
+	if resume {
+		args = append(args, "--resume", conversation)
+	} else {
+		args = append(args, "--session-id", conversation)
+	}
+	args = append(args, r.opts.Args...)
+	cmd := exec.Command(r.opts.Command, args...)
+	cmd.Dir = r.opts.Workdir
+	cmd.SysProcAttr = sysProcAttr()
+	return cmd
+}
+
+// env builds the process's environment: the base without CLAUDE* (and
+// without TMPDIR), ExtraEnv, and its own TMPDIR and marker last so nothing
+// overrides them.
+func (r *Runner) env(tmpdir, marker string) []string {
+	base := r.opts.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make([]string, 0, len(base)+len(r.opts.ExtraEnv)+1)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, "CLAUDE") || strings.HasPrefix(kv, "TMPDIR=") || strings.HasPrefix(kv, markerVar+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, kv := range r.opts.ExtraEnv {
+		if !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, markerVar+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TMPDIR="+tmpdir, marker)
+}
+
+func (r *Runner) tmpdir(key string) string  { return filepath.Join(r.opts.StateDir, "tmp", key) }
+func (r *Runner) pidfile(key string) string { return filepath.Join(r.opts.StateDir, key+".pid") }
+
+// pidRecord is a pidfile's content: enough to recognise the process later
+// even when its pid was given to another process meanwhile.
+type pidRecord struct {
+	PID          int    `json:"pid"`
+	Start        uint64 `json:"start"` // field 22 of /proc/PID/stat
+	Conversation string `json:"conversation"`
+	// Marker is the markerVar=id entry of the process's environment.
+	Marker string `json:"marker"`
+}
+
+// markerVar names the variable each process gets a random value of; every
+// process it starts inherits it, which is how they are found (see
+// hasMarker). Unlike TMPDIR it is unique per process, not per key, so a
+// process stopping never touches its successor on the same key.
+const markerVar = "PARLEY_CLAUDECODE_RUN"
+
+func newMarker() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return markerVar + "=" + hex.EncodeToString(b[:])
+}
+
+func (r *Runner) writePidfile(key string, rec pidRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("claudecode: pidfile: %w", err)
+	}
+	path := r.pidfile(key)
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("claudecode: pidfile: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("claudecode: pidfile: %w", err)
+	}
+	return nil
+}

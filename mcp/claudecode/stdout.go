@@ -1,0 +1,163 @@
+package claudecode
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+)
+
+// read turns stdout into events until it closes.
+func (p *Process) read() {
+	defer close(p.readDone)
+	log := p.r.log.With("key", p.key, "pid", p.pgid)
+	parse := newParser()
+	br := bufio.NewReaderSize(p.stdout, 64*1024)
+	for {
+		// ReadBytes has no limit: the initialize answer and tool results
+		// run to several MiB.
+		b, err := br.ReadBytes('\n')
+		if len(b) > 0 {
+			got, perr := parse.parse(b)
+			if perr != nil {
+				log.Debug("claudecode: skipped a line", "err", perr, "line", truncate(string(b), 200))
+			}
+			p.handle(got)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				log.Debug("claudecode: stdout", "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (p *Process) handle(got parsed) {
+	p.mu.Lock()
+	if got.request != nil && got.request.Subtype == "can_use_tool" {
+		p.pending[got.request.ID] = got.request.Input
+	}
+	if got.cancel != "" {
+		delete(p.pending, got.cancel)
+	}
+	if got.response != nil {
+		if ch := p.waiting[got.response.ID]; ch != nil {
+			ch <- *got.response
+		}
+	}
+	if got.noConversation {
+		p.noConversation = true
+	}
+	newProblem := got.auth != "" && p.problem == nil
+	if newProblem {
+		p.problem = authProblem(got.auth)
+	}
+	p.mu.Unlock()
+	if newProblem {
+		// Claude Code retries a refused key for minutes: nothing will get
+		// better, so end it now and say why.
+		p.r.log.Warn("claudecode: "+p.problem.Cause, "key", p.key)
+		p.kill()
+	}
+	if got.request != nil && got.request.Subtype != "can_use_tool" {
+		// Claude Code waits for an answer to every control request; parley
+		// registered no hooks or SDK MCP servers, so say so rather than
+		// leave it waiting.
+		go p.write(context.Background(), map[string]any{
+			"type": "control_response",
+			"response": map[string]any{"subtype": "error", "request_id": got.request.ID,
+				"error": "parley does not handle " + got.request.Subtype},
+		})
+	}
+	p.queue.push(got.events...)
+}
+
+// stderrTail keeps the end of stderr for exit errors and logs each chunk.
+type stderrTail struct{ p *Process }
+
+func (s *stderrTail) Write(b []byte) (int, error) {
+	s.p.r.log.Debug("claudecode: stderr", "key", s.p.key, "text", truncate(string(b), 1000))
+	s.p.mu.Lock()
+	s.p.stderr = append(s.p.stderr, b...)
+	if over := len(s.p.stderr) - stderrKeep; over > 0 {
+		s.p.stderr = append([]byte(nil), s.p.stderr[over:]...)
+	}
+	s.p.mu.Unlock()
+	return len(b), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// eventQueue holds parsed events until the consumer takes them, so the
+// reader of stdout never waits for the consumer.
+type eventQueue struct {
+	mu     sync.Mutex
+	items  []Event
+	closed bool
+	ready  chan struct{} // a token when items or closed changed
+}
+
+func (q *eventQueue) push(events ...Event) {
+	if len(events) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.items = append(q.items, events...)
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *eventQueue) wake() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued events, or waits for some; closed is true when
+// no more will come.
+func (q *eventQueue) take() (events []Event, closed bool) {
+	for {
+		q.mu.Lock()
+		events, closed = q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		if len(events) > 0 || closed {
+			return events, closed
+		}
+		<-q.ready
+	}
+}
+
+// forward hands queued events to Events in order and closes it at the end.
+func (p *Process) forward() {
+	defer close(p.events)
+	for {
+		events, closed := p.queue.take()
+		for _, e := range events {
+			select {
+			case p.events <- e:
+			case <-p.stopping:
+				return
+			}
+		}
+		if closed && len(events) == 0 {
+			return
+		}
+	}
+}
