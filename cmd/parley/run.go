@@ -20,6 +20,7 @@ import (
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp"
+	"github.com/parley-chat/parley/mcp/orchestrator"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
@@ -198,6 +199,9 @@ type Main struct {
 	mcp     *mcp.Server
 	metrics *metrics.Metrics
 	http    *httpServer
+	// agents runs [agent] kind's agent for each session; nil when parley
+	// runs none.
+	agents *orchestrator.Orchestrator
 }
 
 // Open builds the adapters and opens the daemon.
@@ -275,6 +279,24 @@ func (m *Main) Open(ctx context.Context) error {
 		d.Close()
 		return err
 	}
+	agents, runner, err := m.newOrchestrator()
+	if err != nil {
+		m.http.ln.Close()
+		m.mcp.Close()
+		d.Close()
+		return fmt.Errorf("agent: %w", err)
+	}
+	if runner != nil {
+		// Two processes on one transcript race: what a killed parley left
+		// running stops before any conversation is resumed.
+		n, err := runner.ReapStale()
+		if err != nil {
+			m.Logger.Warn("agents of a previous run may still be running", "err", err)
+		} else if n > 0 {
+			m.Logger.Info("stopped agents a previous run left running", "count", n)
+		}
+	}
+	m.agents = agents
 	names := make([]string, 0, len(d.Adapters()))
 	for _, a := range d.Adapters() {
 		names = append(names, string(a.Name()))
@@ -299,6 +321,15 @@ func (m *Main) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); m.mcp.Run(ctx) }()
 	var httpErr error
 	go func() { defer wg.Done(); httpErr = m.http.serve(ctx) }()
+	if m.agents != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.agents.Run(ctx); err != nil {
+				m.Logger.Error("the agents stopped", "err", err)
+			}
+		}()
+	}
 	err := m.daemon.Run(ctx)
 	wg.Wait()
 	m.Logger.Info("parley stopped")
