@@ -54,8 +54,12 @@ func (d *Dispatcher) enqueueOutput(s Session, a Adapter, e Event, j *delivery) {
 	// it replaces), it goes before other sessions' streaming edits, is not
 	// held to the edit interval, and may take the last slots of a group
 	// budget that streaming edits leave to new messages (see Outbox).
+	// The first text of a turn, which posts its output message, is what
+	// the person waits for too: at send priority it goes before tidying
+	// up (deleting the previous input) and is not held to the edit
+	// interval. Later streaming edits wait their turn.
 	prio := OpEdit
-	if e.Final {
+	if e.Final || calls[0] == OpSend {
 		prio = OpSend
 	}
 	d.outbox.Enqueue(Op{Kind: prio, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
