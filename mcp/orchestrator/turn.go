@@ -112,6 +112,14 @@ func (w *worker) onEvent(ctx context.Context, ev claudecode.Event) {
 		w.post(ctx, "ui.tool_output", args)
 	case claudecode.PermissionRequest:
 		w.ask(ctx, e)
+	case claudecode.PermissionCancel:
+		// Claude Code withdrew the prompt (an interrupt came while it
+		// waited): ending the ui.request_approval call withdraws the
+		// question from the people too; nobody answers the agent.
+		if cancel, ok := t.approvals[e.RequestID]; ok {
+			cancel()
+			delete(t.approvals, e.RequestID)
+		}
 	case claudecode.APIRetry:
 		t.lastRetry = e.Error
 		w.log.Debug("the model's API failed; Claude Code retries", "attempt", e.Attempt, "delay", e.Delay, "err", e.Error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/mcp/claudecode"
@@ -419,7 +420,7 @@ func (w *worker) failed(ctx context.Context, what string, err error) {
 		return
 	}
 	w.log.Warn("the agent failed", "what", what, "err", err)
-	text := fmt.Sprintf("⚠️ Claude Code %s: %v\n\nYour message is kept: send another message to try again.", what, err)
+	text := failureNotice(what, err)
 	if _, ok := w.post(ctx, "chat.assistant.post", map[string]any{"content": text,
 		"idempotency_key": "orchestrator/failed/" + w.id + "/" + last}); !ok {
 		return
@@ -488,4 +489,22 @@ func (a *alarm) C() <-chan time.Time {
 		return nil
 	}
 	return a.t.C
+}
+
+// failureNotice is what people read when the agent failed: the cause and
+// the fix when the driver knows them (a claudecode.Problem), the error
+// otherwise, and that their message is kept.
+func failureNotice(what string, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⚠️ Claude Code %s: ", what)
+	if p, ok := errors.AsType[*claudecode.Problem](err); ok {
+		b.WriteString(p.Cause)
+		if p.Fix != "" {
+			b.WriteString(".\nTo fix it: " + p.Fix)
+		}
+	} else {
+		b.WriteString(err.Error())
+	}
+	b.WriteString(".\n\nYour message is kept: send another message to try again.")
+	return b.String()
 }
