@@ -31,6 +31,9 @@ type tgStack struct {
 	agent *agent
 	// logger, when set before start, receives the daemon's log.
 	logger *slog.Logger
+	// noAgent, when set before start, connects no test agent: parley runs
+	// its own ([agent] kind).
+	noAgent bool
 }
 
 func newTGStack(t *testing.T, rich bool) *tgStack {
@@ -40,6 +43,15 @@ func newTGStack(t *testing.T, rich bool) *tgStack {
 
 func newTGStackWith(t *testing.T, opts telegramtest.Options) *tgStack {
 	t.Helper()
+	st := newTGStackStopped(t, opts)
+	st.start()
+	return st
+}
+
+// newTGStackStopped is newTGStackWith before start: the test changes the
+// configuration first.
+func newTGStackStopped(t *testing.T, opts telegramtest.Options) *tgStack {
+	t.Helper()
 	srv := telegramtest.NewServer(t, opts)
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
@@ -47,7 +59,6 @@ func newTGStackWith(t *testing.T, opts telegramtest.Options) *tgStack {
 	st.cfg.HTTP.Listen = "127.0.0.1:0"
 	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
 	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
-	st.start()
 	return st
 }
 
@@ -76,6 +87,9 @@ func (st *tgStack) start() {
 	}
 	st.t.Cleanup(st.stop)
 	awaitStarted(st.t, st.m)
+	if st.noAgent {
+		return
+	}
 	st.agent = connectAgent(st.t, st.m.Addr())
 	sub, done2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done2()
