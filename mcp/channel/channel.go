@@ -105,14 +105,15 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	defer cancel()
 	fatal := make(chan error, 1)
 	wg.Go(func() {
-		if err := bindSession(ctx, d, opts); err != nil {
+		created, err := bindSession(ctx, d, opts)
+		if err != nil {
 			if ctx.Err() == nil {
 				fatal <- err
 				cancel()
 			}
 			return
 		}
-		p := &pump{d: d, io: sio, log: log, resync: opts.Resync}
+		p := &pump{d: d, io: sio, log: log, resync: opts.Resync, fresh: created}
 		if err := p.run(ctx); err != nil && ctx.Err() == nil {
 			fatal <- err
 			cancel()
@@ -131,10 +132,12 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 
 // bindSession binds d to the session of opts, creating it (session.create
 // on an unbound connection) when none is given. A daemon that is down is
-// waited for; a refusal (an unknown session) is returned.
-func bindSession(ctx context.Context, d *daemon, opts Options) error {
+// waited for; a refusal (an unknown session) is returned. created says the
+// channel made the session.
+func bindSession(ctx context.Context, d *daemon, opts Options) (created bool, err error) {
 	id := opts.Session
 	if id == "" {
+		created = true
 		var res struct {
 			SessionID core.SessionID `json:"session_id"`
 		}
@@ -143,7 +146,7 @@ func bindSession(ctx context.Context, d *daemon, opts Options) error {
 			args["title"] = opts.Title
 		}
 		if err := retry(ctx, func() error { return d.call(ctx, "session.create", args, &res) }); err != nil {
-			return fmt.Errorf("channel: creating a session: %w", err)
+			return false, fmt.Errorf("channel: creating a session: %w", err)
 		}
 		id = res.SessionID
 		opts.Logger.Info("created a session for this channel; pass --session to bind to it again", "session", id)
@@ -154,13 +157,13 @@ func bindSession(ctx context.Context, d *daemon, opts Options) error {
 		_, _, err := d.conn(ctx)
 		return err
 	}); err != nil {
-		return fmt.Errorf("channel: binding to session %s: %w", id, err)
+		return false, fmt.Errorf("channel: binding to session %s: %w", id, err)
 	}
 	opts.Logger.Info("channel bound to a parley session", "session", id)
 	if opts.OnSession != nil {
 		opts.OnSession(id)
 	}
-	return nil
+	return created, nil
 }
 
 // instructions are added to Claude's system prompt (the channels

@@ -60,6 +60,7 @@ type pump struct {
 	io     *stdio
 	log    *slog.Logger
 	resync time.Duration
+	fresh  bool // the channel created the session: all of it is new
 	wm     core.MessageID
 }
 
@@ -96,7 +97,8 @@ func (p *pump) run(ctx context.Context) error {
 
 // load reads the watermark kept with the session. Without one (a first
 // run), it starts after the last message the agent side wrote, so that an
-// old session's history is not pushed as new, and keeps that at once.
+// old session's history is not pushed as new (at the start of a session the
+// channel created), and keeps that at once.
 func (p *pump) load(ctx context.Context) error {
 	var res struct {
 		Value string `json:"value"`
@@ -114,6 +116,9 @@ func (p *pump) load(ctx context.Context) error {
 		p.wm = st.Watermark
 		p.log.Info("resuming after the kept watermark", "watermark", p.wm)
 		return nil
+	}
+	if p.fresh {
+		return p.save(ctx, "")
 	}
 	var after core.MessageID
 	for {

@@ -21,8 +21,8 @@ const maxLine = 16 << 20
 
 // legacyVersions are the protocol versions the channel serves: those with
 // the initialize handshake. Claude Code delivers channel events only on such
-// a connection (see the package doc), so server/discover offers only these
-// and a 2026-07-28 request is refused with the list.
+// a connection (see the package doc), so a 2026-07-28 request, the
+// server/discover probe included, is refused with this list.
 var legacyVersions = func() []string {
 	var out []string
 	for _, v := range mcp.ValidProtocolVersions {
@@ -154,7 +154,11 @@ func (s *stdio) dispatch(ctx context.Context, line []byte) {
 	case env.Method == "":
 		// A response: the channel sends Claude Code no requests.
 	case hasID:
-		if v := metaVersion(env.Params); mcp.IsModernProtocol(v) && env.Method != string(mcp.MethodServerDiscover) {
+		if v := metaVersion(env.Params); mcp.IsModernProtocol(v) {
+			// server/discover included: Claude Code and mcp-go's client
+			// answer this error by falling back to initialize, while a
+			// discover result (even one listing only older versions)
+			// keeps mcp-go's client on 2026-07-28.
 			e := mcp.UnsupportedProtocolVersionError{Version: v, Supported: legacyVersions}.JSONRPCError()
 			_ = s.write(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": env.ID, "error": e.Error})
 			return
@@ -162,8 +166,7 @@ func (s *stdio) dispatch(ctx context.Context, line []byte) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			rctx := server.WithSupportedProtocolVersions(ctx, legacyVersions)
-			if resp := s.srv.HandleMessage(rctx, line); resp != nil {
+			if resp := s.srv.HandleMessage(ctx, line); resp != nil {
 				if s.write(resp) == nil && env.Method == string(mcp.MethodToolsList) {
 					s.listed.Store(true)
 					s.checkReady(ctx)
