@@ -29,6 +29,10 @@ type Options struct {
 	// permission prompt; unanswered, Claude Code is told deny. Default 10
 	// minutes, at most an hour (ui.request_approval's bound).
 	ApprovalTimeout time.Duration
+	// ReplyPatience is how long the reply tool keeps trying to reach a
+	// daemon that is down or restarting before it tells Claude it failed;
+	// default 30 s.
+	ReplyPatience time.Duration
 	// Resync is how often the inbox is read without a notification, which
 	// also notices a daemon that restarted; default 5 s.
 	Resync time.Duration
@@ -50,6 +54,7 @@ const (
 	DefaultApprovalTimeout = 10 * time.Minute
 	maxApprovalTimeout     = time.Hour
 	defaultResync          = 5 * time.Second
+	defaultReplyPatience   = 30 * time.Second
 	defaultSettle          = time.Second
 )
 
@@ -69,6 +74,9 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 		opts.ApprovalTimeout = DefaultApprovalTimeout
 	}
 	opts.ApprovalTimeout = min(opts.ApprovalTimeout, maxApprovalTimeout)
+	if opts.ReplyPatience <= 0 {
+		opts.ReplyPatience = defaultReplyPatience
+	}
 	if opts.Resync <= 0 {
 		opts.Resync = defaultResync
 	}
@@ -95,7 +103,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 		server.WithRecovery(),
 	)
 	sio := newStdio(srv, out, opts.Settle, log)
-	r := &relay{d: d, io: sio, log: log, timeout: opts.ApprovalTimeout, nonce: newNonce(), ctx: ctx}
+	r := &relay{d: d, io: sio, log: log, timeout: opts.ApprovalTimeout, patience: opts.ReplyPatience, nonce: newNonce(), ctx: ctx}
 	srv.AddTool(r.replyTool())
 	srv.AddNotificationHandler(MethodPermissionRequest, r.onPermissionRequest)
 	defer r.wg.Wait()

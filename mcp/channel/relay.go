@@ -21,20 +21,17 @@ import (
 // ReplyTool is the name of the channel's reply tool.
 const ReplyTool = "reply"
 
-// replyPatience is how long the reply tool keeps trying to reach a daemon
-// that is down or restarting before it tells Claude so.
-const replyPatience = 30 * time.Second
-
 // relay is what Claude Code asks of the channel: the reply tool, and the
 // permission prompts it relays to the session's people.
 type relay struct {
-	d       *daemon
-	io      *stdio
-	log     *slog.Logger
-	timeout time.Duration // of an approval
-	nonce   string        // makes call ids unique to this run
-	ctx     context.Context
-	wg      sync.WaitGroup
+	d        *daemon
+	io       *stdio
+	log      *slog.Logger
+	timeout  time.Duration // of an approval
+	patience time.Duration // of a reply, for a daemon that is down
+	nonce    string        // makes call ids unique to this run
+	ctx      context.Context
+	wg       sync.WaitGroup
 }
 
 func (r *relay) replyTool() (mcp.Tool, server.ToolHandlerFunc) {
@@ -63,7 +60,7 @@ func (r *relay) reply(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	if files := req.GetStringSlice("files", nil); len(files) > 0 {
 		args["files"] = files
 	}
-	ctx, cancel := context.WithTimeout(ctx, replyPatience)
+	ctx, cancel := context.WithTimeout(ctx, r.patience)
 	defer cancel()
 	var posted struct {
 		ID core.MessageID `json:"id"`
