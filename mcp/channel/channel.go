@@ -34,7 +34,8 @@ type Options struct {
 	// default 30 s.
 	ReplyPatience time.Duration
 	// Resync is how often the inbox is read without a notification, which
-	// also notices a daemon that restarted; default 5 s.
+	// also notices a daemon that restarted (mcp-go's Streamable HTTP client
+	// says nothing when its GET stream ends for good); default 2 s.
 	Resync time.Duration
 	// Settle is how long after Claude Code's handshake and tools/list the
 	// first channel event waits (see stdio.checkReady); default 1 s.
@@ -53,7 +54,7 @@ type Options struct {
 const (
 	DefaultApprovalTimeout = 10 * time.Minute
 	maxApprovalTimeout     = time.Hour
-	defaultResync          = 5 * time.Second
+	defaultResync          = 2 * time.Second
 	defaultReplyPatience   = 30 * time.Second
 	defaultSettle          = time.Second
 )

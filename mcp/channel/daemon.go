@@ -89,7 +89,7 @@ func (d *daemon) conn(ctx context.Context) (*client.Client, int, error) {
 	gen, session := d.gen, d.session
 	d.mu.Unlock()
 
-	c, err := d.connect(ctx, gen, session)
+	c, err := d.connect(ctx, session)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -106,9 +106,9 @@ func (d *daemon) conn(ctx context.Context) (*client.Client, int, error) {
 	return c, gen, nil
 }
 
-// connect makes connection gen: initialized, and subscribed to the inbox
+// connect makes a connection: initialized, and subscribed to the inbox
 // when bound to session.
-func (d *daemon) connect(ctx context.Context, gen int, session core.SessionID) (*client.Client, error) {
+func (d *daemon) connect(ctx context.Context, session core.SessionID) (*client.Client, error) {
 	headers := map[string]string{}
 	if d.token != "" {
 		headers["Authorization"] = "Bearer " + d.token
@@ -136,10 +136,6 @@ func (d *daemon) connect(ctx context.Context, gen int, session core.SessionID) (
 		if n.Method == mcp.MethodNotificationResourceUpdated {
 			d.hint()
 		}
-	})
-	c.OnConnectionLost(func(error) {
-		d.drop(gen)
-		d.hint()
 	})
 	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
