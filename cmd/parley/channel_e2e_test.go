@@ -230,3 +230,13 @@ func TestChannelEndToEnd(t *testing.T) {
 	}
 	ch.expect() // the answer "1" was relayed as the verdict, not pushed
 }
+
+// TestChannelFlags: --title belongs to a channel that creates its session.
+func TestChannelFlags(t *testing.T) {
+	for _, args := range [][]string{{"mcp", "--title", "x"}, {"mcp", "--channel", "--session", "S", "--title", "x"}} {
+		var stderr syncBuffer
+		if code := Run(context.Background(), args, nil, strings.NewReader(""), io.Discard, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--title") {
+			t.Errorf("%v: exit %d, %q", args, code, stderr.String())
+		}
+	}
+}

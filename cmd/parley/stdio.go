@@ -29,6 +29,10 @@ func stdioProxy(ctx context.Context, args, env []string, stdin io.Reader, stdout
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
+	if *title != "" && (!*asChannel || *session != "") {
+		fmt.Fprintln(stderr, "parley mcp: --title names the session --channel creates; it needs --channel and no --session")
+		return exitUsage
+	}
 	if *configPath == "" {
 		*configPath = lookup(env, "PARLEY_CONFIG")
 	}
@@ -42,10 +46,6 @@ func stdioProxy(ctx context.Context, args, env []string, stdin io.Reader, stdout
 	}
 	if *token == "" {
 		*token = cfg.HTTP.Token
-	}
-	if *title != "" && (!*asChannel || *session != "") {
-		fmt.Fprintln(stderr, "parley mcp: --title names the session --channel creates; it needs --channel and no --session")
-		return exitUsage
 	}
 	if *asChannel {
 		log := newLogger(cfg.Log, stderr).With("component", "mcp-channel")

@@ -100,6 +100,10 @@
 // deny and abort → deny (the verdict has only these two); nobody in time
 // (Options.ApprovalTimeout) → deny, never allow. A daemon restart during the
 // wait asks again with the same call id, so a decision made meanwhile stands.
+// Claude Code does not tell a channel when the prompt was answered in the
+// terminal (an open request upstream, anthropics/claude-code#54597): the
+// question then stays open for people until it times out, and the deny sent
+// then is ignored by Claude Code as stale.
 //
 // # Protocol plumbing
 //
