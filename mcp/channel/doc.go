@@ -49,9 +49,13 @@
 //     Options.Settle.
 //   - Channels need a claude.ai login and `claude --channels` (or
 //     --dangerously-load-development-channels server:NAME while the channel is
-//     not on the allowlist); with an API key they are not registered, so the
+//     not on the allowlist); with an API key they are not registered. So the
 //     tests play Claude Code's side with MCP clients that declare what it
-//     declares.
+//     declares (mcp-go's, and the official TypeScript SDK's), and run the real
+//     CLI 2.1.328 with `parley mcp --channel` in its MCP configuration against
+//     a fake model: it connects at 2025-11-25 (protocolEra "legacy" in its
+//     debug log, the condition for registering channel events), puts the
+//     instructions in the system prompt and calls mcp__parley__reply.
 //
 // # Exactly once, across restarts of either side
 //
@@ -69,7 +73,10 @@
 // when it starts (never less than once). With no state yet (the first run on
 // a session), it starts after the last message the agent side wrote, so that
 // an old session's history is not pushed as new, and keeps that start at
-// once. One channel per session: two would share the watermark.
+// once. One channel per session: two would share the watermark. "Written to
+// stdout" is as far as the channel can know: the protocol has no
+// acknowledgement, so an event Claude Code had read but not yet shown the
+// model when it exited is not pushed again.
 //
 // What is pushed: every message people wrote, with meta session_id,
 // message_id, origin (the platform), author (the person's name), ts and
