@@ -103,7 +103,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 	)
-	sio := newStdio(srv, out, opts.Settle, log)
+	sio := newStdio(srv, out, opts.Settle)
 	r := &relay{d: d, io: sio, log: log, timeout: opts.ApprovalTimeout, patience: opts.ReplyPatience, nonce: newNonce(), ctx: ctx}
 	srv.AddTool(r.replyTool())
 	srv.AddNotificationHandler(MethodPermissionRequest, r.onPermissionRequest)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +40,6 @@ var legacyVersions = func() []string {
 // session in a package variable, so two could not run in one process.
 type stdio struct {
 	srv    *server.MCPServer
-	log    *slog.Logger
 	settle time.Duration
 	sess   *session
 
@@ -58,8 +56,8 @@ type stdio struct {
 	wg sync.WaitGroup
 }
 
-func newStdio(srv *server.MCPServer, out io.Writer, settle time.Duration, log *slog.Logger) *stdio {
-	return &stdio{srv: srv, out: out, settle: settle, log: log, ready: make(chan struct{}),
+func newStdio(srv *server.MCPServer, out io.Writer, settle time.Duration) *stdio {
+	return &stdio{srv: srv, out: out, settle: settle, ready: make(chan struct{}),
 		sess: &session{notes: make(chan mcp.JSONRPCNotification, 16)}}
 }
 
