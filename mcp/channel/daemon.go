@@ -231,20 +231,26 @@ func transient(err error) bool {
 }
 
 // retry runs f until it succeeds, fails with an answer (not transient), or
-// ctx ends, waiting between attempts from 100 ms up to 2 s.
+// ctx ends, waiting between attempts from 100 ms up to 2 s. Ended by ctx, it
+// returns ctx's error with the last failure that was not ctx's doing, which
+// is the one that says why the daemon could not be reached.
 func retry(ctx context.Context, f func() error) error {
 	wait := 100 * time.Millisecond
+	var last error
 	for {
 		err := f()
 		if err == nil || !transient(err) {
 			return err
+		}
+		if last == nil || ctx.Err() == nil {
+			last = err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), last)
 		}
 		wait = min(wait*2, 2*time.Second)
 	}
@@ -255,7 +261,7 @@ func (d *daemon) explain(err error) string {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("no parley daemon answers at %s (connection refused): start it with `parley serve`, "+
-			"or point `parley mcp --channel --url` (or [http] listen in the configuration) at the one that runs; retrying", d.url)
+			"or point `parley mcp --channel --url` (or [http] listen in the configuration) at the one that runs", d.url)
 	case errors.Is(err, transport.ErrAuthorizationRequired), errors.Is(err, transport.ErrOAuthAuthorizationRequired):
 		if d.token == "" {
 			return fmt.Sprintf("the parley daemon at %s requires a token: pass `--token TOKEN` or set PARLEY_HTTP_TOKEN "+
@@ -264,7 +270,7 @@ func (d *daemon) explain(err error) string {
 		return fmt.Sprintf("the parley daemon at %s refused the token: `--token` (or PARLEY_HTTP_TOKEN, or [http] token) "+
 			"must be the daemon's [http] token", d.url)
 	}
-	return fmt.Sprintf("reaching the parley daemon at %s failed: %v; retrying", d.url, err)
+	return fmt.Sprintf("reaching the parley daemon at %s failed: %v", d.url, err)
 }
 
 // tell logs a failure once, until it changes; "" records a success.
@@ -278,7 +284,7 @@ func (d *daemon) tell(msg string) {
 	case msg == "":
 		d.log.Info("connected to the parley daemon", "url", d.url)
 	default:
-		d.log.Error("parley channel: " + msg)
+		d.log.Error("parley channel: " + msg + " (retrying)")
 	}
 }
 
