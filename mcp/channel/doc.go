@@ -101,8 +101,10 @@
 // # Permission relay
 //
 // A permission_request becomes ui.request_approval {call_id: claude-ID-NONCE,
-// tool: tool_name, cmd: input_preview, reason: description, timeout_s}
-// (the nonce of the run keeps request ids that Claude Code draws again apart);
+// tool: tool_name, cmd, reason: description, timeout_s} (the nonce of the
+// run keeps request ids that Claude Code draws again apart; cmd is the
+// command, path, pattern or URL when input_preview is whole JSON naming one,
+// else input_preview as it is);
 // the people see the usual three choices. Approve → allow; deny and continue,
 // deny and abort → deny (the verdict has only these two); nobody in time
 // (Options.ApprovalTimeout) → deny, never allow. A daemon restart during the

@@ -127,7 +127,7 @@ func (r *relay) decide(ctx context.Context, pr permissionRequest) {
 		// the run's nonce keeps two runs' calls apart in the session.
 		"call_id":   "claude-" + pr.RequestID + "-" + r.nonce,
 		"tool":      pr.ToolName,
-		"cmd":       pr.InputPreview,
+		"cmd":       readable(pr.InputPreview),
 		"reason":    pr.Description,
 		"timeout_s": r.timeout.Seconds(),
 	}
@@ -151,6 +151,23 @@ func (r *relay) decide(ctx context.Context, pr permissionRequest) {
 	if err := r.io.notify(MethodPermission, permissionVerdict{RequestID: pr.RequestID, Behavior: behavior}); err != nil {
 		r.log.Error("sending the verdict failed", "request_id", pr.RequestID, "err", err)
 	}
+}
+
+// readable is what people should read of a call's input preview: the
+// command, path, pattern or URL when the preview is whole JSON naming one
+// (Bash, Read/Write/Edit, Grep/Glob, WebFetch), else the preview as it is
+// (Claude Code cuts it at 200 characters, often mid-JSON).
+func readable(preview string) string {
+	var in map[string]any
+	if json.Unmarshal([]byte(preview), &in) != nil {
+		return preview
+	}
+	for _, k := range []string{"command", "file_path", "path", "pattern", "url"} {
+		if v, ok := in[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return preview
 }
 
 func newNonce() string {

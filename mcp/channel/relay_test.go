@@ -62,8 +62,8 @@ func TestPermissionRelay(t *testing.T) {
 		rid := []string{"abcde", "fghij", "kmnop"}[i]
 		cl.askPermission(rid, "Bash", "Create a file", `{"command":"touch f"}`)
 		q := d.question(id)
-		if !strings.Contains(q.Text, "Bash") || !strings.Contains(q.Text, "touch f") {
-			t.Fatalf("the question %q does not say what is asked", q.Text)
+		if !strings.Contains(q.Text, "Bash") || !strings.Contains(q.Text, "touch f") || strings.Contains(q.Text, `{"command"`) {
+			t.Fatalf("the question %q does not say what is asked as people read it", q.Text)
 		}
 		d.answer(id, q, tc.option)
 		if v := cl.verdict(); v.RequestID != rid || v.Behavior != tc.behavior {
