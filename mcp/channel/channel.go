@@ -38,7 +38,8 @@ type Options struct {
 	// says nothing when its GET stream ends for good); default 2 s.
 	Resync time.Duration
 	// Settle is how long after Claude Code's handshake and tools/list the
-	// first channel event waits (see stdio.checkReady); default 1 s.
+	// first channel event waits: Claude Code installs its handler for them
+	// only then (see the package doc); default 1 s.
 	Settle time.Duration
 	// Version is reported as the server's version.
 	Version string
