@@ -3,6 +3,7 @@
 //
 //	parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
 //	parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
+//	parley mcp --channel [--config FILE] [--url URL] [--token TOKEN] [--session ID | --title T]
 //	parley pairing list|approve CODE|deny CODE
 //	parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
 //	parley init [PATH]

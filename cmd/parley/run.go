@@ -39,6 +39,7 @@ const usage = `parley puts AI agent sessions in front of people where they alrea
 Usage:
   parley serve [--config FILE] [--data-dir DIR] [--listen ADDR]
   parley mcp [--config FILE] [--url URL] [--token TOKEN] [--session ID]
+  parley mcp --channel [--config FILE] [--url URL] [--token TOKEN] [--session ID | --title T]
   parley pairing list|approve CODE|deny CODE [--config FILE] [--url URL] [--token TOKEN]
   parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
   parley init [PATH]
