@@ -29,6 +29,7 @@ var toolNames = []string{
 	"ui.tool_call", "ui_tool_call",
 	"ui.tool_output", "ui_tool_output",
 	"ui.request_approval", "ui_request_approval",
+	"agent.state", "agent_state",
 }
 
 func TestToolList(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/mcp/claudecode/claudetest"
 )
 
 // fakeClaude is a shell script standing in for Claude Code's command line
@@ -160,32 +161,11 @@ func TestDoctorAgentHangs(t *testing.T) {
 	}
 }
 
-// claudeCLI returns the Claude Code command the Makefile installs
-// ($PARLEY_CLAUDE_CODE_DIR, else its default cache); it skips the test
-// when it is missing, and fails it when the CI variable is set.
-func claudeCLI(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PARLEY_CLAUDE_CODE_DIR")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "parley", "claude-code-"+claudeCodeTested)
-	}
-	bin := filepath.Join(dir, "node_modules", ".bin", "claude")
-	if _, err := os.Stat(bin); err != nil {
-		msg := "no Claude Code in " + dir + " (PARLEY_CLAUDE_CODE_DIR): run make claude-code"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return bin
-}
-
 // TestDoctorAgentRealCLI runs the check against the real Claude Code,
 // offline, in a HOME of its own: with an API key it passes and says the
 // version; without one (and no login in that HOME) it says how to log in.
 func TestDoctorAgentRealCLI(t *testing.T) {
-	claude := claudeCLI(t)
+	claude := claudetest.CLI(t)
 	quiet := []string{"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ANTHROPIC_BASE_URL=http://127.0.0.1:9"}
 
 	_, env := agentEnvFor(t, claude, append(quiet, "ANTHROPIC_API_KEY=sk-ant-doctor-test")...)

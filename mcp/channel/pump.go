@@ -205,7 +205,9 @@ func event(m message) (channelEvent, bool) {
 	if m.Author != core.RoleUser {
 		return channelEvent{}, false
 	}
-	if _, ok := core.DecisionOf(m.Content); ok && m.Mime == "text/plain" {
+	// Answers have core.MimeAnswer; parley stored them as text/plain
+	// before.
+	if _, ok := core.DecisionOf(m.Content); ok && (m.Mime == core.MimeAnswer || m.Mime == "text/plain") {
 		return channelEvent{}, false
 	}
 	meta := map[string]string{
@@ -226,7 +228,7 @@ func event(m message) (channelEvent, bool) {
 	case core.MimeControl:
 		meta["kind"] = "control"
 		content = "/" + m.Content
-	case "text/plain":
+	case core.MimeAnswer:
 		meta["kind"] = "answer"
 	default:
 		meta["kind"] = "message"
