@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +108,16 @@ func TestClaudeCodeAnswersAndResumes(t *testing.T) {
 		if !strings.Contains(last, want) {
 			t.Errorf("the second turn's request does not carry %q:\n%s", want, last)
 		}
+	}
+
+	// From the web page, the answer is on the page (people's last input
+	// came from there), in the same conversation.
+	cc.api.Say(claudetest.Text("Hello, page."))
+	session := cc.sessionID()
+	postChat(t, cc.m.Addr(), session, "Hello from the page.")
+	cc.await("the answer on the page", func() bool { return strings.Contains(rawState(t, cc.m.Addr(), session), "Hello, page.") })
+	if n := len(cc.shown(topic, "Hello, page.")); n != 0 {
+		t.Errorf("the page's answer went to the topic too")
 	}
 
 	long := longAnswer(6000)
@@ -258,4 +270,19 @@ func (cc *ccStack) status(session string) core.Status {
 		cc.t.Fatal(err)
 	}
 	return s.Status
+}
+
+// rawState is the page's state of a session as the API sends it.
+func rawState(t *testing.T, listen, session string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + listen + "/api/sessions/" + session + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET state: %s %v", resp.Status, err)
+	}
+	return string(b)
 }
