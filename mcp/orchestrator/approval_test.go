@@ -144,6 +144,35 @@ func TestCancelWhileAsking(t *testing.T) {
 	})
 }
 
+// TestPromptWithdrawn: a permission prompt Claude Code withdraws takes its
+// question away from the people (a late click decides nothing), nobody
+// answers the agent, and the turn ends.
+func TestPromptWithdrawn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		id := st.create()
+		fc := newFakeClaude(func(ft *fakeTurn) { ft.Withdrawn("toolu_1", "touch f", 5*time.Second) })
+		startOrchestrator(t, st, fc, nil)
+		st.say(id, ann, "make f")
+		settle(time.Second)
+		q := st.session(id).Questions
+		if len(q) != 1 {
+			t.Fatalf("questions %+v, want the approval", q)
+		}
+		settle(6 * time.Second) // withdrawn; the turn has not ended yet
+		if q := st.session(id).Questions; len(q) != 0 {
+			t.Fatalf("questions %+v after the prompt was withdrawn", q)
+		}
+		settle(10 * time.Second)
+		if d := fc.procsOf(string(id))[0].decided(); len(d) != 0 {
+			t.Fatalf("the agent was answered %+v for a withdrawn prompt", d)
+		}
+		if n := len(st.events(id, core.EventTurnComplete)); n != 1 {
+			t.Fatalf("%d turns completed, want 1", n)
+		}
+	})
+}
+
 // TestPermissionsNotAsked: without AskPermissions a prompt that arrives
 // anyway is denied, never allowed, and nobody is asked.
 func TestPermissionsNotAsked(t *testing.T) {

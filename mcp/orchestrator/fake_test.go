@@ -377,3 +377,29 @@ func (t *fakeTurn) Bash(id, command string, ask bool, stdout string) {
 	zero := 0
 	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: stdout, ExitCode: &zero})
 }
+
+// Withdrawn calls Bash with command and asks permission, then withdraws
+// the prompt after d, as Claude Code does when an interrupt reaches it
+// while it waits (control_cancel_request), and ends the turn as
+// interrupted d later.
+func (t *fakeTurn) Withdrawn(id, command string, d time.Duration) {
+	input, _ := json.Marshal(map[string]string{"command": command})
+	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
+		return
+	}
+	if !t.emit(claudecode.PermissionRequest{RequestID: "req-" + id, ToolName: "Bash", ToolUseID: id, Input: input}) {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-t.p.kill:
+		t.killed = true
+		return
+	}
+	if t.emit(claudecode.PermissionCancel{RequestID: "req-" + id}) {
+		t.Pause(d)
+		t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
+	}
+}
