@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,7 +55,7 @@ func Proxy(ctx context.Context, opts ProxyOptions, in io.Reader, out io.Writer) 
 		// The transport logs every retry of the GET stream (once a second
 		// while the daemon is down) in its own words: debug detail. What
 		// a person must know, the relay says itself (explain).
-		transport.WithHTTPLogger(slog.New(debugOnly{opts.Logger.With("part", "upstream").Handler()})),
+		transport.WithHTTPLogger(slog.New(DebugOnly(opts.Logger.With("part", "upstream").Handler()))),
 	)
 	if err != nil {
 		return fmt.Errorf("mcp proxy: %w", err)
@@ -76,7 +74,7 @@ func Proxy(ctx context.Context, opts ProxyOptions, in io.Reader, out io.Writer) 
 
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
-	go func() { readErr <- readLines(ctx, in, lines) }()
+	go func() { readErr <- ReadLines(ctx, in, maxLine, lines) }()
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); p.forwardNotifications(ctx) }()
 	defer p.wg.Wait()
@@ -145,29 +143,6 @@ type envelope struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  json.RawMessage `json:"error,omitempty"`
-}
-
-func readLines(ctx context.Context, in io.Reader, lines chan<- []byte) error {
-	r := bufio.NewReaderSize(in, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > maxLine {
-			return fmt.Errorf("a message is longer than %d bytes", maxLine)
-		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			select {
-			case lines <- line:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 func (p *proxy) dispatch(ctx context.Context, line []byte) {
@@ -523,19 +498,3 @@ func (p *proxy) tell(msg string) {
 		p.log.Error("parley mcp: " + msg)
 	}
 }
-
-// debugOnly passes a library's log records on at debug level: they are
-// detail for someone debugging the relay, not messages for its user.
-type debugOnly struct{ h slog.Handler }
-
-func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
-	return d.h.Enabled(ctx, slog.LevelDebug)
-}
-
-func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = slog.LevelDebug
-	return d.h.Handle(ctx, r)
-}
-
-func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.h.WithAttrs(as)} }
-func (d debugOnly) WithGroup(name string) slog.Handler    { return debugOnly{d.h.WithGroup(name)} }

@@ -122,7 +122,7 @@ func (d *daemon) connect(ctx context.Context, session core.SessionID) (*client.C
 		// The transport logs every retry of its GET stream in its own
 		// words: detail for debugging. What a person must know, the
 		// channel says itself (explain).
-		transport.WithHTTPLogger(slog.New(debugOnly{d.log.With("part", "upstream").Handler()})),
+		transport.WithHTTPLogger(slog.New(parleymcp.DebugOnly(d.log.With("part", "upstream").Handler()))),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("channel: %w", err)
@@ -287,18 +287,3 @@ func (d *daemon) tell(msg string) {
 		d.log.Error("parley channel: " + msg + " (retrying)")
 	}
 }
-
-// debugOnly passes a library's log records on at debug level.
-type debugOnly struct{ h slog.Handler }
-
-func (h debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
-	return h.h.Enabled(ctx, slog.LevelDebug)
-}
-
-func (h debugOnly) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = slog.LevelDebug
-	return h.h.Handle(ctx, r)
-}
-
-func (h debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{h.h.WithAttrs(as)} }
-func (h debugOnly) WithGroup(name string) slog.Handler    { return debugOnly{h.h.WithGroup(name)} }

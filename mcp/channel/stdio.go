@@ -1,8 +1,6 @@
 package channel
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +10,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mark3labs/mcp-go/server"
+	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
 // maxLine bounds one JSON-RPC message from Claude Code.
@@ -92,7 +92,7 @@ func (s *stdio) serve(ctx context.Context, in io.Reader) error {
 
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
-	go func() { readErr <- readLines(ctx, in, lines) }()
+	go func() { readErr <- parleymcp.ReadLines(ctx, in, maxLine, lines) }()
 	for {
 		select {
 		case line := <-lines:
@@ -107,29 +107,6 @@ func (s *stdio) serve(ctx context.Context, in io.Reader) error {
 				return err
 			}
 			return nil
-		}
-	}
-}
-
-func readLines(ctx context.Context, in io.Reader, lines chan<- []byte) error {
-	r := bufio.NewReaderSize(in, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > maxLine {
-			return fmt.Errorf("a message is longer than %d bytes", maxLine)
-		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			select {
-			case lines <- line:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
 		}
 	}
 }

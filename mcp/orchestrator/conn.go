@@ -12,6 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
 // inboxURI is the inbox of every session on an unbound connection.
@@ -57,7 +59,7 @@ func (o *Orchestrator) connect(ctx context.Context) (*conn, error) {
 		transport.WithContinuousListening(),
 		// The transport logs each retry of its GET stream in its own
 		// words: debug detail. What matters, Run logs itself.
-		transport.WithHTTPLogger(slog.New(debugOnly{o.log.With("part", "transport").Handler()})),
+		transport.WithHTTPLogger(slog.New(parleymcp.DebugOnly(o.log.With("part", "transport").Handler()))),
 	}
 	if len(o.opts.Header) > 0 {
 		h := map[string]string{}
@@ -190,18 +192,3 @@ func (o *Orchestrator) call(ctx context.Context, tool string, args map[string]an
 		o.log.Debug("retrying a call on a new connection", "tool", tool, "err", err)
 	}
 }
-
-// debugOnly logs everything at debug level.
-type debugOnly struct{ h slog.Handler }
-
-func (d debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
-	return d.h.Enabled(ctx, slog.LevelDebug)
-}
-
-func (d debugOnly) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = slog.LevelDebug
-	return d.h.Handle(ctx, r)
-}
-
-func (d debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{d.h.WithAttrs(as)} }
-func (d debugOnly) WithGroup(n string) slog.Handler       { return debugOnly{d.h.WithGroup(n)} }
