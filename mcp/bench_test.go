@@ -204,7 +204,7 @@ func BenchmarkHumanMessagesE2E(b *testing.B) {
 		// Told to re-read: catch up from the watermark.
 		resyncs.Add(1)
 		for {
-			var read inboxBody
+			var read InboxPage
 			reader.ok(b, "chat_read_since", map[string]any{"after_id": string(lastID), "limit": 1000}, &read)
 			if len(read.Messages) == 0 {
 				return

@@ -380,16 +380,16 @@ func TestMaxSessions(t *testing.T) {
 // A notification carries at most maxBatchBytes of content, unless one
 // message alone is larger.
 func TestBatchSize(t *testing.T) {
-	big := wireMessage{Content: string(bytes.Repeat([]byte("x"), 40<<10))}
-	small := wireMessage{Content: "hi"}
+	big := InboxMessage{Content: string(bytes.Repeat([]byte("x"), 40<<10))}
+	small := InboxMessage{Content: "hi"}
 	for _, tc := range []struct {
-		msgs []wireMessage
+		msgs []InboxMessage
 		want int
 	}{
-		{[]wireMessage{big, big, big}, 1},
-		{[]wireMessage{small, big, big}, 2},
-		{[]wireMessage{{Content: string(bytes.Repeat([]byte("x"), 100<<10))}, small}, 1},
-		{make([]wireMessage, 40), maxBatch},
+		{[]InboxMessage{big, big, big}, 1},
+		{[]InboxMessage{small, big, big}, 2},
+		{[]InboxMessage{{Content: string(bytes.Repeat([]byte("x"), 100<<10))}, small}, 1},
+		{make([]InboxMessage, 40), maxBatch},
 	} {
 		if got := batchSize(tc.msgs); got != tc.want {
 			t.Errorf("batchSize(%d messages) = %d, want %d", len(tc.msgs), got, tc.want)

@@ -79,7 +79,7 @@ func TestBoundConnectionFence(t *testing.T) {
 			if got := contents(c.readInbox(t, InboxURI).Messages); !slices.Equal(got, []string{"for me"}) {
 				t.Fatalf("the inbox through a bound connection: %v", got)
 			}
-			var read inboxBody
+			var read InboxPage
 			c.ok(t, "chat_read_since", nil, &read)
 			if got := contents(read.Messages); !slices.Equal(got, []string{"for me"}) {
 				t.Fatalf("chat_read_since: %v", got)

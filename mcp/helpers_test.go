@@ -256,8 +256,8 @@ func (c *conn) subscribe(tb testing.TB, uris ...string) {
 
 // update is the params of one notifications/resources/updated.
 type update struct {
-	URI      string        `json:"uri"`
-	Messages []wireMessage `json:"messages"`
+	URI      string         `json:"uri"`
+	Messages []InboxMessage `json:"messages"`
 }
 
 func decodeUpdate(tb testing.TB, n mcp.JSONRPCNotification) update {
@@ -341,7 +341,7 @@ func (c *conn) fails(tb testing.TB, name string, args map[string]any, want strin
 	}
 }
 
-func (c *conn) readInbox(tb testing.TB, uri string) inboxBody {
+func (c *conn) readInbox(tb testing.TB, uri string) InboxPage {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -356,14 +356,14 @@ func (c *conn) readInbox(tb testing.TB, uri string) inboxBody {
 	if !ok || tc.MIMEType != "application/json" {
 		tb.Fatalf("contents %#v", res.Contents[0])
 	}
-	var body inboxBody
+	var body InboxPage
 	if err := json.Unmarshal([]byte(tc.Text), &body); err != nil {
 		tb.Fatal(err)
 	}
 	return body
 }
 
-func contents(ms []wireMessage) []string {
+func contents(ms []InboxMessage) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Content

@@ -60,8 +60,10 @@ func (s *Server) scopeOf(ctx context.Context, uri string) (core.SessionID, error
 	return "", fmt.Errorf("unknown resource %q: parley serves %s and %s", uri, InboxURI, SessionInboxTemplate)
 }
 
-// wireMessage is an inbox message as agents see it.
-type wireMessage struct {
+// InboxMessage is an inbox message as agents see it: in the inbox
+// resource, chat_read_since's result and notifications. Runtimes that read
+// the inbox as clients (the orchestrator, the channel) decode it so.
+type InboxMessage struct {
 	ID          core.MessageID    `json:"id"`
 	TS          time.Time         `json:"ts"`
 	Author      core.Role         `json:"author"`
@@ -73,27 +75,28 @@ type wireMessage struct {
 	Attachments []core.Attachment `json:"attachments,omitempty"`
 }
 
-func toWire(m core.Message) wireMessage {
+func toWire(m core.Message) InboxMessage {
 	actor := m.Actor.Name
 	if actor == "" {
 		actor = m.Actor.ID
 	}
-	return wireMessage{ID: m.ID, TS: m.Time, Author: m.Role, Mime: m.Mime, Content: m.Content,
+	return InboxMessage{ID: m.ID, TS: m.Time, Author: m.Role, Mime: m.Mime, Content: m.Content,
 		SessionID: m.Session, Origin: m.Origin, Actor: actor, Attachments: m.Attachments}
 }
 
-func toWireAll(ms []core.Message) []wireMessage {
-	out := make([]wireMessage, len(ms))
+func toWireAll(ms []core.Message) []InboxMessage {
+	out := make([]InboxMessage, len(ms))
 	for i, m := range ms {
 		out[i] = toWire(m)
 	}
 	return out
 }
 
-// inboxBody is the resource's JSON body and chat_read_since's result.
-type inboxBody struct {
+// InboxPage is the inbox resource's JSON body and chat_read_since's
+// result: the messages and the id to read after next.
+type InboxPage struct {
 	LastID   core.MessageID `json:"last_id"`
-	Messages []wireMessage  `json:"messages"`
+	Messages []InboxMessage `json:"messages"`
 }
 
 func (s *Server) addResources() {
@@ -122,7 +125,7 @@ func (s *Server) readInbox(ctx context.Context, req mcp.ReadResourceRequest) ([]
 	if err != nil {
 		return nil, fmt.Errorf("parley: reading the inbox: %w", err)
 	}
-	body := inboxBody{Messages: toWireAll(msgs)}
+	body := InboxPage{Messages: toWireAll(msgs)}
 	if len(msgs) > 0 {
 		body.LastID = msgs[len(msgs)-1].ID
 	}

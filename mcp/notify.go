@@ -178,7 +178,7 @@ func (r *registry) close() {
 
 // publish queues m for every subscription covering session. It never
 // blocks on a subscriber.
-func (r *registry) publish(session core.SessionID, m wireMessage) {
+func (r *registry) publish(session core.SessionID, m InboxMessage) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, scope := range []core.SessionID{"", session} {
@@ -195,7 +195,7 @@ func (r *registry) publish(session core.SessionID, m wireMessage) {
 // uriQueue is what waits for one subscribed URI: messages, or after an
 // overflow just the fact that the client must re-read.
 type uriQueue struct {
-	msgs     []wireMessage
+	msgs     []InboxMessage
 	overflow bool
 }
 
@@ -216,7 +216,7 @@ func (s *subscriber) overflowLocked(q *uriQueue) {
 	q.msgs, q.overflow = nil, true
 }
 
-func (s *subscriber) enqueue(uri string, m wireMessage) {
+func (s *subscriber) enqueue(uri string, m InboxMessage) {
 	s.mu.Lock()
 	q := s.queue(uri)
 	switch {
@@ -318,7 +318,7 @@ func (r *registry) flush(sub *subscriber) error {
 // batchSize is how many of msgs the next notification carries: at most
 // maxBatch, and at most maxBatchBytes of content unless the first message
 // alone is larger.
-func batchSize(msgs []wireMessage) int {
+func batchSize(msgs []InboxMessage) int {
 	n, size := 0, 0
 	for n < len(msgs) && n < maxBatch {
 		size += len(msgs[n].Content)

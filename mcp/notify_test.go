@@ -38,7 +38,7 @@ func TestNotifications(t *testing.T) {
 				t.Fatalf("notified message %+v, stored %+v", got, m)
 			}
 
-			var read inboxBody
+			var read InboxPage
 			c.ok(t, "chat_read_since", nil, &read)
 			if len(read.Messages) != 1 || read.Messages[0].ID != m.ID || read.LastID != m.ID {
 				t.Fatalf("chat_read_since = %+v", read)
@@ -137,7 +137,7 @@ func TestBinding(t *testing.T) {
 		t.Fatalf("posted to %s, want %s", post.SessionID, b)
 	}
 	unbound.fails(t, "chat.assistant.post", map[string]any{"content": "where?"}, "needs session_id")
-	var read inboxBody
+	var read InboxPage
 	byHeader.ok(t, "chat_read_since", nil, &read)
 	if got := contents(read.Messages); !slices.Equal(got, []string{"to b", "reply", "reply"}) {
 		t.Fatalf("bound chat_read_since %v", got)

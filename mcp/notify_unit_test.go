@@ -19,7 +19,7 @@ import (
 type note struct {
 	at   time.Time
 	uri  string
-	msgs []wireMessage
+	msgs []InboxMessage
 }
 
 // fakeSender records what a subscriber's worker sends. Before each send
@@ -38,7 +38,7 @@ func (f *fakeSender) send(params map[string]any) error {
 			return err
 		}
 	}
-	ms, _ := params["messages"].([]wireMessage)
+	ms, _ := params["messages"].([]InboxMessage)
 	f.sent <- note{at: time.Now(), uri: params["uri"].(string), msgs: ms}
 	return nil
 }
@@ -69,8 +69,8 @@ func (f *fakeSender) none(t *testing.T) {
 	}
 }
 
-func msg(i int) wireMessage {
-	return wireMessage{ID: core.MessageID(fmt.Sprint(i)), Content: fmt.Sprint(i)}
+func msg(i int) InboxMessage {
+	return InboxMessage{ID: core.MessageID(fmt.Sprint(i)), Content: fmt.Sprint(i)}
 }
 
 // TestRegistryCoalesce: the first message goes out at once, the ones that

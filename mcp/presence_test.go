@@ -130,7 +130,7 @@ func TestReadSinceAuthor(t *testing.T) {
 		}
 	}
 	c := mustDial(t, st.url, connOptions{})
-	var all, people, first, rest inboxBody
+	var all, people, first, rest InboxPage
 	c.ok(t, "chat_read_since", map[string]any{"session_id": string(id)}, &all)
 	c.ok(t, "chat_read_since", map[string]any{"session_id": string(id), "author": "user"}, &people)
 	if got := strings.Join(contents(all.Messages), ","); got != "one,reply,two,reply two" {

@@ -150,7 +150,7 @@ func TestProxyDaemonRestart(t *testing.T) {
 	st.close()
 
 	st = newStack(t, dir, stackOptions{handler: &h})
-	var read inboxBody
+	var read InboxPage
 	c.ok(t, "chat_read_since", nil, &read)
 	if got := contents(read.Messages); !slices.Equal(got, []string{"before"}) {
 		t.Fatalf("after the restart: %v", got)

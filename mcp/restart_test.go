@@ -18,7 +18,7 @@ func TestRestartReadSince(t *testing.T) {
 	for _, text := range []string{"one", "two", "three"} {
 		st.human(a, text)
 	}
-	var read inboxBody
+	var read InboxPage
 	c.ok(t, "chat_read_since", nil, &read)
 	if got := contents(read.Messages); !slices.Equal(got, []string{"one", "two", "three"}) {
 		t.Fatalf("before the restart: %v", got)
@@ -47,7 +47,7 @@ func TestRestartReadSince(t *testing.T) {
 			for k, v := range tc.args {
 				args[k] = v
 			}
-			var read inboxBody
+			var read InboxPage
 			c.ok(t, "chat_read_since", args, &read)
 			if got := contents(read.Messages); !slices.Equal(got, tc.want) {
 				t.Fatalf("after the restart: %v, want %v", got, tc.want)

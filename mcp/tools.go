@@ -207,13 +207,13 @@ func (s *Server) readSince(ctx context.Context, raw json.RawMessage) (any, error
 		if err != nil {
 			return nil, fmt.Errorf("reading the inbox: %w", err)
 		}
-		return inboxBody{LastID: last, Messages: toWireAll(msgs)}, nil
+		return InboxPage{LastID: last, Messages: toWireAll(msgs)}, nil
 	}
 	msgs, err := s.opts.Store.Inbox(ctx, id, core.MessageID(a.AfterID), a.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading the inbox: %w", err)
 	}
-	body := inboxBody{LastID: core.MessageID(a.AfterID), Messages: toWireAll(msgs)}
+	body := InboxPage{LastID: core.MessageID(a.AfterID), Messages: toWireAll(msgs)}
 	if len(msgs) > 0 {
 		body.LastID = msgs[len(msgs)-1].ID
 	}

@@ -127,7 +127,7 @@ func TestTools(t *testing.T) {
 				t.Fatalf("after loop.yield_turn: %+v", sess)
 			}
 
-			var read inboxBody
+			var read InboxPage
 			c.ok(t, "chat_read_since", with("after_id", string(hp.ID), "limit", 10), &read)
 			if len(read.Messages) != 1 || read.Messages[0].ID != ap.ID || read.LastID != ap.ID {
 				t.Fatalf("chat_read_since = %+v", read)

@@ -19,7 +19,7 @@ type tsEvent struct {
 	ProtocolVersion string          `json:"protocolVersion"`
 	Params          update          `json:"params"`
 	Raw             update          `json:"raw"`
-	Result          inboxBody       `json:"result"`
+	Result          InboxPage       `json:"result"`
 	Structured      json.RawMessage `json:"structured"`
 	Notifications   int             `json:"notifications"`
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
 // Claude Code's channel notifications (see the package doc).
@@ -32,23 +33,11 @@ type state struct {
 	Watermark core.MessageID `json:"watermark"`
 }
 
-// message is an inbox message as chat_read_since returns it.
-type message struct {
-	ID          core.MessageID    `json:"id"`
-	TS          time.Time         `json:"ts"`
-	Author      core.Role         `json:"author"`
-	Mime        string            `json:"mime"`
-	Content     string            `json:"content"`
-	SessionID   core.SessionID    `json:"session_id"`
-	Origin      core.Origin       `json:"origin"`
-	Actor       string            `json:"actor"`
-	Attachments []core.Attachment `json:"attachments"`
-}
-
-type page struct {
-	LastID   core.MessageID `json:"last_id"`
-	Messages []message      `json:"messages"`
-}
+// message and page are the inbox as chat_read_since returns it.
+type (
+	message = parleymcp.InboxMessage
+	page    = parleymcp.InboxPage
+)
 
 // pageSize is how many messages one chat_read_since reads.
 const pageSize = 100

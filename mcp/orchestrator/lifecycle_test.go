@@ -461,7 +461,7 @@ func TestRepairUnyieldedTurn(t *testing.T) {
 		id := st.create()
 		m := st.say(id, ann, "answered")
 		st.handle(core.Command{Kind: core.OutputUpdate, Session: id, Origin: core.OriginMCP, Text: "the answer", Final: true})
-		b, _ := json.Marshal(state{Conversation: newUUID(), Watermark: string(m.ID), Started: true})
+		b, _ := json.Marshal(state{Conversation: newUUID(), Watermark: m.ID, Started: true})
 		if err := st.store.SetCursor(t.Context(), "agent/"+string(id)+"/"+stateKey, string(b)); err != nil {
 			t.Fatal(err)
 		}

@@ -4,24 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/parley-chat/parley/core"
+	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
 // message is an inbox message as chat_read_since gives it.
-type message struct {
-	ID          string            `json:"id"`
-	TS          time.Time         `json:"ts"`
-	Author      core.Role         `json:"author"`
-	Mime        string            `json:"mime"`
-	Content     string            `json:"content"`
-	SessionID   string            `json:"session_id"`
-	Origin      string            `json:"origin"`
-	Actor       string            `json:"actor"`
-	Attachments []core.Attachment `json:"attachments"`
-}
+type message = parleymcp.InboxMessage
 
 // kind of an inbox message, for the orchestrator.
 type kind int
@@ -97,7 +87,7 @@ func author(m message) string {
 	case m.Actor != "":
 		return m.Actor
 	case m.Origin != "":
-		return m.Origin
+		return string(m.Origin)
 	}
 	return "someone"
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/parley-chat/parley/core"
+	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
 // stateKey is the agent.state key the orchestrator keeps a session's state
@@ -20,13 +21,13 @@ type state struct {
 	Conversation string `json:"conversation"`
 	// Watermark is the last inbox message fully handled: a turn's
 	// messages are covered once the agent answered them (its Result).
-	Watermark string `json:"watermark"`
+	Watermark core.MessageID `json:"watermark"`
 	// Started is set once a turn of the conversation ended, so that the
 	// next start resumes it.
 	Started bool `json:"started,omitempty"`
 	// Told is the newest message of a batch whose failure people were
 	// told of, so a retry that fails again says nothing more.
-	Told string `json:"told,omitempty"`
+	Told core.MessageID `json:"told,omitempty"`
 }
 
 // loadState reads session id's state; ok is false when there is none.
@@ -60,14 +61,11 @@ func (o *Orchestrator) saveState(ctx context.Context, id string, st state) error
 // the last message the agent side wrote (an assistant's or parley's), so
 // that an old session's history is not handed as a turn; from the start
 // when there is none. It reads the inbox once, a page at a time.
-func (o *Orchestrator) startPoint(ctx context.Context, id string) (string, error) {
+func (o *Orchestrator) startPoint(ctx context.Context, id string) (core.MessageID, error) {
 	const page = 1000
-	after, start := "", ""
+	var after, start core.MessageID
 	for {
-		var body struct {
-			LastID   string    `json:"last_id"`
-			Messages []message `json:"messages"`
-		}
+		var body parleymcp.InboxPage
 		if err := o.call(ctx, "chat_read_since", map[string]any{"after_id": after, "session_id": id, "limit": page}, &body); err != nil {
 			return "", err
 		}

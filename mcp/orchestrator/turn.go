@@ -28,7 +28,7 @@ type turn struct {
 	// upTo is the inbox position when the turn started; dropTo the
 	// person's /cancel that dropped messages queued behind it. The larger
 	// is the watermark once the turn ended.
-	upTo, dropTo string
+	upTo, dropTo core.MessageID
 	blocks       []string // the text blocks so far
 	sent         string   // the text the output shows
 	lastOut      time.Time
@@ -43,7 +43,7 @@ type turn struct {
 	grace        alarm
 }
 
-func newTurn(msgs []message, upTo string) *turn {
+func newTurn(msgs []message, upTo core.MessageID) *turn {
 	return &turn{msgs: msgs, upTo: upTo, tools: map[string]bool{}, approvals: map[string]context.CancelFunc{}}
 }
 
@@ -267,7 +267,7 @@ func (w *worker) deadlineHit(ctx context.Context) {
 	text := "⚠️ The model's API gave no answer for " + w.o.opts.APIDeadline.String() + " (" + cause + "). " +
 		"The turn was stopped; send a message to try again."
 	w.post(ctx, "chat.assistant.post", map[string]any{"content": text,
-		"idempotency_key": "orchestrator/deadline/" + w.id + "/" + t.upTo})
+		"idempotency_key": "orchestrator/deadline/" + w.id + "/" + string(t.upTo)})
 	w.interrupt(ctx)
 }
 

@@ -50,7 +50,7 @@ func TestAnswerShownOnce(t *testing.T) {
 		if err := json.Unmarshal([]byte(st.state(id)), &s); err != nil {
 			t.Fatal(err)
 		}
-		if s.Watermark != string(m.ID) || !s.Started || len(s.Conversation) != 36 {
+		if s.Watermark != m.ID || !s.Started || len(s.Conversation) != 36 {
 			t.Fatalf("state %+v, want watermark %s", s, m.ID)
 		}
 		if sess := st.session(id); sess.Status != core.StatusIdle {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp/claudecode"
 )
 
@@ -31,11 +32,11 @@ type worker struct {
 	st     state
 	// read is the inbox position: the last message read. Every message
 	// up to it is in pending, in the running turn, or handled.
-	read    string
+	read    core.MessageID
 	pending []message
 	// failedAt is the newest pending message of a batch the agent failed
 	// on: it is retried when a newer message arrives.
-	failedAt string
+	failedAt core.MessageID
 	closed   bool
 
 	proc       Conversation
@@ -284,7 +285,7 @@ func (w *worker) take(ctx context.Context, m message) {
 
 // cancel is the person's /cancel: it interrupts the running turn and drops
 // what was queued before it (message id covers them).
-func (w *worker) cancel(ctx context.Context, id string) {
+func (w *worker) cancel(ctx context.Context, id core.MessageID) {
 	dropped := len(w.pending) > 0
 	w.pending, w.failedAt = nil, ""
 	if t := w.turn; t != nil {
@@ -422,7 +423,7 @@ func (w *worker) failed(ctx context.Context, what string, err error) {
 	w.log.Warn("the agent failed", "what", what, "err", err)
 	text := failureNotice(what, err)
 	if _, ok := w.post(ctx, "chat.assistant.post", map[string]any{"content": text,
-		"idempotency_key": "orchestrator/failed/" + w.id + "/" + last}); !ok {
+		"idempotency_key": "orchestrator/failed/" + w.id + "/" + string(last)}); !ok {
 		return
 	}
 	w.st.Told = last
