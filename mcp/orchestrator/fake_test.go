@@ -19,8 +19,13 @@ import (
 // Answer) with their ToolResults, and a Result. An interrupt ends the turn
 // with terminal_reason aborted_streaming; a denial with interrupt with
 // aborted_tools. A conversation exists once a turn of it ended; a process
-// killed mid-turn leaves no trace of that turn. --resume of a conversation
-// that does not exist fails, as does --session-id of one that does.
+// killed mid-turn leaves no trace of that turn, unless it started a
+// background command (Background): then the turn's message is in the
+// transcript, and a process resuming it first runs a turn of its own
+// reporting the command unfinished (Init, then a Result with Origin
+// task-notification) before it reads stdin, as Claude Code 2.1.328 does.
+// --resume of a conversation that does not exist fails, as does
+// --session-id of one that does.
 type fakeClaude struct {
 	mu sync.Mutex
 	// model plays each turn (default: answers "echo: " + the text).
@@ -31,6 +36,9 @@ type fakeClaude struct {
 	procs     []*fakeProc
 	// turns are the turns each conversation has in its transcript.
 	turns map[string][]string
+	// background marks the conversations whose killed turn left a
+	// background command unfinished.
+	background map[string]bool
 }
 
 type fakeStart struct {
@@ -39,7 +47,7 @@ type fakeStart struct {
 }
 
 func newFakeClaude(model func(t *fakeTurn)) *fakeClaude {
-	return &fakeClaude{model: model, turns: map[string][]string{}}
+	return &fakeClaude{model: model, turns: map[string][]string{}, background: map[string]bool{}}
 }
 
 func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume bool) (Conversation, error) {
@@ -50,6 +58,7 @@ func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume
 		return nil, f.failStart
 	}
 	_, exists := f.turns[conversation]
+	exists = exists || f.background[conversation]
 	switch {
 	case resume && !exists:
 		return nil, fmt.Errorf("no conversation found with session ID: %s", conversation)
@@ -58,7 +67,9 @@ func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume
 	}
 	p := &fakeProc{f: f, conv: conversation, key: key, events: make(chan claudecode.Event),
 		sends: make(chan string, 8), interrupts: make(chan struct{}, 1), kill: make(chan struct{}),
-		done: make(chan struct{}), answers: map[string]chan claudecode.Decision{}}
+		done: make(chan struct{}), answers: map[string]chan claudecode.Decision{},
+		notify: resume && f.background[conversation]}
+	delete(f.background, conversation)
 	f.procs = append(f.procs, p)
 	go p.run()
 	return p, nil
@@ -119,6 +130,9 @@ type fakeProc struct {
 	kill       chan struct{}
 	killOnce   sync.Once
 	done       chan struct{}
+	// notify: it first reports a background command the killed process
+	// left unfinished.
+	notify bool
 
 	mu        sync.Mutex
 	got       []string
@@ -212,6 +226,16 @@ func (p *fakeProc) decided() []claudecode.Decision {
 func (p *fakeProc) run() {
 	defer close(p.events)
 	defer close(p.done)
+	if p.notify {
+		for _, ev := range []claudecode.Event{claudecode.Init{SessionID: p.conv, Model: "claude-test"},
+			claudecode.Result{Subtype: "success", SessionID: p.conv, Origin: "task-notification"}} {
+			select {
+			case p.events <- ev:
+			case <-p.kill:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case text := <-p.sends:
@@ -376,4 +400,18 @@ func (t *fakeTurn) Bash(id, command string, ask bool, stdout string) {
 	}
 	zero := 0
 	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: stdout, ExitCode: &zero})
+}
+
+// Background starts a command that does not end in the background: its
+// call and result are in the transcript at once, so a kill from now on
+// leaves the turn's message there too.
+func (t *fakeTurn) Background(id, command string) {
+	input, _ := json.Marshal(map[string]any{"command": command, "run_in_background": true})
+	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
+		return
+	}
+	t.p.f.mu.Lock()
+	t.p.f.background[t.p.conv] = true
+	t.p.f.mu.Unlock()
+	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: "Command running in background with ID: " + id})
 }

@@ -75,6 +75,53 @@ func TestRestartMidTurn(t *testing.T) {
 	})
 }
 
+// TestRestartAfterBackgroundCommand: parley stops in the middle of a turn
+// whose agent had started a background command. The resumed conversation
+// first ends a turn of Claude Code's own (reporting the command
+// unfinished) before it reads the message handed again: that Result is not
+// the person's answer, which is shown once when it comes.
+func TestRestartAfterBackgroundCommand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		st := newStack(t, dir)
+		id := st.create()
+		fc := newFakeClaude(func(ft *fakeTurn) {
+			ft.Background("toolu_1", "tail -f build.log")
+			ft.Say("looking at " + ft.Text)
+			ft.Pause(time.Hour)
+		})
+		r := startOrchestrator(t, st, fc, nil)
+		st.say(id, ann, "question")
+		settle(time.Second)
+		r.stop()
+		st.close()
+
+		st = newStack(t, dir)
+		fc.mu.Lock()
+		fc.model = func(ft *fakeTurn) {
+			ft.Pause(time.Second)
+			ft.Say("answer to " + ft.Text)
+		}
+		fc.mu.Unlock()
+		startOrchestrator(t, st, fc, nil)
+		settle(3 * time.Second)
+
+		if got := fc.sent(string(id)); !slices.Equal(got, []string{"question", "question"}) {
+			t.Fatalf("handed %q", got)
+		}
+		_, finals := st.outputs(id)
+		if !slices.Equal(finals, []string{"answer to question"}) {
+			t.Fatalf("final outputs %q, want the answer once", finals)
+		}
+		if n := len(st.events(id, core.EventTurnComplete)); n != 1 {
+			t.Fatalf("%d turns completed, want one", n)
+		}
+		if starts := fc.startsOf(string(id)); len(starts) != 3 || !starts[2].resume {
+			t.Fatalf("starts %+v: the killed turn's conversation exists and is resumed", starts)
+		}
+	})
+}
+
 // TestRestartAfterTurn: restarted after a completed turn, the orchestrator
 // hands nothing again and resumes the conversation for the next message.
 func TestRestartAfterTurn(t *testing.T) {
