@@ -74,7 +74,19 @@ func TestClaudeCodeKilledMidTurn(t *testing.T) {
 		t.Fatalf("the background command was not put to people: %q %+v", ask.Text, ask.Buttons)
 	}
 	srv.Click(forum, ask.ID, ann, ask.Buttons[0][0].CallbackData)
-	cc.showing(topic, "because every package")
+	// Killed once the output message was edited: parley had recorded the
+	// message by then (a kill between Telegram's answer to the send and
+	// that record leaves a message parley cannot know of, which no
+	// platform without idempotency keys avoids).
+	output := cc.showing(topic, "because every package")
+	cc.await("the streamed answer edited", func() bool {
+		for _, m := range botMessages(srv.Messages(forum, topic)) {
+			if m.ID == output.ID && m.Edits > 0 {
+				return true
+			}
+		}
+		return false
+	})
 
 	// What the killed run's claude started: every process carrying the
 	// marker its pidfile records.
@@ -106,7 +118,12 @@ func TestClaudeCodeKilledMidTurn(t *testing.T) {
 			}
 		}
 	})
-	cc.answeredOnce(topic, answer)
+	if m := cc.answeredOnce(topic, answer); m.ID != output.ID {
+		t.Errorf("the answer is in message %d, not in the killed turn's output message %d", m.ID, output.ID)
+	}
+	if n := len(cc.shown(topic, "because every package")); n != 0 {
+		t.Errorf("the killed turn's partial answer is still shown in %d messages", n)
+	}
 	if still := running(left); len(still) > 0 {
 		t.Errorf("processes of the killed run's agent still run after the restart: %v", still)
 	}
