@@ -18,14 +18,15 @@ import (
 // (a PermissionRequest first when the call needs one, waiting for its
 // Answer) with their ToolResults, and a Result. An interrupt ends the turn
 // with terminal_reason aborted_streaming; a denial with interrupt with
-// aborted_tools. A conversation exists once a turn of it ended; a process
-// killed mid-turn leaves no trace of that turn, unless it started a
-// background command (Background): then the turn's message is in the
-// transcript, and a process resuming it first runs a turn of its own
-// reporting the command unfinished (Init, then a Result with Origin
-// task-notification) before it reads stdin, as Claude Code 2.1.328 does.
-// --resume of a conversation that does not exist fails, as does
-// --session-id of one that does.
+// aborted_tools. As Claude Code 2.1.328 does, a turn's message is in the
+// transcript from the turn's start (its Init), so a conversation exists
+// once a turn started, and a process killed mid-turn leaves the message
+// there but no answer. When the killed turn had started a background
+// command (Background), a process resuming the conversation first runs a
+// turn of its own reporting the command unfinished (Init, then a Result
+// with Origin task-notification) before it reads stdin. --resume of a
+// conversation that does not exist fails, as does --session-id of one
+// that does.
 type fakeClaude struct {
 	mu sync.Mutex
 	// model plays each turn (default: answers "echo: " + the text).
@@ -34,7 +35,7 @@ type fakeClaude struct {
 	failStart error
 	starts    []fakeStart
 	procs     []*fakeProc
-	// turns are the turns each conversation has in its transcript.
+	// turns are the messages each conversation has in its transcript.
 	turns map[string][]string
 	// background marks the conversations whose killed turn left a
 	// background command unfinished.
@@ -58,7 +59,6 @@ func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume
 		return nil, f.failStart
 	}
 	_, exists := f.turns[conversation]
-	exists = exists || f.background[conversation]
 	switch {
 	case resume && !exists:
 		return nil, fmt.Errorf("no conversation found with session ID: %s", conversation)
@@ -260,6 +260,9 @@ func (p *fakeProc) turn(text string) bool {
 		return !t.killed
 	}
 	p.f.mu.Lock()
+	p.f.turns[p.conv] = append(p.f.turns[p.conv], text)
+	p.f.mu.Unlock()
+	p.f.mu.Lock()
 	model := p.f.model
 	p.f.mu.Unlock()
 	if model == nil {
@@ -305,7 +308,7 @@ func (t *fakeTurn) emit(ev claudecode.Event) bool {
 	}
 }
 
-// end sends the Result; the turn is then in the conversation's transcript.
+// end sends the Result.
 func (t *fakeTurn) end(r claudecode.Result) {
 	select {
 	case t.p.events <- r:
@@ -314,9 +317,6 @@ func (t *fakeTurn) end(r claudecode.Result) {
 		return
 	}
 	t.ended = true
-	t.p.f.mu.Lock()
-	t.p.f.turns[t.p.conv] = append(t.p.f.turns[t.p.conv], t.Text)
-	t.p.f.mu.Unlock()
 }
 
 // Say streams one text block in chunks.
@@ -402,9 +402,8 @@ func (t *fakeTurn) Bash(id, command string, ask bool, stdout string) {
 	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: stdout, ExitCode: &zero})
 }
 
-// Background starts a command that does not end in the background: its
-// call and result are in the transcript at once, so a kill from now on
-// leaves the turn's message there too.
+// Background starts a command that does not end in the background; a
+// process killed while it runs leaves it unfinished.
 func (t *fakeTurn) Background(id, command string) {
 	input, _ := json.Marshal(map[string]any{"command": command, "run_in_background": true})
 	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
