@@ -19,8 +19,11 @@
 // returns. Claude Code answers it only after loading the conversation, and
 // for a --resume of an id it has no transcript of it prints a result with
 // "No conversation found…" and exits instead: that is ErrNoConversation (a
-// first turn killed mid-way leaves no transcript, so the caller starts the
-// conversation afresh). A process Start returns is ready for Send.
+// process killed before its first turn began leaves no transcript, so the
+// caller starts the conversation afresh; one killed later in that turn
+// leaves the turn's message, but no answer, and --session-id then fails
+// with "Session ID … is already in use": the caller resumes it). A process
+// Start returns is ready for Send.
 //
 // # Events
 //

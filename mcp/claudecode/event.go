@@ -92,6 +92,13 @@ type Result struct {
 	SessionID string
 	// Errors are the result line's error messages, when it has any.
 	Errors []string
+	// Origin is what started a turn Claude Code ran on its own, not for a
+	// message sent with Send: "task-notification" when a resumed
+	// conversation reports a background command the previous process left
+	// unfinished (2.1.328 ends that turn with a result line of its own,
+	// before it reads stdin). Empty for a turn Send started. Omitted from
+	// JSON when empty, so the recorded golden events stay as they were.
+	Origin string `json:",omitempty"`
 }
 
 func (Init) isEvent()              {}

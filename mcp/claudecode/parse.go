@@ -28,9 +28,12 @@ type line struct {
 	TerminalReason  string          `json:"terminal_reason"`
 	Result          string          `json:"result"`
 	Errors          []string        `json:"errors"`
-	Attempt         int             `json:"attempt"`
-	RetryDelayMS    float64         `json:"retry_delay_ms"`
-	ErrorStatus     *int            `json:"error_status"`
+	Origin          *struct {
+		Kind string `json:"kind"`
+	} `json:"origin"`
+	Attempt      int     `json:"attempt"`
+	RetryDelayMS float64 `json:"retry_delay_ms"`
+	ErrorStatus  *int    `json:"error_status"`
 	// Error is a string on api_retry lines and on the synthetic assistant
 	// message Claude Code prints when it cannot authenticate.
 	Error json.RawMessage `json:"error"`
@@ -127,8 +130,12 @@ func (p *parser) parse(b []byte) (parsed, error) {
 				out.noConversation = true
 			}
 		}
-		out.events = append(out.events, Result{Subtype: l.Subtype, IsError: l.IsError, TerminalReason: l.TerminalReason,
-			Text: l.Result, SessionID: l.SessionID, Errors: l.Errors})
+		r := Result{Subtype: l.Subtype, IsError: l.IsError, TerminalReason: l.TerminalReason,
+			Text: l.Result, SessionID: l.SessionID, Errors: l.Errors}
+		if l.Origin != nil {
+			r.Origin = l.Origin.Kind
+		}
+		out.events = append(out.events, r)
 	case "control_request":
 		p.controlRequest(l, &out)
 	case "control_cancel_request":

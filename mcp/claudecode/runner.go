@@ -78,8 +78,8 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 // Start returns once the process answered the control protocol's
 // initialize request, so a process it returns is ready for Send. Errors:
 // ErrNoConversation when resume was asked and Claude Code has no
-// conversation by that id (a first turn killed mid-way leaves none: start
-// it afresh with resume=false); a *Problem when the command cannot run or
+// conversation by that id (a process killed before its first turn began
+// leaves none: start it afresh with resume=false); a *Problem when the command cannot run or
 // cannot log in; ctx's error when ctx ended first (the process is stopped).
 func (r *Runner) Start(ctx context.Context, key, conversation string, resume bool) (*Process, error) {
 	if !keyPattern.MatchString(key) {

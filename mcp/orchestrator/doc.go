@@ -25,12 +25,18 @@
 // is made and saved with that watermark before anything starts. The
 // watermark is saved only when a turn's Result arrived (the agent has the
 // messages), before loop.yield_turn: a parley killed mid-turn hands the
-// turn's messages again after the restart — Claude Code keeps no trace of
-// a killed turn, so they are answered once. ("started" says a turn of the
-// conversation ended, so the next start resumes; when a start fails the
-// other resume is tried once, which covers a crash between a Result and
-// its save.) A restart that finds a session working or waiting with nothing
-// pending completes its turn (loop.yield_turn), which the crash left open.
+// turn's messages again after the restart, and they are answered once —
+// Claude Code keeps no answer of a killed turn. (It does keep the message,
+// from the turn's start, so the model may see it twice; whether it was kept
+// cannot be seen from outside, and handing it again never loses it.) A
+// resumed conversation may first end a turn of Claude Code's own (a Result
+// with an Origin: a background command the killed process left
+// unfinished), which is not the end of the turn handed. ("started" says a
+// turn of the conversation ended, so the next start resumes; when a start
+// fails the other resume is tried once, which covers a crash between a
+// Result and its save, and a first turn killed after it began.) A restart
+// that finds a session working or waiting with nothing pending completes
+// its turn (loop.yield_turn), which the crash left open.
 //
 // Turns. A person's messages (author user, not a control message, not an
 // answer: application/vnd.parley.answer, or text/plain holding a decision

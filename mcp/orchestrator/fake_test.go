@@ -18,9 +18,15 @@ import (
 // (a PermissionRequest first when the call needs one, waiting for its
 // Answer) with their ToolResults, and a Result. An interrupt ends the turn
 // with terminal_reason aborted_streaming; a denial with interrupt with
-// aborted_tools. A conversation exists once a turn of it ended; a process
-// killed mid-turn leaves no trace of that turn. --resume of a conversation
-// that does not exist fails, as does --session-id of one that does.
+// aborted_tools. As Claude Code 2.1.328 does, a turn's message is in the
+// transcript from the turn's start (its Init), so a conversation exists
+// once a turn started, and a process killed mid-turn leaves the message
+// there but no answer. When the killed turn had started a background
+// command (Background), a process resuming the conversation first runs a
+// turn of its own reporting the command unfinished (Init, then a Result
+// with Origin task-notification) before it reads stdin. --resume of a
+// conversation that does not exist fails, as does --session-id of one
+// that does.
 type fakeClaude struct {
 	mu sync.Mutex
 	// model plays each turn (default: answers "echo: " + the text).
@@ -29,8 +35,11 @@ type fakeClaude struct {
 	failStart error
 	starts    []fakeStart
 	procs     []*fakeProc
-	// turns are the turns each conversation has in its transcript.
+	// turns are the messages each conversation has in its transcript.
 	turns map[string][]string
+	// background marks the conversations whose killed turn left a
+	// background command unfinished.
+	background map[string]bool
 }
 
 type fakeStart struct {
@@ -39,7 +48,7 @@ type fakeStart struct {
 }
 
 func newFakeClaude(model func(t *fakeTurn)) *fakeClaude {
-	return &fakeClaude{model: model, turns: map[string][]string{}}
+	return &fakeClaude{model: model, turns: map[string][]string{}, background: map[string]bool{}}
 }
 
 func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume bool) (Conversation, error) {
@@ -58,7 +67,9 @@ func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume
 	}
 	p := &fakeProc{f: f, conv: conversation, key: key, events: make(chan claudecode.Event),
 		sends: make(chan string, 8), interrupts: make(chan struct{}, 1), kill: make(chan struct{}),
-		done: make(chan struct{}), answers: map[string]chan claudecode.Decision{}}
+		done: make(chan struct{}), answers: map[string]chan claudecode.Decision{},
+		notify: resume && f.background[conversation]}
+	delete(f.background, conversation)
 	f.procs = append(f.procs, p)
 	go p.run()
 	return p, nil
@@ -119,6 +130,9 @@ type fakeProc struct {
 	kill       chan struct{}
 	killOnce   sync.Once
 	done       chan struct{}
+	// notify: it first reports a background command the killed process
+	// left unfinished.
+	notify bool
 
 	mu        sync.Mutex
 	got       []string
@@ -212,6 +226,16 @@ func (p *fakeProc) decided() []claudecode.Decision {
 func (p *fakeProc) run() {
 	defer close(p.events)
 	defer close(p.done)
+	if p.notify {
+		for _, ev := range []claudecode.Event{claudecode.Init{SessionID: p.conv, Model: "claude-test"},
+			claudecode.Result{Subtype: "success", SessionID: p.conv, Origin: "task-notification"}} {
+			select {
+			case p.events <- ev:
+			case <-p.kill:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case text := <-p.sends:
@@ -235,6 +259,9 @@ func (p *fakeProc) turn(text string) bool {
 	if !t.emit(claudecode.Init{SessionID: p.conv, Model: "claude-test"}) {
 		return !t.killed
 	}
+	p.f.mu.Lock()
+	p.f.turns[p.conv] = append(p.f.turns[p.conv], text)
+	p.f.mu.Unlock()
 	p.f.mu.Lock()
 	model := p.f.model
 	p.f.mu.Unlock()
@@ -281,7 +308,7 @@ func (t *fakeTurn) emit(ev claudecode.Event) bool {
 	}
 }
 
-// end sends the Result; the turn is then in the conversation's transcript.
+// end sends the Result.
 func (t *fakeTurn) end(r claudecode.Result) {
 	select {
 	case t.p.events <- r:
@@ -290,9 +317,6 @@ func (t *fakeTurn) end(r claudecode.Result) {
 		return
 	}
 	t.ended = true
-	t.p.f.mu.Lock()
-	t.p.f.turns[t.p.conv] = append(t.p.f.turns[t.p.conv], t.Text)
-	t.p.f.mu.Unlock()
 }
 
 // Say streams one text block in chunks.
@@ -402,4 +426,17 @@ func (t *fakeTurn) Withdrawn(id, command string, d time.Duration) {
 		t.Pause(d)
 		t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
 	}
+}
+
+// Background starts a command that does not end in the background; a
+// process killed while it runs leaves it unfinished.
+func (t *fakeTurn) Background(id, command string) {
+	input, _ := json.Marshal(map[string]any{"command": command, "run_in_background": true})
+	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
+		return
+	}
+	t.p.f.mu.Lock()
+	t.p.f.background[t.p.conv] = true
+	t.p.f.mu.Unlock()
+	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: "Command running in background with ID: " + id})
 }

@@ -21,10 +21,11 @@ import (
 )
 
 // TestRestartMidTurn: parley stops in the middle of a turn (the agent's
-// process killed with it, so Claude Code keeps no trace of the turn) and
-// starts again on the same data: the message is handed again, answered
-// once, in the same conversation; a message that arrived while parley was
-// down follows as the next turn.
+// process killed with it: Claude Code keeps the turn's message, but no
+// answer) and starts again on the same data: the message is handed again,
+// answered once, in the same conversation, which the killed first turn
+// made (--session-id fails, --resume continues it); a message that arrived
+// while parley was down goes with it.
 func TestRestartMidTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
@@ -58,8 +59,8 @@ func TestRestartMidTurn(t *testing.T) {
 		if got := fc.sent(string(id)); !slices.Equal(got, []string{"question", "Ann: question\n\nBob: meanwhile"}) {
 			t.Fatalf("handed %q", got)
 		}
-		if got := fc.transcript(before.Conversation); !slices.Equal(got, []string{"Ann: question\n\nBob: meanwhile"}) {
-			t.Fatalf("the conversation holds %q: the question must be in it once", got)
+		if got := fc.transcript(before.Conversation); !slices.Equal(got, []string{"question", "Ann: question\n\nBob: meanwhile"}) {
+			t.Fatalf("the conversation holds %q: the killed turn's message, then the one answered", got)
 		}
 		_, finals := st.outputs(id)
 		if !slices.Equal(finals, []string{"answer to Ann: question\n\nBob: meanwhile"}) {
@@ -69,8 +70,55 @@ func TestRestartMidTurn(t *testing.T) {
 			t.Fatalf("%d turns completed", n)
 		}
 		starts := fc.startsOf(string(id))
-		if len(starts) != 2 || starts[1].conversation != before.Conversation || starts[1].resume {
-			t.Fatalf("starts %+v: the killed first turn left no conversation to resume", starts)
+		if len(starts) != 3 || starts[1].resume || !starts[2].resume || starts[2].conversation != before.Conversation {
+			t.Fatalf("starts %+v: the killed first turn's conversation is resumed", starts)
+		}
+	})
+}
+
+// TestRestartAfterBackgroundCommand: parley stops in the middle of a turn
+// whose agent had started a background command. The resumed conversation
+// first ends a turn of Claude Code's own (reporting the command
+// unfinished) before it reads the message handed again: that Result is not
+// the person's answer, which is shown once when it comes.
+func TestRestartAfterBackgroundCommand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		st := newStack(t, dir)
+		id := st.create()
+		fc := newFakeClaude(func(ft *fakeTurn) {
+			ft.Background("toolu_1", "tail -f build.log")
+			ft.Say("looking at " + ft.Text)
+			ft.Pause(time.Hour)
+		})
+		r := startOrchestrator(t, st, fc, nil)
+		st.say(id, ann, "question")
+		settle(time.Second)
+		r.stop()
+		st.close()
+
+		st = newStack(t, dir)
+		fc.mu.Lock()
+		fc.model = func(ft *fakeTurn) {
+			ft.Pause(time.Second)
+			ft.Say("answer to " + ft.Text)
+		}
+		fc.mu.Unlock()
+		startOrchestrator(t, st, fc, nil)
+		settle(3 * time.Second)
+
+		if got := fc.sent(string(id)); !slices.Equal(got, []string{"question", "question"}) {
+			t.Fatalf("handed %q", got)
+		}
+		_, finals := st.outputs(id)
+		if !slices.Equal(finals, []string{"answer to question"}) {
+			t.Fatalf("final outputs %q, want the answer once", finals)
+		}
+		if n := len(st.events(id, core.EventTurnComplete)); n != 1 {
+			t.Fatalf("%d turns completed, want one", n)
+		}
+		if starts := fc.startsOf(string(id)); len(starts) != 3 || !starts[2].resume {
+			t.Fatalf("starts %+v: the killed turn's conversation exists and is resumed", starts)
 		}
 	})
 }

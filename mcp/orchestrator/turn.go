@@ -125,6 +125,14 @@ func (w *worker) onEvent(ctx context.Context, ev claudecode.Event) {
 		w.log.Debug("the model's API failed; Claude Code retries", "attempt", e.Attempt, "delay", e.Delay, "err", e.Error)
 		return // no progress: the deadline keeps running
 	case claudecode.Result:
+		if e.Origin != "" {
+			// A turn Claude Code ran on its own (a resumed conversation
+			// reports a background command the killed process left
+			// unfinished) ends before the one Send started: it is not
+			// the end of the person's turn.
+			w.log.Debug("the agent ended a turn of its own", "origin", e.Origin)
+			return
+		}
 		w.finish(ctx, e)
 		return
 	}
