@@ -134,11 +134,19 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		a.echo.firstSynced()
 		if resp.NextBatch != "" && resp.NextBatch != since {
 			since = resp.NextBatch
-			a.savePosition(ctx, cursorSince, since, 0)
+			// The batch is handled: its position is stored even when a
+			// stop came meanwhile, or the next start hands it again.
+			save, cancel := context.WithTimeout(context.WithoutCancel(ctx), positionSaveTimeout)
+			a.savePosition(save, cursorSince, since, 0)
+			cancel()
 		}
 	}
 	return nil
 }
+
+// positionSaveTimeout bounds the storing of a handled batch's position
+// once parley is stopping.
+const positionSaveTimeout = 5 * time.Second
 
 // nextBackoff is how long to wait after err: what a 429 asks, else
 // doubling from a second up to 30 seconds.
