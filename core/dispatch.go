@@ -459,6 +459,13 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event, j *delivery) {
 	case EventToolCall, EventToolOutput, EventToolApproval:
 		d.enqueueProgress(s, a, e)
 	case EventSessionCreated, EventSessionUpdated:
+		// A turn began: its tidy-up waits behind its first message
+		// (outboxexpect.go), for at most expectFor.
+		if e.Status == StatusWorking {
+			d.outbox.Expect(a.Name(), queuePlace(s, a), "turn "+strconv.FormatUint(s.Turn, 10), time.Now().Add(expectFor))
+		} else {
+			d.outbox.Expect(a.Name(), queuePlace(s, a), "", time.Time{})
+		}
 		d.setTyping(s, a, e.Status == StatusWorking)
 		d.enqueueStatus(s, a)
 	}

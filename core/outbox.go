@@ -179,7 +179,8 @@ type Outbox struct {
 	backlog      map[AdapterName]int
 	backlogged   map[AdapterName]bool
 	failingSince map[AdapterName]time.Time
-	held         map[AdapterName]bool // not run: outboxhold.go
+	held         map[AdapterName]bool   // not run: outboxhold.go
+	expect       map[string]expectation // by place: outboxexpect.go
 	pruneAt      time.Time
 	// dequeued counts the entries of pending taken out of the queue and
 	// not yet compacted away (dispatchLocked).
@@ -424,6 +425,9 @@ func (op Op) counts(l Limit) bool {
 // wanted.
 func (o *Outbox) readyAt(e *entry, now time.Time, waiting func() map[string]bool) time.Time {
 	t := e.notBefore
+	if u := o.expectedUntil(e.op); u.After(t) {
+		t = u
+	}
 	if len(o.paused) > 0 {
 		for _, k := range scopesOf(e.op) {
 			for _, k := range [2]string{k, kindPauseKey(k, e.op.Kind)} {
@@ -669,6 +673,7 @@ func shareKind(op Op) OpKind {
 
 // startLocked takes e out of the queue and runs it.
 func (o *Outbox) startLocked(e *entry, now time.Time) {
+	o.metLocked(e.op)
 	for _, w := range o.windowsFor(e.op) {
 		w.take(now)
 		o.tookLocked(e.op.Adapter, w, now)
