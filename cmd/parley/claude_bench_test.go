@@ -61,8 +61,16 @@ import (
 // benchmark waits until the group's last call is over two seconds old and
 // its sliding minute has room, under the 20 a minute parley declares, for
 // the turn's calls up to its first text and one more. A turn makes six
-// calls, so the group's minute allows about three turns: the run takes
-// about six minutes. The 429s are reported (target: none).
+// calls, so the group's minute allows about three turns: each run takes
+// six to eight minutes. The 429s are reported (target: none).
+//
+// It runs twice. model-wait=0s: the fake model answers at once, so all
+// but the CLI's own time is parley's; this is the figure.
+// model-wait=1.5s: the model's text starts 1.5 s after its request (an
+// empty delta at once, then the text), as a real model's does; it shows how
+// parley's calls at a turn's start, paced at one a second per group, meet
+// a model that takes its time. cold-first-text-ms is the first message's
+// first text, the process started for it, nothing subtracted.
 //
 //	go test -run '^$' -bench BenchmarkClaudeCode -benchtime 1x ./cmd/parley
 //
