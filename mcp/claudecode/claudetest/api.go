@@ -85,6 +85,10 @@ func Bash(command, description string) Block {
 
 // Request is one request the fake received, decoded.
 type Request struct {
+	// Time is when the request arrived, before its body was read: with the
+	// fake's answer immediate, it is where a benchmark splits a turn's
+	// time between the client's side before the model and after it.
+	Time   time.Time
 	Method string
 	Path   string // without the query
 	Header http.Header
@@ -224,8 +228,8 @@ func (a *API) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 	}
 }
 
-func (a *API) record(r *http.Request, body []byte) (Request, Reply, int) {
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+func (a *API) record(r *http.Request, at time.Time, body []byte) (Request, Reply, int) {
+	req := Request{Time: at, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	var wire struct {
 		Model    string            `json:"model"`
 		Stream   bool              `json:"stream"`
@@ -284,8 +288,9 @@ func decodeContent(raw json.RawMessage) []Content {
 }
 
 func (a *API) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	body, _ := io.ReadAll(r.Body)
-	req, reply, n := a.record(r, body)
+	req, reply, n := a.record(r, at, body)
 	w.Header().Set("request-id", fmt.Sprintf("req_fake%06d", n))
 	a.mu.Lock()
 	fail := a.fail

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func post(t *testing.T, url, key, body string) *http.Response {
@@ -145,6 +146,28 @@ func TestSideRequests(t *testing.T) {
 	b, _ = io.ReadAll(main.Body)
 	if !strings.Contains(string(b), `"text":"scripted"`) || len(api.ModelRequests()) != 1 {
 		t.Fatalf("main answer %s", b)
+	}
+}
+
+// TestRequestTime: each request carries when it arrived, between the
+// client's sending it and its answer, in the order they came.
+func TestRequestTime(t *testing.T) {
+	api := NewAPI(t)
+	var around [][2]time.Time
+	for range 2 {
+		before := time.Now()
+		resp := post(t, api.URL+"/v1/messages", APIKey, `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`)
+		io.ReadAll(resp.Body)
+		around = append(around, [2]time.Time{before, time.Now()})
+	}
+	reqs := api.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests recorded, want 2", len(reqs))
+	}
+	for i, r := range reqs {
+		if r.Time.Before(around[i][0]) || r.Time.After(around[i][1]) {
+			t.Errorf("request %d arrived at %v, not between its sending %v and its answer %v", i, r.Time, around[i][0], around[i][1])
+		}
 	}
 }
 
