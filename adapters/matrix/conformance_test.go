@@ -110,6 +110,12 @@ func newConformanceEnv(t *testing.T, hs *matrixtest.Homeserver, bot *matrixtest.
 				ann.Join(t, room)
 			}
 			ev := ann.Send(t, room, text)
+			// Like the adapter's own events, the person's reaches
+			// /messages asynchronously (see Shown).
+			eventually(t, "the person's message "+string(ev), func() bool {
+				_, have := shown(t, raw, room)
+				return have[ev]
+			})
 			return core.MessageRef{Adapter: matrix.Name, Place: p, ID: string(ev)}
 		},
 	}
