@@ -7,58 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/parley-chat/parley/mcp/internal/pipenet"
 )
-
-// pipeListener serves HTTP over net.Pipe, so that a server and its
-// clients run inside a synctest bubble on the fake clock.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	server, client := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
 
 // pipeStack is a stack served over pipes, with a raw HTTP client.
 type pipeStack struct {
@@ -70,11 +28,11 @@ func newPipeStack(t *testing.T) *pipeStack {
 	t.Helper()
 	var h atomic.Pointer[http.Handler]
 	st := newStack(t, t.TempDir(), stackOptions{handler: &h})
-	l := newPipeListener()
+	l := pipenet.NewListener()
 	hs := &http.Server{Handler: *h.Load()}
 	served := make(chan struct{})
 	go func() { defer close(served); _ = hs.Serve(l) }()
-	tr := &http.Transport{DialContext: l.dial}
+	tr := &http.Transport{DialContext: l.Dial}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		st.close()

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/mcp/internal/pipenet"
 )
 
 // TestRestartMidTurn: parley stops in the middle of a turn (the agent's
@@ -452,10 +453,10 @@ func TestServerRestart(t *testing.T) {
 // switchDialer dials the listener of the stack running now.
 type switchDialer struct {
 	mu sync.Mutex
-	l  *pipeListener
+	l  *pipenet.Listener
 }
 
-func (s *switchDialer) set(l *pipeListener) {
+func (s *switchDialer) set(l *pipenet.Listener) {
 	s.mu.Lock()
 	s.l = l
 	s.mu.Unlock()
@@ -465,7 +466,7 @@ func (s *switchDialer) dial(ctx context.Context, network, addr string) (net.Conn
 	s.mu.Lock()
 	l := s.l
 	s.mu.Unlock()
-	return l.dial(ctx, network, addr)
+	return l.Dial(ctx, network, addr)
 }
 
 // TestInterruptIgnored: a process that does not end an interrupted turn is

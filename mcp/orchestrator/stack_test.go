@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -18,6 +17,7 @@ import (
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp"
+	"github.com/parley-chat/parley/mcp/internal/pipenet"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
@@ -33,46 +33,6 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// pipeListener serves HTTP over net.Pipe.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	server, client := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
 // stack is parley's store, service and MCP server, served over pipes.
 type stack struct {
 	t      testing.TB
@@ -81,7 +41,7 @@ type stack struct {
 	svc    *commands.Service
 	srv    *mcp.Server
 	hs     *http.Server
-	l      *pipeListener
+	l      *pipenet.Listener
 	tr     *http.Transport
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -126,9 +86,9 @@ func newStackOn(t testing.TB, dir string, l net.Listener) *stack {
 		served: make(chan struct{})}
 	st.tr = &http.Transport{}
 	if l == nil {
-		st.l = newPipeListener()
+		st.l = pipenet.NewListener()
 		l = st.l
-		st.tr.DialContext = st.l.dial
+		st.tr.DialContext = st.l.Dial
 	}
 	go func() {
 		defer close(st.done)
