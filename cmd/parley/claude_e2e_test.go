@@ -69,6 +69,23 @@ func (cc *ccStack) shown(topic int, text string) []telegramtest.Message {
 	return out
 }
 
+// question waits for the approval question about text: the message with
+// buttons (the progress message names the call too).
+func (cc *ccStack) question(topic int, text string) telegramtest.Message {
+	cc.t.Helper()
+	var q telegramtest.Message
+	cc.await("the question about "+text, func() bool {
+		for _, m := range cc.shown(topic, text) {
+			if len(m.Buttons) > 0 {
+				q = m
+				return true
+			}
+		}
+		return false
+	})
+	return q
+}
+
 // answeredOnce waits until text is shown in the topic and checks that it
 // is shown in exactly one message.
 func (cc *ccStack) answeredOnce(topic int, text string) telegramtest.Message {
@@ -160,7 +177,7 @@ func TestClaudeCodeApprovals(t *testing.T) {
 	cc.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Bash("touch approved.txt && echo made it", "Create a file")}},
 		claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("Created approved.txt.")}})
 	cc.srv.SendText(cc.forum, topic, ann, "Make a file.")
-	question := cc.showing(topic, "touch approved.txt")
+	question := cc.question(topic, "touch approved.txt")
 	if len(question.Buttons) != 3 || question.Buttons[0][0].Text != "Approve" ||
 		question.Buttons[1][0].Text != "Deny and continue" || question.Buttons[2][0].Text != "Deny and abort" {
 		t.Fatalf("approval buttons %+v", question.Buttons)
@@ -186,7 +203,7 @@ func TestClaudeCodeApprovals(t *testing.T) {
 	cc.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Bash("touch denied.txt", "Create another file")}},
 		claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("Understood, I did not create it.")}})
 	cc.srv.SendText(cc.forum, topic, ann, "Make another.")
-	question = cc.showing(topic, "touch denied.txt")
+	question = cc.question(topic, "touch denied.txt")
 	cc.srv.Click(cc.forum, question.ID, ann, question.Buttons[1][0].CallbackData)
 	cc.answeredOnce(topic, "Understood, I did not create it.")
 	if _, err := os.Stat(filepath.Join(cc.workdir, "denied.txt")); err == nil {
@@ -205,7 +222,7 @@ func TestClaudeCodeApprovals(t *testing.T) {
 	cc.api.Script(claudetest.Reply{Blocks: []claudetest.Block{claudetest.Bash("touch aborted.txt", "Create a third file")}},
 		claudetest.Reply{Blocks: []claudetest.Block{claudetest.Text("This must not be asked for.")}})
 	cc.srv.SendText(cc.forum, topic, ann, "And a third.")
-	question = cc.showing(topic, "touch aborted.txt")
+	question = cc.question(topic, "touch aborted.txt")
 	cc.srv.Click(cc.forum, question.ID, ann, question.Buttons[2][0].CallbackData)
 	cc.await("the aborted turn over", func() bool {
 		groups := getState(t, cc.m.Addr(), session).toolGroups()

@@ -69,7 +69,7 @@ func TestClaudeCodeKilledMidTurn(t *testing.T) {
 		claudetest.Reply{Blocks: []claudetest.Block{claudetest.Chunks(300*time.Millisecond, pieces...)}},
 	)
 	srv.SendText(forum, topic, ann, question)
-	ask := cc.showing(topic, "tail -f /dev/null")
+	ask := cc.question(topic, "tail -f /dev/null")
 	if len(ask.Buttons) == 0 || ask.Buttons[0][0].Text != "Approve" {
 		t.Fatalf("the background command was not put to people: %q %+v", ask.Text, ask.Buttons)
 	}
