@@ -459,9 +459,13 @@ func (d *Dispatcher) dispatchTo(s Session, a Adapter, e Event, j *delivery) {
 	case EventToolCall, EventToolOutput, EventToolApproval:
 		d.enqueueProgress(s, a, e)
 	case EventSessionCreated, EventSessionUpdated:
-		// A turn began: its tidy-up waits behind its first message
-		// (outboxexpect.go), for at most expectFor.
-		if e.Status == StatusWorking {
+		// A person's input began a turn: its tidy-up waits behind its
+		// first message (outboxexpect.go), for at most expectFor. Events
+		// are dispatched in order, so the expectation is set before any
+		// answer to that input can be posted; a turn the agent began by
+		// itself (its output made the session working) expects nothing,
+		// its message may be out already.
+		if e.Status == StatusWorking && e.Origin.IsUI() {
 			d.outbox.Expect(a.Name(), queuePlace(s, a), "turn "+strconv.FormatUint(s.Turn, 10), time.Now().Add(expectFor))
 		} else {
 			d.outbox.Expect(a.Name(), queuePlace(s, a), "", time.Time{})

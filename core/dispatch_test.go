@@ -520,14 +520,11 @@ func TestDispatchStatusShownOnChange(t *testing.T) {
 			r.show(id, step.title, step.st)
 			r.settle()
 		}
-		// The turn that starts at +2s posts nothing: its status waits
-		// for a first message until +5s (outboxexpect.go), and the
-		// renames after it follow at the fake's pace.
 		want := []string{
 			`rename "💬 first" at +0s`,
-			`rename "⏳ first" at +5s`,
-			`rename "⏳ second" at +7s`,
-			`rename "✅ second" at +9s`,
+			`rename "⏳ first" at +2s`,
+			`rename "⏳ second" at +4s`,
+			`rename "✅ second" at +6s`,
 		}
 		if got := calls(r.fk, start, dm, "rename"); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("renames %q, want %q", got, want)
