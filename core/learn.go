@@ -6,48 +6,6 @@ import (
 	"time"
 )
 
-// Learn is how a Limit's budget follows what its platform says, for
-// platforms whose limits are set per server and not published (a Matrix
-// homeserver's rc_message). Limit.Rate is where the budget starts — the
-// configured budget, or the most common server's default — and then:
-//
-//   - Growth, additive: while the platform has never answered with a rate
-//     limit, a budget in use grows. "In use" means an op waited for it —
-//     for room in its window, or for the steady rate between two edits of
-//     one message (see editIntervalFor) — since the last step. When such
-//     a budget counts one more op at least Every after the last step, its
-//     N grows by the starting N (Synapse's 5 per 25 s becomes 10, 15, 20,
-//     … per 25 s), up to Max. A budget nobody waits for does not grow:
-//     a trickle of ops proves nothing about a larger burst.
-//   - Decrease, to what was observed: a rate limit in the Limit's scope
-//     (for one of its kinds) ends the growth for the outbox's life — such
-//     a platform is followed, not probed — and the budget drops to half
-//     of what the window counted when the platform refused (the refused op
-//     included: it was allowed by the budget, so the budget was too
-//     large), spread so that its steady rate is no faster than one op per
-//     retry_after (a token bucket's retry_after is at most its refill
-//     interval), and no faster than the starting Rate: one refusal cannot
-//     tell a token bucket's burst from its rate, and a limited platform is
-//     most likely the one the start describes (Synapse's default, or what
-//     the person configured). The window is then as full as the
-//     platform's bucket: its slots come free one steady interval apart
-//     from the end of the pause, which is the outbox's usual one: exactly
-//     retry_after. Rate limits for ops that started before the last drop
-//     were earned by the old budget and change nothing; a later one, by
-//     the new budget, halves it again.
-//
-// The learned state lives as long as the outbox (it is per scope key,
-// meant for account-wide budgets: one per adapter); a restart starts from
-// Limit.Rate again.
-type Learn struct {
-	// Max is the most the budget grows to, as a rate (10 per second); it
-	// never grows past it, whatever the platform accepts.
-	Max Rate `json:"max"`
-	// Every is the least time between two growth steps: how long a budget
-	// must have served without a rate limit before it grows again.
-	Every time.Duration `json:"every"`
-}
-
 // learning is the state of one learned budget (a Limit with Learn, in one
 // scope).
 type learning struct {

@@ -53,13 +53,6 @@ func (g *UiToolGroup) equal(o *UiToolGroup) bool {
 		(g.ExitCode == o.ExitCode || g.ExitCode != nil && o.ExitCode != nil && *g.ExitCode == *o.ExitCode)
 }
 
-// Approval decisions of a ToolGroup.
-const (
-	DecisionApprove      = "approve"
-	DecisionDenyContinue = "deny_continue"
-	DecisionDenyAbort    = "deny_abort"
-)
-
 // UiApproval is one decision on a tool call's approval request. On the
 // wire its Decision is an entry of a ToolGroup's "approvals" and the
 // whole of it the entry of "approvals_detail" at the same index.
