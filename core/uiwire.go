@@ -63,13 +63,6 @@ type UiApproval struct {
 	Time     time.Time `json:"ts,omitzero"`
 }
 
-// Why a question was closed unanswered (UiItem.Closed, the Text of an
-// EventQuestionClosed).
-const (
-	QuestionExpired   = "expired"
-	QuestionCancelled = "cancelled"
-)
-
 // uiItemFields is UiItem without its methods, for encoding/json.
 type uiItemFields UiItem
 
