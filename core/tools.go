@@ -16,7 +16,7 @@ import (
 //     The session keeps the newest MaxSessionTools calls (ToolState, without
 //     their output), which is what idempotency and "unknown call id" are
 //     decided on; the output itself lives only in the event log, like every
-//     other UiState item.
+//     other UIState item.
 //   - Output is bounded: stdout and stderr each keep their last
 //     MaxToolOutput bytes (the end of a command's output is what explains
 //     how it ended), behind a line saying how much was cut.
