@@ -65,3 +65,12 @@ func narrow(budget, limit, got int) int {
 	next := int(int64(budget) * int64(limit) * 95 / (int64(got) * 100))
 	return max(min(next, budget-1), 1)
 }
+
+// chunks splits text to the adapter's length limit.
+func chunks(a core.Adapter, text string) []string {
+	c := a.Capabilities()
+	if c.MaxLength <= 0 || measure(a, text) <= c.MaxLength {
+		return []string{text}
+	}
+	return split(a, text)
+}

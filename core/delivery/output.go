@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,24 +25,38 @@ import (
 // live text is derived state (the session holds it); the final output is
 // journaled, with its edit and each continuation confirmed one by one.
 
-// enqueueOutput queues the edit that brings the binding's output message up
+// output keeps the output message of each session and binding.
+type output struct {
+	store    core.Store
+	outbox   *Outbox
+	bindings *bindings
+	journal  *journal
+	sender   *sender
+	log      *slog.Logger
+	// opts are the Dispatcher's: FileDir, TailMarker, OnOutputShown.
+	opts DispatcherOptions
+	// sent is called after every message sent (Dispatcher.sent).
+	sent func(ctx context.Context, s Sent)
+}
+
+// enqueue queues the edit that brings the binding's output message up
 // to date with e; for a journaled final output already shown in an earlier
 // run, only the continuations still missing.
-func (d *Dispatcher) enqueueOutput(s core.Session, a core.Adapter, e core.Event, j *delivery) {
+func (o *output) enqueue(s core.Session, a core.Adapter, e core.Event, j *delivery) {
 	name := a.Name()
 	key := opKey(name, "out", 0)
-	if !d.add(j, key) {
-		if j != nil && j.done[key] {
+	if !o.journal.add(j, key) {
+		if o.journal.confirmed(j, key) {
 			if b, ok := s.Bindings[name]; ok {
-				_, rest, file := d.finalParts(a, e)
-				d.finishOutput(a, s.ID, b, e, j, rest, file)
+				_, rest, file := o.finalParts(a, e)
+				o.finish(a, s.ID, b, e, j, rest, file)
 			}
 		}
 		return
 	}
 	var done func(error)
 	if j != nil {
-		done = func(err error) { d.confirm(j, name, key, err) }
+		done = func(err error) { o.journal.confirm(j, name, key, err) }
 	}
 	coalesce := "out\x00" + string(s.ID) + "\x00" + string(name) + "\x00" + strconv.FormatUint(e.Turn, 10)
 	// Paced as the call it will make: a send when the turn has no output
@@ -64,29 +79,29 @@ func (d *Dispatcher) enqueueOutput(s core.Session, a core.Adapter, e core.Event,
 	if e.Final || calls[0] == core.OpSend {
 		prio = core.OpSend
 	}
-	d.outbox.Enqueue(core.Op{Kind: prio, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
-		Run:  func(ctx context.Context, at core.Place) error { return d.deliverOutput(ctx, a, s.ID, at, e, j) },
+	o.outbox.Enqueue(core.Op{Kind: prio, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
+		Run:  func(ctx context.Context, at core.Place) error { return o.deliver(ctx, a, s.ID, at, e, j) },
 		Done: done})
 }
 
 // finalParts is how a final output is shown on a: the output message's
 // text, the continuation messages after it, or (file) the whole text as a
 // document behind a tail.
-func (d *Dispatcher) finalParts(a core.Adapter, e core.Event) (live string, rest []string, file bool) {
+func (o *output) finalParts(a core.Adapter, e core.Event) (live string, rest []string, file bool) {
 	c := a.Capabilities()
 	if c.MaxLength <= 0 || measure(a, e.Text) <= c.MaxLength {
 		return e.Text, nil, false
 	}
 	if c.FileThreshold > 0 && Measure(e.Text, c.LengthUnit) > c.FileThreshold && isFileSender(a) {
-		return tail(a, e.Text, "📄 The full output is attached as a file.\n\n"+d.opts.TailMarker), nil, true
+		return tail(a, e.Text, "📄 The full output is attached as a file.\n\n"+o.opts.TailMarker), nil, true
 	}
 	parts := split(a, e.Text)
 	return parts[0], parts[1:], false
 }
 
-// deliverOutput brings the binding's output message up to date with e.
-func (d *Dispatcher) deliverOutput(ctx context.Context, a core.Adapter, id core.SessionID, queuedAt core.Place, e core.Event, j *delivery) error {
-	b, bound, err := d.bindingOf(ctx, a, id, queuedAt)
+// deliver brings the binding's output message up to date with e.
+func (o *output) deliver(ctx context.Context, a core.Adapter, id core.SessionID, queuedAt core.Place, e core.Event, j *delivery) error {
+	b, bound, err := o.bindings.of(ctx, a, id, queuedAt)
 	if err != nil {
 		return err
 	}
@@ -103,7 +118,7 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a core.Adapter, id core.
 		// start. It lands in its own turn's message, which the binding
 		// keeps as Prev; failing that, the final text must not be lost:
 		// it goes whole as new messages.
-		return d.lateFinal(ctx, a, id, b, e, j)
+		return o.lateFinal(ctx, a, id, b, e, j)
 	case out.Turn > e.Turn:
 		return noCall // a later turn has its own output message now
 	case out.Turn < e.Turn:
@@ -113,9 +128,9 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a core.Adapter, id core.
 	live, rest, file := e.Text, []string(nil), false
 	switch {
 	case e.Final:
-		live, rest, file = d.finalParts(a, e)
+		live, rest, file = o.finalParts(a, e)
 	case c.MaxLength > 0 && measure(a, e.Text) > c.MaxLength:
-		live = tail(a, e.Text, d.opts.TailMarker)
+		live = tail(a, e.Text, o.opts.TailMarker)
 	}
 	if strings.TrimSpace(live) == "" {
 		return noCall // platforms refuse empty messages; nothing to show yet
@@ -124,22 +139,22 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a core.Adapter, id core.
 	dg := digest(m)
 	shown := out.Ref.IsZero() || out.Digest != dg
 	if shown {
-		ref, err := d.showOutput(ctx, a, id, &b, out.Ref, m)
+		ref, err := o.show(ctx, a, id, &b, out.Ref, m)
 		if err != nil {
 			return err
 		}
 		out.Ref, out.Digest = ref, dg
-		if err := d.saveOutput(ctx, id, a.Name(), b.Place, out); err != nil {
+		if err := o.save(ctx, id, a.Name(), b.Place, out); err != nil {
 			return err
 		}
-		if d.opts.OnOutputShown != nil && !e.Time.IsZero() {
-			d.opts.OnOutputShown(a.Name(), time.Since(e.Time))
+		if o.opts.OnOutputShown != nil && !e.Time.IsZero() {
+			o.opts.OnOutputShown(a.Name(), time.Since(e.Time))
 		}
 	}
 	if j != nil {
 		// Registered before this op is confirmed, so the event stays in
 		// the journal until its continuations are confirmed too.
-		d.finishOutput(a, id, b, e, j, rest, file)
+		o.finish(a, id, b, e, j, rest, file)
 	}
 	if !shown {
 		return noCall
@@ -150,13 +165,13 @@ func (d *Dispatcher) deliverOutput(ctx context.Context, a core.Adapter, id core.
 // lateFinal delivers the final output e of a turn whose binding moved on to
 // a later turn: an edit of the turn's message when the binding still knows
 // it, else the whole text as new messages.
-func (d *Dispatcher) lateFinal(ctx context.Context, a core.Adapter, id core.SessionID, b core.Binding, e core.Event, j *delivery) error {
-	live, rest, file := d.finalParts(a, e)
+func (o *output) lateFinal(ctx context.Context, a core.Adapter, id core.SessionID, b core.Binding, e core.Event, j *delivery) error {
+	live, rest, file := o.finalParts(a, e)
 	if ed, ok := a.(core.Editor); ok && b.Output.PrevTurn == e.Turn && !b.Output.Prev.IsZero() {
 		err := ed.Edit(ctx, b.Output.Prev, core.OutMessage{Kind: core.KindOutput, Text: live, Silent: true})
 		switch {
 		case err == nil, errors.Is(err, core.ErrNotModified):
-			d.finishOutput(a, id, b, e, j, rest, file)
+			o.finish(a, id, b, e, j, rest, file)
 			return nil
 		case !errors.Is(err, core.ErrMessageGone):
 			return err
@@ -166,13 +181,13 @@ func (d *Dispatcher) lateFinal(ctx context.Context, a core.Adapter, id core.Sess
 	if c := a.Capabilities(); c.MaxLength > 0 && measure(a, e.Text) > c.MaxLength {
 		parts = split(a, e.Text)
 	}
-	d.finishOutput(a, id, b, e, j, parts, false)
+	o.finish(a, id, b, e, j, parts, false)
 	return core.ErrNoCall
 }
 
-// showOutput edits the output message, or sends it when there is none or it
+// show edits the output message, or sends it when there is none or it
 // is gone.
-func (d *Dispatcher) showOutput(ctx context.Context, a core.Adapter, id core.SessionID, b *core.Binding, ref core.MessageRef, m core.OutMessage) (core.MessageRef, error) {
+func (o *output) show(ctx context.Context, a core.Adapter, id core.SessionID, b *core.Binding, ref core.MessageRef, m core.OutMessage) (core.MessageRef, error) {
 	if ed, ok := a.(core.Editor); ok && !ref.IsZero() {
 		err := ed.Edit(ctx, ref, m)
 		switch {
@@ -181,18 +196,18 @@ func (d *Dispatcher) showOutput(ctx context.Context, a core.Adapter, id core.Ses
 		case !errors.Is(err, core.ErrMessageGone):
 			return core.MessageRef{}, err
 		}
-		d.log.Info("output message gone, sending a new one", "adapter", a.Name(), "session", id)
+		o.log.Info("output message gone, sending a new one", "adapter", a.Name(), "session", id)
 	}
-	ref, err := d.sendAt(ctx, a, id, b, m)
+	ref, err := o.bindings.sendAt(ctx, a, id, b, m)
 	if err != nil {
 		return core.MessageRef{}, err
 	}
-	d.sent(ctx, Sent{Session: id, Ref: ref, Kind: core.KindOutput, Lifetime: core.LifetimeManual})
+	o.sent(ctx, Sent{Session: id, Ref: ref, Kind: core.KindOutput, Lifetime: core.LifetimeManual})
 	return ref, nil
 }
 
-func (d *Dispatcher) saveOutput(ctx context.Context, id core.SessionID, name core.AdapterName, place core.Place, out core.OutputState) error {
-	_, _, err := d.store.UpdateSession(ctx, id, func(s *core.Session) error {
+func (o *output) save(ctx context.Context, id core.SessionID, name core.AdapterName, place core.Place, out core.OutputState) error {
+	_, _, err := o.store.UpdateSession(ctx, id, func(s *core.Session) error {
 		b, ok := s.Bindings[name]
 		if !ok {
 			return nil // unbound meanwhile; nothing to remember
@@ -207,30 +222,30 @@ func (d *Dispatcher) saveOutput(ctx context.Context, id core.SessionID, name cor
 	return err
 }
 
-// finishOutput delivers the rest of a final output that did not fit, each
+// finish delivers the rest of a final output that did not fit, each
 // part under its own journal key.
-func (d *Dispatcher) finishOutput(a core.Adapter, id core.SessionID, b core.Binding, e core.Event, j *delivery, rest []string, file bool) {
+func (o *output) finish(a core.Adapter, id core.SessionID, b core.Binding, e core.Event, j *delivery, rest []string, file bool) {
 	s := core.Session{ID: id, Bindings: map[core.AdapterName]core.Binding{a.Name(): b}}
 	if file {
-		path, err := d.writeFile(id, e)
+		path, err := o.writeFile(id, e)
 		if err == nil {
 			f := core.Attachment{Name: filepath.Base(path), Mime: "text/markdown", Path: path, Size: int64(len(e.Text))}
-			d.sendFile(s, a, a.(core.FileSender), e, j, opKey(a.Name(), "outfile", 0), f, "Full output")
+			o.sender.sendFile(s, a, a.(core.FileSender), e, j, opKey(a.Name(), "outfile", 0), f, "Full output")
 			return
 		}
-		d.log.Error("write output file", "session", id, "err", err)
+		o.log.Error("write output file", "session", id, "err", err)
 		rest = split(a, e.Text)[1:]
 	}
 	for i, part := range rest {
-		d.send(s, a, e, j, opKey(a.Name(), "cont", i), core.OutMessage{Kind: core.KindContinuation, Text: part}, core.LifetimeManual, false)
+		o.sender.send(s, a, e, j, opKey(a.Name(), "cont", i), core.OutMessage{Kind: core.KindContinuation, Text: part}, core.LifetimeManual, false)
 	}
 }
 
-func (d *Dispatcher) writeFile(id core.SessionID, e core.Event) (string, error) {
-	if d.opts.FileDir == "" {
+func (o *output) writeFile(id core.SessionID, e core.Event) (string, error) {
+	if o.opts.FileDir == "" {
 		return "", errors.New("no file directory configured")
 	}
-	dir := filepath.Join(d.opts.FileDir, string(id))
+	dir := filepath.Join(o.opts.FileDir, string(id))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -28,26 +28,35 @@ const progressLines = 10
 // progressCmdLen bounds a command's length in the progress message.
 const progressCmdLen = 80
 
-// enqueueProgress queues bringing a's progress message of e's turn up to
+// progress keeps the progress message of each session, binding and turn.
+type progress struct {
+	store    core.Store
+	outbox   *Outbox
+	bindings *bindings
+	// sent is called after every message sent (Dispatcher.sent).
+	sent func(ctx context.Context, s Sent)
+}
+
+// enqueue queues bringing a's progress message of e's turn up to
 // date with the session.
-func (d *Dispatcher) enqueueProgress(s core.Session, a core.Adapter, e core.Event) {
+func (pg *progress) enqueue(s core.Session, a core.Adapter, e core.Event) {
 	name := a.Name()
 	calls := []core.OpKind{core.OpEdit}
 	if b, ok := s.Bindings[name]; !ok || b.Progress.Ref.IsZero() || b.Progress.Turn != e.Turn {
 		calls = []core.OpKind{core.OpSend}
 	}
 	key := "progress\x00" + string(s.ID) + "\x00" + string(name) + "\x00" + strconv.FormatUint(e.Turn, 10)
-	d.outbox.Enqueue(core.Op{Kind: core.OpEdit, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: key,
-		Run: func(ctx context.Context, at core.Place) error { return d.deliverProgress(ctx, a, s.ID, at, e) }})
+	pg.outbox.Enqueue(core.Op{Kind: core.OpEdit, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: key,
+		Run: func(ctx context.Context, at core.Place) error { return pg.deliver(ctx, a, s.ID, at, e) }})
 }
 
-// deliverProgress shows the progress of e's turn on a.
-func (d *Dispatcher) deliverProgress(ctx context.Context, a core.Adapter, id core.SessionID, queuedAt core.Place, e core.Event) error {
-	b, _, err := d.bindingOf(ctx, a, id, queuedAt)
+// deliver shows the progress of e's turn on a.
+func (pg *progress) deliver(ctx context.Context, a core.Adapter, id core.SessionID, queuedAt core.Place, e core.Event) error {
+	b, _, err := pg.bindings.of(ctx, a, id, queuedAt)
 	if err != nil {
 		return err
 	}
-	s, err := d.store.Session(ctx, id)
+	s, err := pg.store.Session(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -76,22 +85,22 @@ func (d *Dispatcher) deliverProgress(ctx context.Context, a core.Adapter, id cor
 		switch {
 		case err == nil, errors.Is(err, core.ErrNotModified):
 			cur.Digest = dg
-			return d.saveProgress(ctx, id, a.Name(), cur)
+			return pg.save(ctx, id, a.Name(), cur)
 		case !errors.Is(err, core.ErrMessageGone):
 			return err
 		}
 	}
-	ref, err := d.sendAt(ctx, a, id, &b, m)
+	ref, err := pg.bindings.sendAt(ctx, a, id, &b, m)
 	if err != nil {
 		return err
 	}
-	d.sent(ctx, Sent{Session: id, Ref: ref, Kind: core.KindProgress, Lifetime: core.LifetimeTurnComplete, Seq: e.Seq})
+	pg.sent(ctx, Sent{Session: id, Ref: ref, Kind: core.KindProgress, Lifetime: core.LifetimeTurnComplete, Seq: e.Seq})
 	cur.Ref, cur.Digest = ref, dg
-	return d.saveProgress(ctx, id, a.Name(), cur)
+	return pg.save(ctx, id, a.Name(), cur)
 }
 
-func (d *Dispatcher) saveProgress(ctx context.Context, id core.SessionID, name core.AdapterName, p core.OutputState) error {
-	_, _, err := d.store.UpdateSession(ctx, id, func(s *core.Session) error {
+func (pg *progress) save(ctx context.Context, id core.SessionID, name core.AdapterName, p core.OutputState) error {
+	_, _, err := pg.store.UpdateSession(ctx, id, func(s *core.Session) error {
 		b, ok := s.Bindings[name]
 		if !ok {
 			return nil

@@ -3,7 +3,9 @@ package delivery
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/parley-chat/parley/core"
 )
@@ -32,14 +34,45 @@ func ClosedQuestionText(question, why string) string {
 	return question + "\n\n_" + note + "_"
 }
 
-// questionShown records s.Ref in its open question; if the question is no
+// questions takes the buttons away from the messages showing a withdrawn
+// question, and remembers the latest withdrawals and the messages shown
+// late, so that a question message and its withdrawal meet whichever
+// comes first.
+type questions struct {
+	store   core.Store
+	router  *Router
+	outbox  *Outbox
+	journal *journal
+	log     *slog.Logger
+
+	// mu guards both memories together: a message shown late is either
+	// edited at once (its withdrawal is remembered) or kept for the
+	// withdrawal, never neither.
+	mu sync.Mutex
+	// closed and closedOrder remember the latest questions withdrawn, for
+	// a question message sent after its withdrawal.
+	closed      map[string]core.Event
+	closedOrder []string
+	// late are question messages sent after their question left the
+	// session but before its withdrawal reached the dispatcher (it may
+	// have been answered instead): withdraw edits them when it comes.
+	late      map[string][]Sent
+	lateOrder []string
+}
+
+func newQuestions(store core.Store, router *Router, outbox *Outbox, jr *journal, log *slog.Logger) *questions {
+	return &questions{store: store, router: router, outbox: outbox, journal: jr, log: log,
+		closed: map[string]core.Event{}, late: map[string][]Sent{}}
+}
+
+// shown records s.Ref in its open question; if the question is no
 // longer open and was withdrawn, the message is edited at once.
-func (d *Dispatcher) questionShown(ctx context.Context, s Sent) {
+func (q *questions) shown(ctx context.Context, s Sent) {
 	open := false
-	_, _, err := d.store.UpdateSession(context.WithoutCancel(ctx), s.Session, func(ss *core.Session) error {
+	_, _, err := q.store.UpdateSession(context.WithoutCancel(ctx), s.Session, func(ss *core.Session) error {
 		// The session may share its slices with the store's cache: only
 		// assign, to copies.
-		i := slices.IndexFunc(ss.Questions, func(q core.Question) bool { return q.ID == s.Question })
+		i := slices.IndexFunc(ss.Questions, func(x core.Question) bool { return x.ID == s.Question })
 		open = i >= 0
 		if open && !slices.Contains(ss.Questions[i].Shown, s.Ref) {
 			qs := slices.Clone(ss.Questions)
@@ -49,49 +82,49 @@ func (d *Dispatcher) questionShown(ctx context.Context, s Sent) {
 		return nil
 	})
 	if err != nil {
-		d.log.Warn("could not record where a question is shown; a withdrawal will not reach it", "session", s.Session, "err", err)
+		q.log.Warn("could not record where a question is shown; a withdrawal will not reach it", "session", s.Session, "err", err)
 		return
 	}
 	if open {
 		return
 	}
-	d.mu.Lock()
-	e, closed := d.closedQs[s.Question]
+	q.mu.Lock()
+	e, closed := q.closed[s.Question]
 	if !closed {
 		// Answered, or withdrawn with the withdrawal still on its way
 		// here: keep it for withdraw, under the same lock.
-		if _, ok := d.lateShown[s.Question]; !ok {
-			d.lateOrder = append(d.lateOrder, s.Question)
-			if len(d.lateOrder) > maxClosedQs {
-				delete(d.lateShown, d.lateOrder[0])
-				d.lateOrder = d.lateOrder[1:]
+		if _, ok := q.late[s.Question]; !ok {
+			q.lateOrder = append(q.lateOrder, s.Question)
+			if len(q.lateOrder) > maxClosedQs {
+				delete(q.late, q.lateOrder[0])
+				q.lateOrder = q.lateOrder[1:]
 			}
 		}
-		d.lateShown[s.Question] = append(d.lateShown[s.Question], s)
+		q.late[s.Question] = append(q.late[s.Question], s)
 	}
-	d.mu.Unlock()
+	q.mu.Unlock()
 	if closed {
 		e.Refs = []core.MessageRef{s.Ref}
-		d.editClosed(s.Session, e, nil, 0)
+		q.editClosed(s.Session, e, nil, 0)
 	}
 }
 
 // withdraw edits every message showing a withdrawn question.
-func (d *Dispatcher) withdraw(s core.Session, e core.Event, j *delivery) {
-	d.mu.Lock()
-	if _, ok := d.closedQs[e.QuestionID]; !ok {
-		d.closedOrder = append(d.closedOrder, e.QuestionID)
-		if len(d.closedOrder) > maxClosedQs {
-			delete(d.closedQs, d.closedOrder[0])
-			d.closedOrder = d.closedOrder[1:]
+func (q *questions) withdraw(s core.Session, e core.Event, j *delivery) {
+	q.mu.Lock()
+	if _, ok := q.closed[e.QuestionID]; !ok {
+		q.closedOrder = append(q.closedOrder, e.QuestionID)
+		if len(q.closedOrder) > maxClosedQs {
+			delete(q.closed, q.closedOrder[0])
+			q.closedOrder = q.closedOrder[1:]
 		}
 	}
-	d.closedQs[e.QuestionID] = core.Event{Session: e.Session, QuestionID: e.QuestionID, Text: e.Text, Message: e.Message}
-	late := d.lateShown[e.QuestionID]
-	delete(d.lateShown, e.QuestionID)
-	d.mu.Unlock()
+	q.closed[e.QuestionID] = core.Event{Session: e.Session, QuestionID: e.QuestionID, Text: e.Text, Message: e.Message}
+	late := q.late[e.QuestionID]
+	delete(q.late, e.QuestionID)
+	q.mu.Unlock()
 	for i := range e.Refs {
-		d.editClosed(s.ID, e, j, i)
+		q.editClosed(s.ID, e, j, i)
 	}
 	for _, sent := range late {
 		if slices.Contains(e.Refs, sent.Ref) {
@@ -99,14 +132,14 @@ func (d *Dispatcher) withdraw(s core.Session, e core.Event, j *delivery) {
 		}
 		one := e
 		one.Refs = []core.MessageRef{sent.Ref}
-		d.editClosed(s.ID, one, nil, 0)
+		q.editClosed(s.ID, one, nil, 0)
 	}
 }
 
 // editClosed enqueues the edit of e.Refs[i] to show the question closed.
-func (d *Dispatcher) editClosed(session core.SessionID, e core.Event, j *delivery, i int) {
+func (q *questions) editClosed(session core.SessionID, e core.Event, j *delivery, i int) {
 	ref := e.Refs[i]
-	a, ok := d.router.Adapter(ref.Adapter)
+	a, ok := q.router.Adapter(ref.Adapter)
 	if !ok || followsEvents(a) {
 		return // the withdrawal event itself reaches one that follows events
 	}
@@ -115,7 +148,7 @@ func (d *Dispatcher) editClosed(session core.SessionID, e core.Event, j *deliver
 		return // nothing to take back; a late answer is refused all the same
 	}
 	key := opKey(a.Name(), "withdraw", i)
-	if !d.add(j, key) {
+	if !q.journal.add(j, key) {
 		return
 	}
 	text := ""
@@ -123,7 +156,7 @@ func (d *Dispatcher) editClosed(session core.SessionID, e core.Event, j *deliver
 		text = e.Message.Content
 	}
 	m := core.OutMessage{Kind: core.KindQuestion, Text: ClosedQuestionText(text, e.Text)}
-	d.outbox.Enqueue(core.Op{Kind: core.OpEdit, Adapter: a.Name(), Place: ref.Place,
+	q.outbox.Enqueue(core.Op{Kind: core.OpEdit, Adapter: a.Name(), Place: ref.Place,
 		Key: "withdraw\x00" + string(ref.Adapter) + "\x00" + ref.Place.Chat + "\x00" + ref.ID,
 		Run: func(ctx context.Context, _ core.Place) error {
 			err := ed.Edit(ctx, ref, m)
@@ -133,9 +166,9 @@ func (d *Dispatcher) editClosed(session core.SessionID, e core.Event, j *deliver
 			return err
 		},
 		Done: func(err error) {
-			d.confirm(j, a.Name(), key, err)
+			q.journal.confirm(j, a.Name(), key, err)
 			if err != nil && !IsClosed(err) {
-				d.log.Warn("could not take a withdrawn question's buttons away", "adapter", a.Name(), "session", session, "err", err)
+				q.log.Warn("could not take a withdrawn question's buttons away", "adapter", a.Name(), "session", session, "err", err)
 			}
 		}})
 }

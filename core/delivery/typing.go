@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/parley-chat/parley/core"
@@ -14,25 +15,40 @@ const (
 	typingFor   = 10 * time.Minute
 )
 
-// setTyping starts or stops the typing indicator of s on a. Each renewal is
+// typing runs the loops that show the typing indicator while an agent
+// works, one per session and adapter.
+type typing struct {
+	outbox *Outbox
+
+	mu sync.Mutex
+	// loops holds, per session and adapter, the stop function of the loop
+	// showing the indicator.
+	loops map[string]context.CancelFunc
+}
+
+func newTyping(outbox *Outbox) *typing {
+	return &typing{outbox: outbox, loops: map[string]context.CancelFunc{}}
+}
+
+// set starts or stops the typing indicator of s on a. Each renewal is
 // an outbox op at the lowest priority, coalesced per session: it is paced
 // like every other call the platform throttles, never sent to a scope
 // paused after a 429, and dropped when it cannot go out before the next
 // renewal is due (an indicator sent late shows nothing useful).
-func (d *Dispatcher) setTyping(s core.Session, a core.Adapter, on bool) {
+func (ty *typing) set(s core.Session, a core.Adapter, on bool) {
 	t, ok := a.(core.TypingNotifier)
 	if !ok {
 		return
 	}
 	key := string(s.ID) + "\x00" + string(a.Name())
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if stop, running := d.typing[key]; running {
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	if stop, running := ty.loops[key]; running {
 		if on {
 			return
 		}
 		stop()
-		delete(d.typing, key)
+		delete(ty.loops, key)
 		return
 	}
 	b, bound := s.Bindings[a.Name()]
@@ -40,19 +56,19 @@ func (d *Dispatcher) setTyping(s core.Session, a core.Adapter, on bool) {
 		return
 	}
 	ctx, stop := context.WithTimeout(context.Background(), typingFor)
-	d.typing[key] = stop
+	ty.loops[key] = stop
 	go func() {
 		defer func() {
-			d.mu.Lock()
-			if _, still := d.typing[key]; still && ctx.Err() == context.DeadlineExceeded {
-				delete(d.typing, key)
+			ty.mu.Lock()
+			if _, still := ty.loops[key]; still && ctx.Err() == context.DeadlineExceeded {
+				delete(ty.loops, key)
 			}
-			d.mu.Unlock()
+			ty.mu.Unlock()
 		}()
 		tick := time.NewTicker(typingEvery)
 		defer tick.Stop()
 		for {
-			d.outbox.Enqueue(core.Op{Kind: core.OpTyping, Adapter: a.Name(), Place: b.Place, Key: "typing\x00" + key,
+			ty.outbox.Enqueue(core.Op{Kind: core.OpTyping, Adapter: a.Name(), Place: b.Place, Key: "typing\x00" + key,
 				BestEffort: true, Expires: time.Now().Add(typingEvery),
 				Run: func(rctx context.Context, at core.Place) error {
 					if ctx.Err() != nil {
@@ -69,12 +85,12 @@ func (d *Dispatcher) setTyping(s core.Session, a core.Adapter, on bool) {
 	}()
 }
 
-// StopTyping ends every typing indicator (at shutdown).
-func (d *Dispatcher) StopTyping() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for k, stop := range d.typing {
+// stopAll ends every typing indicator.
+func (ty *typing) stopAll() {
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	for k, stop := range ty.loops {
 		stop()
-		delete(d.typing, k)
+		delete(ty.loops, k)
 	}
 }
