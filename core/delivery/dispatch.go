@@ -267,14 +267,14 @@ func (d *Dispatcher) dispatchTo(s core.Session, a core.Adapter, e core.Event, j 
 		// Queued at edit priority, so it lands after the turn's final
 		// output edit (enqueued before it) rather than overtaking it: the
 		// person is notified when the final text is there to read.
-		d.sender.enqueueSend(s, a, e, j, opKey(name, "done", 0), core.OutMessage{Kind: core.KindTurnDone, Text: "✅ Done"}, core.LifetimeNextInput, true, core.OpEdit)
+		d.sender.enqueueSend(s, a, e, j, opKey(name, "done", 0), core.OutMessage{Kind: core.KindTurnDone, Text: textDone}, core.LifetimeNextInput, true, core.OpEdit)
 	case core.EventAssistant:
 		d.notified.mark(s, name)
 		text := e.Message.Content
 		fs, canFile := a.(core.FileSender)
 		if !canFile {
 			for _, f := range e.Message.Attachments {
-				text += "\n📎 " + f.Name
+				text += textAttachment(f.Name)
 			}
 		}
 		for i, chunk := range chunks(a, text) {
@@ -288,13 +288,13 @@ func (d *Dispatcher) dispatchTo(s core.Session, a core.Adapter, e core.Event, j 
 	case core.EventHumanMessage, core.EventQueued, core.EventAnswer:
 		text := e.Message.Content
 		if who := e.Message.Actor.Name; who != "" {
-			text = "**" + who + ":** " + text
+			text = textFrom(who, text)
 		}
 		for i, chunk := range chunks(a, text) {
 			d.sender.send(s, a, e, j, opKey(name, "human", i), core.OutMessage{Kind: core.KindHuman, Text: chunk, Silent: true}, core.LifetimeManual, false)
 		}
 	case core.EventNotice, core.EventCancel:
-		text := "⏹ Cancel requested"
+		text := textCancelRequested
 		if e.Message != nil {
 			text = e.Message.Content
 		}
@@ -315,7 +315,7 @@ func (d *Dispatcher) dispatchTo(s core.Session, a core.Adapter, e core.Event, j 
 			for i, opt := range e.Options {
 				fmt.Fprintf(&b, "\n%d. %s", i+1, opt)
 			}
-			b.WriteString("\n\nReply with the number of your choice.")
+			b.WriteString(textChooseByNumber)
 			m.Text = b.String()
 		}
 		d.notified.mark(s, name)

@@ -93,7 +93,7 @@ func (o *output) finalParts(a core.Adapter, e core.Event) (live string, rest []s
 		return e.Text, nil, false
 	}
 	if c.FileThreshold > 0 && Measure(e.Text, c.LengthUnit) > c.FileThreshold && isFileSender(a) {
-		return tail(a, e.Text, "📄 The full output is attached as a file.\n\n"+o.opts.TailMarker), nil, true
+		return tail(a, e.Text, textFileAttached+o.opts.TailMarker), nil, true
 	}
 	parts := split(a, e.Text)
 	return parts[0], parts[1:], false
@@ -230,7 +230,7 @@ func (o *output) finish(a core.Adapter, id core.SessionID, b core.Binding, e cor
 		path, err := o.writeFile(id, e)
 		if err == nil {
 			f := core.Attachment{Name: filepath.Base(path), Mime: "text/markdown", Path: path, Size: int64(len(e.Text))}
-			o.sender.sendFile(s, a, a.(core.FileSender), e, j, opKey(a.Name(), "outfile", 0), f, "Full output")
+			o.sender.sendFile(s, a, a.(core.FileSender), e, j, opKey(a.Name(), "outfile", 0), f, textFileCaption)
 			return
 		}
 		o.log.Error("write output file", "session", id, "err", err)

@@ -25,15 +25,6 @@ import (
 // maxClosedQs bounds the withdrawn questions the dispatcher remembers.
 const maxClosedQs = 1024
 
-// ClosedQuestionText is what a withdrawn question's messages show.
-func ClosedQuestionText(question, why string) string {
-	note := "⌛ This question expired without an answer; it is no longer open."
-	if why == core.QuestionCancelled {
-		note = "✖ This question was withdrawn; it is no longer open."
-	}
-	return question + "\n\n_" + note + "_"
-}
-
 // questions takes the buttons away from the messages showing a withdrawn
 // question, and remembers the latest withdrawals and the messages shown
 // late, so that a question message and its withdrawal meet whichever

@@ -81,7 +81,7 @@ func (sd *sender) doneFunc(s core.Session, a core.Adapter, j *delivery, key stri
 		}
 		sd.log.Warn("a message could not be delivered; telling the person", "adapter", a.Name(), "session", s.ID, "kind", kind)
 		m := core.OutMessage{Kind: core.KindNotice, Silent: true,
-			Text: "⚠️ A message from the agent could not be shown here: the platform refused it. The operator's log says why."}
+			Text: textRefused}
 		sd.outbox.Enqueue(core.Op{Kind: core.OpSend, Adapter: a.Name(), Place: queuePlace(s, a),
 			Run: func(ctx context.Context, at core.Place) error {
 				b, err := sd.bindings.get(ctx, a, s.ID, at)
