@@ -30,9 +30,10 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
-// Deleter deletes platform messages (core.Dispatcher implements it through
+// Deleter deletes platform messages (delivery.Dispatcher implements it through
 // the outbox). done receives nil when the message is deleted or already
 // gone, an error wrapping core.ErrUnsupported when the adapter cannot delete.
 type Deleter interface {
@@ -147,7 +148,7 @@ func (l *Ledger) Apply(ctx context.Context, e core.Event) error {
 
 // Sent records a message parley put on a platform; a notice also fires the
 // next_notice rule for the same session and binding.
-func (l *Ledger) Sent(ctx context.Context, s core.Sent) {
+func (l *Ledger) Sent(ctx context.Context, s delivery.Sent) {
 	if s.Lifetime == "" || s.Lifetime == core.LifetimeManual || s.Ref.IsZero() {
 		return
 	}

@@ -60,7 +60,7 @@ type Capabilities struct {
 	// where edits are cheap. Zero means the outbox's default.
 	EditInterval time.Duration `json:"edit_interval,omitempty"`
 	// FollowsEvents is true when the adapter shows sessions itself, from
-	// the store and the bus (the web page renders each session's UiState
+	// the store and the bus (the web page renders each session's UIState
 	// from the event log), so it needs no platform operations: the
 	// dispatcher makes none for it — no sends, edits, deletes, bindings or
 	// journal entries — and its Send, Edit and Delete are never called by

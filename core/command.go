@@ -49,6 +49,13 @@ const (
 	Pair CommandKind = "pair"
 )
 
+// Why a question was closed unanswered: the Text of a Withdraw command and
+// of its EventQuestionClosed (and a UI item's Closed).
+const (
+	QuestionExpired   = "expired"
+	QuestionCancelled = "cancelled"
+)
+
 // Command is a platform-neutral request. Fields a kind does not use are
 // ignored. Adapters fill Origin with their own name, Actor with the person,
 // Place with where it happened and PlatformID with the platform's message or

@@ -1,24 +1,21 @@
 // Package core holds parley's domain: sessions and their per-platform
 // bindings, inbox messages, the platform-neutral commands adapters produce,
-// the events the daemon publishes, and the interfaces every other package
-// meets through (Adapter and its optional capabilities, Store, Bus, Handler).
+// the events the daemon publishes, tool activity and pairing, and the
+// interfaces every other package meets through (Adapter and its optional
+// capabilities, Store, Bus, Handler, Authorizer, Presence). It also holds
+// the declarations adapters make and the delivery engine consumes: the
+// platform operations (Op, OpKind, Pacer), the rate limits per scope
+// (Limit, Scope, Rate, Learn), how a platform counts length (LengthUnit)
+// and the sentinel errors both sides speak.
 //
-// It also holds the platform-independent machinery built only on those
-// interfaces: the Router that decides which adapters an event goes to, the
-// Outbox that paces, coalesces and retries every platform operation, the
-// output-message lifecycle (one message per session and binding, edited in
-// place), the tool progress message (one per session, binding and turn,
-// deleted when the turn completes; progress.go, tools.go), markdown
-// splitting for length limits, and the UiState reducer.
-//
-// core imports only the standard library and nothing of the project.
-// Platform ids stay opaque here: a Telegram topic id or a Slack thread
-// timestamp is just a string the owning adapter understands.
-//
-// Delivery is as durable as input: what an agent sends and cannot be
-// derived again is journaled by the store with its event and confirmed
-// operation by operation (see Dispatcher); the Outbox retries transient
-// failures for as long as an operation is wanted, gives every platform call
-// a deadline, and paces every call a platform throttles by the limits the
-// adapter declares per scope (see Limit and Scope).
+// core is what the rest agree on, not how anything is done: the engine
+// that turns events into paced platform operations is core/delivery, the
+// timeline a UI renders is core/uistate. core imports only the standard
+// library and nothing of the project, and holds no words for people: the
+// texts a person reads are chosen where they are shown. Two exceptions are
+// part of the contract rather than presentation: ApprovalOptions, which
+// are also the answers DecisionOf accepts, and GenericUserMessage, what
+// UserMessage says of an error without a UserError. Platform ids stay
+// opaque here: a Telegram topic id or a Slack thread timestamp is just a
+// string the owning adapter understands.
 package core

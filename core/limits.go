@@ -73,95 +73,44 @@ type Limit struct {
 // Applies reports whether the limit counts operations of kind k.
 func (l Limit) Applies(k OpKind) bool { return len(l.Kinds) == 0 || slices.Contains(l.Kinds, k) }
 
-// window is the state of one sliding-window limit in one scope: the start
-// times of the last N operations it counted, oldest first.
-type window struct {
-	rate  Rate
-	takes []time.Time
-	// kept is the share of the window reserved for OpSend (Limit.SendShare).
-	kept float64
-	// learn is the learned budget the window counts by, when its Limit
-	// learns (learn.go).
-	learn *learning
-}
-
-// reserved is the number of the window's slots only OpSend may take: the
-// kept share of N, at least one when a share is kept, and never all of
-// them.
-func (w *window) reserved() int {
-	if w.kept <= 0 || w.rate.N < 2 {
-		return 0
-	}
-	return min(w.rate.N-1, max(1, int(float64(w.rate.N)*w.kept)))
-}
-
-// readyAtFor is the earliest time one more operation of kind k fits (now
-// if it fits): every
-// slot for OpSend, all but the reserved ones for the other kinds.
-func (w *window) readyAtFor(now time.Time, k OpKind) time.Time {
-	n := w.rate.N
-	if k != OpSend {
-		n -= w.reserved()
-	}
-	w.expire(now)
-	if len(w.takes) < n {
-		return now
-	}
-	return w.takes[len(w.takes)-n].Add(w.rate.Per)
-}
-
-// take counts one operation at now.
-func (w *window) take(now time.Time) {
-	w.expire(now)
-	w.takes = append(w.takes, now)
-	if len(w.takes) > w.rate.N {
-		w.takes = slices.Delete(w.takes, 0, len(w.takes)-w.rate.N)
-	}
-}
-
-// last is when the newest counted operation started (zero when none).
-func (w *window) last() time.Time {
-	if len(w.takes) == 0 {
-		return time.Time{}
-	}
-	return w.takes[len(w.takes)-1]
-}
-
-// refund gives back the operation counted at t (it made no call).
-func (w *window) refund(t time.Time) {
-	for i := len(w.takes) - 1; i >= 0; i-- {
-		if w.takes[i].Equal(t) {
-			w.takes = slices.Delete(w.takes, i, i+1)
-			return
-		}
-	}
-}
-
-// emptied fills the window as a platform's token bucket is after it
-// refused an op: spent, its slots coming free one steady interval (Per/N)
-// apart from the end of the retry_after pause on.
-func (w *window) emptied(now time.Time, retryAfter time.Duration) {
-	steady := w.rate.Per / time.Duration(w.rate.N)
-	w.takes = w.takes[:0]
-	for k := range w.rate.N {
-		w.takes = append(w.takes, now.Add(retryAfter-w.rate.Per+time.Duration(k)*steady))
-	}
-}
-
-// expire forgets operations that left the window.
-func (w *window) expire(now time.Time) {
-	i := 0
-	for i < len(w.takes) && !now.Before(w.takes[i].Add(w.rate.Per)) {
-		i++
-	}
-	if i > 0 {
-		w.takes = slices.Delete(w.takes, 0, i)
-	}
-}
-
-// idle reports whether the window counts nothing any more, so its state
-// can be dropped.
-func (w *window) idle(now time.Time) bool {
-	w.expire(now)
-	return len(w.takes) == 0
+// Learn is how a Limit's budget follows what its platform says, for
+// platforms whose limits are set per server and not published (a Matrix
+// homeserver's rc_message). Limit.Rate is where the budget starts — the
+// configured budget, or the most common server's default — and then:
+//
+//   - Growth, additive: while the platform has never answered with a rate
+//     limit, a budget in use grows. "In use" means an op waited for it —
+//     for room in its window, or for the steady rate between two edits of
+//     one message (see editIntervalFor) — since the last step. When such
+//     a budget counts one more op at least Every after the last step, its
+//     N grows by the starting N (Synapse's 5 per 25 s becomes 10, 15, 20,
+//     … per 25 s), up to Max. A budget nobody waits for does not grow:
+//     a trickle of ops proves nothing about a larger burst.
+//   - Decrease, to what was observed: a rate limit in the Limit's scope
+//     (for one of its kinds) ends the growth for the outbox's life — such
+//     a platform is followed, not probed — and the budget drops to half
+//     of what the window counted when the platform refused (the refused op
+//     included: it was allowed by the budget, so the budget was too
+//     large), spread so that its steady rate is no faster than one op per
+//     retry_after (a token bucket's retry_after is at most its refill
+//     interval), and no faster than the starting Rate: one refusal cannot
+//     tell a token bucket's burst from its rate, and a limited platform is
+//     most likely the one the start describes (Synapse's default, or what
+//     the person configured). The window is then as full as the
+//     platform's bucket: its slots come free one steady interval apart
+//     from the end of the pause, which is the outbox's usual one: exactly
+//     retry_after. Rate limits for ops that started before the last drop
+//     were earned by the old budget and change nothing; a later one, by
+//     the new budget, halves it again.
+//
+// The learned state lives as long as the outbox (it is per scope key,
+// meant for account-wide budgets: one per adapter); a restart starts from
+// Limit.Rate again.
+type Learn struct {
+	// Max is the most the budget grows to, as a rate (10 per second); it
+	// never grows past it, whatever the platform accepts.
+	Max Rate `json:"max"`
+	// Every is the least time between two growth steps: how long a budget
+	// must have served without a rate limit before it grows again.
+	Every time.Duration `json:"every"`
 }

@@ -16,7 +16,7 @@ import (
 //     The session keeps the newest MaxSessionTools calls (ToolState, without
 //     their output), which is what idempotency and "unknown call id" are
 //     decided on; the output itself lives only in the event log, like every
-//     other UiState item.
+//     other UIState item.
 //   - Output is bounded: stdout and stderr each keep their last
 //     MaxToolOutput bytes (the end of a command's output is what explains
 //     how it ended), behind a line saying how much was cut.
@@ -50,8 +50,14 @@ const (
 // edited as they end and deleted when the turn completes.
 const KindProgress MessageKind = "progress"
 
-// The approval decisions (DecisionApprove, …) are declared with the
-// UiState's ToolGroup (uiwire.go).
+// The approval decisions on a tool call: Call.Decision of
+// EventToolApproval, and a ToolGroup's approvals in the UIState's wire
+// format (core/uistate).
+const (
+	DecisionApprove      = "approve"
+	DecisionDenyContinue = "deny_continue"
+	DecisionDenyAbort    = "deny_abort"
+)
 
 // ApprovalOptions are the options of an approval question, in the order
 // of Decisions: buttons where the platform has them, numbers where not.

@@ -76,7 +76,7 @@
 //
 // Tool activity (tooltools.go): the agent's runtime reports tool calls with
 // ui.tool_call and ui.tool_output, which become ToolGroup items in the
-// UiState and the turn's progress message on chat platforms, and asks for
+// UIState and the turn's progress message on chat platforms, and asks for
 // approvals with ui.request_approval — a question with three fixed options
 // on ui.ask's machinery whose answer the Service also records as the call's
 // decision; unanswered, it is withdrawn and the agent gets decision

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // TestToolActivity: ui.tool_call and ui.tool_output under both names,
 // idempotent by call_id, output bounded, an unknown call_id refused; the
-// session's UiState shows one ToolGroup per call.
+// session's UIState shows one ToolGroup per call.
 func TestToolActivity(t *testing.T) {
 	for _, dotted := range []bool{true, false} {
 		name := func(n string) string {
@@ -47,10 +48,10 @@ func TestToolActivity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := core.ReduceAll(core.NewUiState(id), events)
-			var groups []core.UiItem
+			s := uistate.ReduceAll(uistate.NewUIState(id), events)
+			var groups []uistate.UIItem
 			for _, it := range s.Items {
-				if it.Type == core.UiItemToolGroup {
+				if it.Type == uistate.UIItemToolGroup {
 					groups = append(groups, it)
 				}
 			}
@@ -60,7 +61,7 @@ func TestToolActivity(t *testing.T) {
 			g := groups[0]
 			if g.CallID != "c1" || g.Cmd != "go test ./..." || g.Stderr != "FAIL" || g.ExitCode == nil || *g.ExitCode != 1 ||
 				!strings.HasSuffix(g.Stdout, "END") || len(g.Stdout) > core.MaxToolOutput+64 {
-				t.Fatalf("group %+v", g.UiToolGroup)
+				t.Fatalf("group %+v", g.UIToolGroup)
 			}
 		})
 	}
@@ -144,8 +145,8 @@ func TestRequestApprovalTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, it := range core.ReduceAll(core.NewUiState(id), events).Items {
-		if it.Type == core.UiItemQuestion && it.Closed != core.QuestionExpired {
+	for _, it := range uistate.ReduceAll(uistate.NewUIState(id), events).Items {
+		if it.Type == uistate.UIItemQuestion && it.Closed != core.QuestionExpired {
 			t.Fatalf("the approval question is shown %+v, want it closed as expired", it)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Op is one platform operation the adapter performed (or refused).
@@ -311,8 +312,8 @@ func (a *Adapter) Send(ctx context.Context, place core.Place, m core.OutMessage)
 		a.recordLocked(Op{Method: "send", Place: place, Text: m.Text, Err: err})
 		return core.MessageRef{}, err
 	}
-	if a.caps.MaxLength > 0 && core.Measure(m.Text, a.caps.LengthUnit) > a.caps.MaxLength {
-		err := fmt.Errorf("fake: send: message is too long (%d > %d)", core.Measure(m.Text, a.caps.LengthUnit), a.caps.MaxLength)
+	if a.caps.MaxLength > 0 && delivery.Measure(m.Text, a.caps.LengthUnit) > a.caps.MaxLength {
+		err := fmt.Errorf("fake: send: message is too long (%d > %d)", delivery.Measure(m.Text, a.caps.LengthUnit), a.caps.MaxLength)
 		a.recordLocked(Op{Method: "send", Place: place, Text: m.Text, Err: err})
 		return core.MessageRef{}, core.Permanent(err)
 	}

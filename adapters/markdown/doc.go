@@ -38,10 +38,10 @@
 // failing that, shown as its escaped source. Hence, for every md and
 // dialect d,
 //
-//	d.Visible(Render(md, d)) <= core.Measure(md, d.Unit()) + MaxGrowth
+//	d.Visible(Render(md, d)) <= delivery.Measure(md, d.Unit()) + MaxGrowth
 //
 // For Telegram, whose count is the visible text, this makes
-// core.Split(md, 4096-MaxGrowth, core.UTF16) safe without rendering; Slack
+// delivery.Split(md, 4096-MaxGrowth, core.UTF16) safe without rendering; Slack
 // and Matrix count markup and escapes too, which can multiply the length
 // (every '<' becomes "&lt;"), so they must budget by Measure.
 //

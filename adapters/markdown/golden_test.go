@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -88,7 +89,7 @@ func checkRendering(md string, d Dialect, out string, allow int) error {
 	if err := validate(d, out); err != nil {
 		return fmt.Errorf("%q renders %q: %v", clip(md), clip(out), err)
 	}
-	if n, m := d.Visible(out), core.Measure(md, d.Unit()); n > m+allow {
+	if n, m := d.Visible(out), delivery.Measure(md, d.Unit()); n > m+allow {
 		return fmt.Errorf("%q renders %q: visible length %d > %d + %d", clip(md), clip(out), n, m, allow)
 	}
 	if got, want := d.Visible(out), visibleText(d, out); got != want {
@@ -117,7 +118,7 @@ func visibleText(d Dialect, out string) int {
 		out = slackUnescaper.Replace(slackLinkPattern.ReplaceAllString(out, "$1"))
 		out = strings.ReplaceAll(out, "\u200b", "")
 	}
-	return core.Measure(out, d.Unit())
+	return delivery.Measure(out, d.Unit())
 }
 
 // platformLength is what each platform counts, computed independently of
@@ -127,9 +128,9 @@ func visibleText(d Dialect, out string) int {
 func platformLength(d Dialect, md, out string) int {
 	switch d {
 	case TelegramHTML:
-		return core.Measure(htmlUnescaper.Replace(tagPattern.ReplaceAllString(out, "")), core.UTF16)
+		return delivery.Measure(htmlUnescaper.Replace(tagPattern.ReplaceAllString(out, "")), core.UTF16)
 	case Plain:
-		return core.Measure(out, core.UTF16)
+		return delivery.Measure(out, core.UTF16)
 	case Slack:
 		return len(out)
 	case MatrixHTML:

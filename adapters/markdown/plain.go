@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Plain is readable plain text with no markup: Telegram's fallback when it
@@ -20,8 +21,8 @@ type plain struct{}
 func (plain) Name() string                         { return "plain" }
 func (plain) Rules() Rules                         { return Rules{} }
 func (plain) Unit() core.LengthUnit                { return core.UTF16 }
-func (plain) Visible(out string) int               { return core.Measure(out, core.UTF16) }
-func (plain) Length(_, out string) int             { return core.Measure(out, core.UTF16) }
+func (plain) Visible(out string) int               { return delivery.Measure(out, core.UTF16) }
+func (plain) Length(_, out string) int             { return delivery.Measure(out, core.UTF16) }
 func (plain) AcceptLink(href string) bool          { return telegramLink(href) }
 func (plain) Escape(s string) string               { return s }
 func (plain) Literal(src string) string            { return src }

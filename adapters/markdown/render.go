@@ -11,7 +11,7 @@ import (
 
 // MaxGrowth is the most, in a dialect's Unit, by which the visible text of
 // a rendering can exceed the source: Visible(Render(md, d)) is at most
-// core.Measure(md, d.Unit()) + MaxGrowth. It is spent mostly on aligning
+// delivery.Measure(md, d.Unit()) + MaxGrowth. It is spent mostly on aligning
 // table columns. For Telegram, whose limit counts the visible text,
 // subtract it from the limit before splitting markdown by its source
 // length.
@@ -74,7 +74,7 @@ func render(md string, d Dialect, allow int) string {
 // normalize makes md safe to parse and to send without making it longer
 // in runes or UTF-16 code units: CRLF and CR become LF, form feeds and
 // vertical tabs spaces, other control characters and each byte of invalid
-// UTF-8 U+FFFD (which core.Measure counts as one, like the byte).
+// UTF-8 U+FFFD (which delivery.Measure counts as one, like the byte).
 func normalize(md string) []byte {
 	b := make([]byte, 0, len(md))
 	for i := 0; i < len(md); {

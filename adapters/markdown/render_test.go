@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 func TestDisplayWidth(t *testing.T) {
@@ -98,7 +99,7 @@ func TestRenderSplitChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := strings.Repeat(string(src)+"\n\n", 4)
-	chunks := core.Split(md, 4096-MaxGrowth, core.UTF16)
+	chunks := delivery.Split(md, 4096-MaxGrowth, core.UTF16)
 	if len(chunks) < 2 {
 		t.Fatalf("got %d chunks, want the document split", len(chunks))
 	}
@@ -116,14 +117,14 @@ func TestRenderSplitChunks(t *testing.T) {
 	}
 }
 
-// splitRendered cuts md with core.Split into chunks whose Measure in d is
+// splitRendered cuts md with delivery.Split into chunks whose Measure in d is
 // at most limit, cutting again, shorter, any chunk that renders too long:
 // what a core can do with an adapter's RenderedLength.
 func splitRendered(md string, d Dialect, limit int) []string {
 	var chunks []string
 	var cut func(s string, n int)
 	cut = func(s string, n int) {
-		for _, c := range core.Split(s, n, core.Bytes) {
+		for _, c := range delivery.Split(s, n, core.Bytes) {
 			m := Measure(c, d)
 			if m <= limit || n <= 16 {
 				chunks = append(chunks, c)
@@ -151,7 +152,7 @@ func TestSplitByRenderedLength(t *testing.T) {
 	} {
 		t.Run(tt.d.Name(), func(t *testing.T) {
 			overflow := false
-			for _, c := range core.Split(md, tt.limit, core.Bytes) {
+			for _, c := range delivery.Split(md, tt.limit, core.Bytes) {
 				overflow = overflow || Measure(c, tt.d) > tt.limit
 			}
 			if !overflow && tt.d != TelegramHTML {

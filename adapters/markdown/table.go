@@ -7,7 +7,7 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"golang.org/x/text/width"
 
-	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // table renders a table's cells and has the dialect lay them out. The
@@ -47,7 +47,7 @@ func (r *renderer) table(t *east.Table) string {
 	s := joinedTable(rows, "|")
 	if !r.compact && budget >= 0 {
 		for _, c := range []string{alignedTable(rows, t.Alignments), joinedTable(rows, " | ")} {
-			if core.Measure(c, r.d.Unit()) <= budget+r.slack {
+			if delivery.Measure(c, r.d.Unit()) <= budget+r.slack {
 				s = c
 				break
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Tests of the Telegram HTML and plain dialects, and of VisibleLength.
@@ -111,7 +112,7 @@ func TestVisibleLengthMatchesText(t *testing.T) {
 			i++
 		}
 		plain := htmlUnescaper.Replace(text.String())
-		if got, want := VisibleLength(h), core.Measure(plain, core.UTF16); got != want {
+		if got, want := VisibleLength(h), delivery.Measure(plain, core.UTF16); got != want {
 			t.Errorf("VisibleLength(%q) = %d, want %d (%q)", h, got, want, plain)
 		}
 	}

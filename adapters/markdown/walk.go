@@ -7,7 +7,7 @@ import (
 	"github.com/yuin/goldmark/ast"
 	east "github.com/yuin/goldmark/extension/ast"
 
-	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // renderer walks one document. Block renderers return their text without
@@ -27,7 +27,7 @@ type renderer struct {
 }
 
 // measure is the source's length in the account's unit.
-func (r *renderer) measure(b []byte) int { return core.Measure(string(b), r.d.Unit()) }
+func (r *renderer) measure(b []byte) int { return delivery.Measure(string(b), r.d.Unit()) }
 
 // document renders the top-level blocks one by one, keeping the length
 // account described in the package doc, opened with allow.

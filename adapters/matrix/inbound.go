@@ -15,6 +15,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/chatcmd"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // inContent is what the adapter reads of an event's content.
@@ -223,7 +224,7 @@ func emojiNumber(key string) int {
 // set, else the option text names (its number or its label), else text as
 // a free answer.
 func (a *Adapter) answer(ctx context.Context, h core.Handler, base core.Command, buttons []button, text string, n int) error {
-	qid, _, ok := core.ParseButtonData(buttons[0].Data)
+	qid, _, ok := delivery.ParseButtonData(buttons[0].Data)
 	if !ok {
 		return nil
 	}
@@ -244,7 +245,7 @@ func (a *Adapter) answer(ctx context.Context, h core.Handler, base core.Command,
 	cmd := base
 	cmd.Kind, cmd.QuestionID = core.Answer, qid
 	if n > 0 {
-		_, cmd.Option, _ = core.ParseButtonData(buttons[n-1].Data)
+		_, cmd.Option, _ = delivery.ParseButtonData(buttons[n-1].Data)
 	} else {
 		cmd.Text = text
 	}

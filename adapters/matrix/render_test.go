@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 func TestContent(t *testing.T) {
@@ -36,7 +37,7 @@ func TestContent(t *testing.T) {
 
 func TestQuestionContent(t *testing.T) {
 	m := core.OutMessage{Kind: core.KindQuestion, Text: "Which one?",
-		Buttons: []core.Button{{Label: "Red", Data: core.ButtonData("q1", 1)}, {Label: "Blue", Data: core.ButtonData("q1", 2)}}}
+		Buttons: []core.Button{{Label: "Red", Data: delivery.ButtonData("q1", 1)}, {Label: "Blue", Data: delivery.ButtonData("q1", 2)}}}
 	c := content(m)
 	for _, want := range []string{"1️⃣ Red", "2️⃣ Blue", "react with its number"} {
 		if !strings.Contains(c.Body, want) {
@@ -51,7 +52,7 @@ func TestQuestionContent(t *testing.T) {
 	if len(back.Buttons) != 2 || back.Buttons[1].Label != "Blue" {
 		t.Fatalf("buttons do not survive the event: %+v", back.Buttons)
 	}
-	if q, opt, ok := core.ParseButtonData(back.Buttons[1].Data); !ok || q != "q1" || opt != 2 {
+	if q, opt, ok := delivery.ParseButtonData(back.Buttons[1].Data); !ok || q != "q1" || opt != 2 {
 		t.Errorf("button data → %q %d %v", q, opt, ok)
 	}
 }

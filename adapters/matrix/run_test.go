@@ -20,6 +20,7 @@ import (
 	"github.com/parley-chat/parley/adapters/matrix"
 	"github.com/parley-chat/parley/adapters/matrix/matrixtest"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // handler records the commands the adapter hands it, admitting only the
@@ -266,7 +267,7 @@ func TestQuestionAnswers(t *testing.T) {
 	w.eve.Join(t, room)
 
 	q, err := a.Send(t.Context(), core.Place{Chat: string(room)}, core.OutMessage{Kind: core.KindQuestion, Text: "Which colour?",
-		Buttons: []core.Button{{Label: "Red", Data: core.ButtonData("q1", 1)}, {Label: "Blue", Data: core.ButtonData("q1", 2)}}})
+		Buttons: []core.Button{{Label: "Red", Data: delivery.ButtonData("q1", 1)}, {Label: "Blue", Data: delivery.ButtonData("q1", 2)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Buttons. A question's options are buttons whose value is core's
@@ -45,7 +46,7 @@ func (a *Adapter) onAction(ctx context.Context, h core.Handler, ic *slack.Intera
 		a.log.Debug("ignoring a click from someone not allowed", "user", ic.User.ID)
 		return nil
 	}
-	qid, option, ok := core.ParseButtonData(act.Value)
+	qid, option, ok := delivery.ParseButtonData(act.Value)
 	if !ok {
 		a.log.Debug("ignoring a button parley does not know", "value", act.Value)
 		return nil

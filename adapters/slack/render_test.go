@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -39,7 +40,7 @@ func golden(t *testing.T, name string, got []byte) {
 func options(labels ...string) []core.Button {
 	var out []core.Button
 	for i, l := range labels {
-		out = append(out, core.Button{Label: l, Data: core.ButtonData("01JQUESTION", i+1)})
+		out = append(out, core.Button{Label: l, Data: delivery.ButtonData("01JQUESTION", i+1)})
 	}
 	return out
 }

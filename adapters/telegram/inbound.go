@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/chatcmd"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // maxDownload is the Bot API's getFile limit.
@@ -269,7 +270,7 @@ func (a *Adapter) onCallback(ctx context.Context, h core.Handler, cq *models.Cal
 		}
 	}
 	data, ok := strings.CutPrefix(cq.Data, buttonPrefix)
-	qid, option, valid := core.ParseButtonData(data)
+	qid, option, valid := delivery.ParseButtonData(data)
 	if !ok || !valid {
 		answer("")
 		return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // The rendering itself is tested in package markdown, with the golden
@@ -59,7 +60,7 @@ func TestRenderedLengthBoundsSends(t *testing.T) {
 		if h := markdown.VisibleLength(htmlOf(md)); h > n {
 			t.Errorf("%q: HTML visible length %d > RenderedLength %d", md, h, n)
 		}
-		if p := core.Measure(markdown.Render(md, markdown.Plain), core.UTF16); p > n {
+		if p := delivery.Measure(markdown.Render(md, markdown.Plain), core.UTF16); p > n {
 			t.Errorf("%q: plain length %d > RenderedLength %d", md, p, n)
 		}
 	}

@@ -187,7 +187,7 @@ func (a *Adapter) Delete(context.Context, core.MessageRef) error { return nil }
 
 // Bind implements core.Binder without I/O: every session has a place on the
 // page, its id. Being a Binder is what lets replies to input typed on the
-// page route back here (core.Router.Reaches).
+// page route back here (delivery.Router.Reaches).
 func (a *Adapter) Bind(_ context.Context, s core.Session) (core.Binding, error) {
 	return core.Binding{Place: place(s.ID)}, nil
 }

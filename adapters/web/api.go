@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // freshness bounds how long a snapshot waits for the bus feed to catch up
@@ -215,7 +216,7 @@ func (a *Adapter) state(w http.ResponseWriter, r *http.Request, c call) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, core.Snapshot(st))
+	writeJSON(w, http.StatusOK, uistate.Snapshot(st))
 }
 
 func clientKey(kind, id string) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 func TestHealthAndSessions(t *testing.T) {
@@ -151,9 +152,9 @@ func TestAnswerFromPage(t *testing.T) {
 		t.Fatalf("answer = %+v", got)
 	}
 	st := s.snapshot(id).State
-	var q *core.UiItem
+	var q *uistate.UIItem
 	for i := range st.Items {
-		if st.Items[i].Type == core.UiItemQuestion {
+		if st.Items[i].Type == uistate.UIItemQuestion {
 			q = &st.Items[i]
 		}
 	}
@@ -267,8 +268,8 @@ func TestRepliesRouteBackToPage(t *testing.T) {
 		t.Fatalf("the other platform was sent %d messages; replies belong to the page", n)
 	}
 	st := s.snapshot(id).State
-	if len(st.Items) != 2 || st.Items[0].Type != core.UiItemUser || st.Items[0].Content != "hello from the page" ||
-		st.Items[0].Origin != "web" || st.Items[1].Type != core.UiItemAssistant || st.Items[1].Content != "hello, **human**" {
+	if len(st.Items) != 2 || st.Items[0].Type != uistate.UIItemUser || st.Items[0].Content != "hello from the page" ||
+		st.Items[0].Origin != "web" || st.Items[1].Type != uistate.UIItemAssistant || st.Items[1].Content != "hello, **human**" {
 		t.Fatalf("timeline = %+v", st.Items)
 	}
 }

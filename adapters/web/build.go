@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // logPage is how many events one store read returns.
@@ -24,35 +25,35 @@ const logPage = 512
 // timeline: live outputs, notices, tool activity, the options of questions
 // no longer open, and which question an old answer answered (it shows as a
 // user message).
-func build(ctx context.Context, store core.Store, id core.SessionID) (core.UiState, error) {
+func build(ctx context.Context, store core.Store, id core.SessionID) (uistate.UIState, error) {
 	events, complete, err := sessionEvents(ctx, store, id)
 	if err != nil {
-		return core.UiState{}, err
+		return uistate.UIState{}, err
 	}
 	if complete {
-		return core.ReduceAll(core.NewUiState(id), events), nil
+		return uistate.ReduceAll(uistate.NewUIState(id), events), nil
 	}
 	// Read the session and its inbox before the log again: every message
 	// the inbox shows then either still has its event in the log read
 	// after, or is older than all of the session's logged events.
 	sess, err := store.Session(ctx, id)
 	if err != nil {
-		return core.UiState{}, fmt.Errorf("web: session %s: %w", id, err)
+		return uistate.UIState{}, fmt.Errorf("web: session %s: %w", id, err)
 	}
 	msgs, err := store.Inbox(ctx, id, "", 0)
 	if err != nil {
-		return core.UiState{}, fmt.Errorf("web: inbox of %s: %w", id, err)
+		return uistate.UIState{}, fmt.Errorf("web: inbox of %s: %w", id, err)
 	}
 	if events, _, err = sessionEvents(ctx, store, id); err != nil {
-		return core.UiState{}, err
+		return uistate.UIState{}, err
 	}
-	return core.ReduceAll(seed(sess, msgs, events), events), nil
+	return uistate.ReduceAll(seed(sess, msgs, events), events), nil
 }
 
 // seed is the state of a session before its logged events, from the
 // session record and the inbox messages whose events are gone.
-func seed(sess core.Session, msgs []core.Message, logged []core.Event) core.UiState {
-	st := core.NewUiState(sess.ID)
+func seed(sess core.Session, msgs []core.Message, logged []core.Event) uistate.UIState {
+	st := uistate.NewUIState(sess.ID)
 	// The output item of a turn is "output:<turn>": start at the turn the
 	// first logged output or turn completion belongs to.
 	st.Turn = sess.Turn
@@ -97,7 +98,7 @@ func seed(sess core.Session, msgs []core.Message, logged []core.Event) core.UiSt
 		}
 		synth = append(synth, e)
 	}
-	return core.ReduceAll(st, synth)
+	return uistate.ReduceAll(st, synth)
 }
 
 // sessionEvents returns the logged events of one session, oldest first, and

@@ -21,7 +21,7 @@
 //
 // # UiState in memory
 //
-// The adapter keeps one core.UiReducer per recently used session, at most
+// The adapter keeps one uistate.UIReducer per recently used session, at most
 // Options.MaxStates, least recently used first out. A reliable bus
 // subscription, taken when the adapter is attached, feeds every logged event
 // to the reducer of its session, if that is in memory; the UiUpdate it
@@ -54,7 +54,7 @@
 //	data: {"seq","kind","session_id","ts","event":{…},"ui":{…}}
 //
 // where, with ?ui=delta (parley's extension, which the page uses), ui is the
-// session's core.UiUpdate when its reducer was in memory. Without it, the
+// session's uistate.UIUpdate when its reducer was in memory. Without it, the
 // stream sends whole states as the UiState specification has them, in their
 // own messages without an id ("event: ui_state_updated", coalesced to one
 // per session every 200 ms; see uiwire.go). "event: agents" messages, also

@@ -17,6 +17,8 @@ import (
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
+	"github.com/parley-chat/parley/core/uistate"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
@@ -29,9 +31,9 @@ type stack struct {
 	store  *bolt.Store
 	bus    *core.MemBus
 	svc    *commands.Service
-	router *core.Router
-	outbox *core.Outbox
-	disp   *core.Dispatcher
+	router *delivery.Router
+	outbox *delivery.Outbox
+	disp   *delivery.Dispatcher
 	web    *web.Adapter
 	srv    *httptest.Server
 	stop   context.CancelFunc
@@ -65,9 +67,9 @@ func newStack(tb testing.TB, tweak ...func(*stackOptions)) *stack {
 	s.web = web.New(o.web)
 	s.web.Attach(store, s.bus)
 	adapters := append([]core.Adapter{s.web}, o.extras...)
-	s.router = core.NewRouter(adapters...)
-	s.outbox = core.NewOutbox(core.OutboxOptions{}, adapters...)
-	s.disp = core.NewDispatcher(store, s.router, s.outbox, core.DispatcherOptions{FileDir: tb.TempDir()})
+	s.router = delivery.NewRouter(adapters...)
+	s.outbox = delivery.NewOutbox(delivery.OutboxOptions{}, adapters...)
+	s.disp = delivery.NewDispatcher(store, s.router, s.outbox, delivery.DispatcherOptions{FileDir: tb.TempDir()})
 	sub, unsubscribe := s.bus.Subscribe(4096, false)
 	runCtx, stop := context.WithCancel(ctx)
 	s.stop = stop
@@ -203,9 +205,9 @@ func (s *stack) chat(id core.SessionID, text string) postedJSON {
 	return must[postedJSON](s.t, http.StatusOK)(s.post("/api/chat", string(b)))
 }
 
-func (s *stack) snapshot(id core.SessionID) core.UiSnapshot {
+func (s *stack) snapshot(id core.SessionID) uistate.UISnapshot {
 	s.t.Helper()
-	return must[core.UiSnapshot](s.t, http.StatusOK)(s.get("/api/sessions/" + string(id) + "/state"))
+	return must[uistate.UISnapshot](s.t, http.StatusOK)(s.get("/api/sessions/" + string(id) + "/state"))
 }
 
 // frame is one SSE message.
@@ -217,11 +219,11 @@ type frame struct {
 
 // sseMsg is the data of an event message.
 type sseMsg struct {
-	Seq     uint64         `json:"seq"`
-	Kind    core.EventKind `json:"kind"`
-	Session core.SessionID `json:"session_id"`
-	Event   core.Event     `json:"event"`
-	UI      *core.UiUpdate `json:"ui"`
+	Seq     uint64            `json:"seq"`
+	Kind    core.EventKind    `json:"kind"`
+	Session core.SessionID    `json:"session_id"`
+	Event   core.Event        `json:"event"`
+	UI      *uistate.UIUpdate `json:"ui"`
 }
 
 func (f frame) msg(tb testing.TB) sseMsg {
@@ -288,7 +290,7 @@ func (c *sseClient) read(r io.Reader) {
 				switch f.Event {
 				case "agents":
 					c.agents <- f // presence, apart from the event log
-				case core.UiUpdateType:
+				case uistate.UIUpdateType:
 					c.states <- f // whole states, apart from the event log
 				default:
 					c.frames <- f

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // uiWait bounds how long an SSE message waits for its UiUpdate (see
@@ -29,7 +30,7 @@ type sseMessage struct {
 	// arrived. A client that follows a session and gets an event of it
 	// without UI reloads the snapshot. Without ?ui=delta whole states
 	// follow as their own messages (uiwire.go).
-	UI *core.UiUpdate `json:"ui,omitempty"`
+	UI *uistate.UIUpdate `json:"ui,omitempty"`
 }
 
 // resyncMessage is the data of a "resync" SSE message.

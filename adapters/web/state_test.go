@@ -11,6 +11,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
@@ -48,9 +49,9 @@ func (s *stack) conversation(id core.SessionID, round int) {
 	s.handle(core.Command{Kind: core.YieldTurn, Session: id, Origin: core.OriginMCP})
 }
 
-func stateJSON(tb testing.TB, st core.UiState) string {
+func stateJSON(tb testing.TB, st uistate.UIState) string {
 	tb.Helper()
-	b, err := json.MarshalIndent(core.Snapshot(st), "", " ")
+	b, err := json.MarshalIndent(uistate.Snapshot(st), "", " ")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestSnapshotEqualsStreamedUpdates(t *testing.T) {
 		if m.UI.Seq != m.Seq || m.UI.Session != id {
 			t.Fatalf("ui update %d/%s for event %d", m.UI.Seq, m.UI.Session, m.Seq)
 		}
-		st = core.ApplyUpdate(st, *m.UI)
+		st = uistate.ApplyUpdate(st, *m.UI)
 	}
 	if got, want := stateJSON(t, st), stateJSON(t, after.State); got != want {
 		t.Fatalf("streamed state differs from the snapshot:\n%s\nwant\n%s", got, want)
@@ -110,14 +111,14 @@ func (s *stack) attached(tweak ...func(*web.Options)) (*web.Adapter, *httptest.S
 	return w, srv
 }
 
-func fetchState(tb testing.TB, srv *httptest.Server, id core.SessionID) core.UiSnapshot {
+func fetchState(tb testing.TB, srv *httptest.Server, id core.SessionID) uistate.UISnapshot {
 	tb.Helper()
 	resp, err := srv.Client().Get(srv.URL + "/api/sessions/" + string(id) + "/state")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var snap core.UiSnapshot
+	var snap uistate.UISnapshot
 	if resp.StatusCode != http.StatusOK {
 		tb.Fatalf("state: %d", resp.StatusCode)
 	}
@@ -188,9 +189,9 @@ func TestStateSeededWhenLogTruncated(t *testing.T) {
 		t.Fatalf("seeded state %q %s turn %d", st.Title, st.Status, st.Turn)
 	}
 	want := []struct {
-		typ     core.UiItemType
+		typ     uistate.UIItemType
 		content string
-	}{{core.UiItemUser, "first words"}, {core.UiItemAssistant, "first reply"}, {core.UiItemQuestion, "Still there?"}}
+	}{{uistate.UIItemUser, "first words"}, {uistate.UIItemAssistant, "first reply"}, {uistate.UIItemQuestion, "Still there?"}}
 	if len(st.Items) != len(want) {
 		t.Fatalf("items %+v", st.Items)
 	}

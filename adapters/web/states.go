@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // backend is what the adapter is attached to: the store, the bus, and the
@@ -92,14 +93,14 @@ type states struct {
 }
 
 type uiRecord struct {
-	u    core.UiUpdate
+	u    uistate.UIUpdate
 	size int
 }
 
 type entry struct {
 	id   core.SessionID
 	elem *list.Element
-	red  *core.UiReducer // nil while building
+	red  *uistate.UIReducer // nil while building
 	// pending are live events that arrived while building.
 	pending []core.Event
 	ready   chan struct{} // closed when the build finished, well or not
@@ -134,7 +135,7 @@ func (s *states) apply(e core.Event) {
 
 // record keeps u as the update of event seq, dropping the oldest past the
 // bounds; the caller holds mu.
-func (s *states) record(seq uint64, u core.UiUpdate) {
+func (s *states) record(seq uint64, u uistate.UIUpdate) {
 	size := 256
 	for _, it := range u.Items {
 		size += 256 + len(it.Content)
@@ -160,7 +161,7 @@ func (s *states) record(seq uint64, u core.UiUpdate) {
 
 // update returns the UiUpdate event seq produced, if its session's reducer
 // was in memory when it arrived and the update is still kept.
-func (s *states) update(seq uint64) (core.UiUpdate, bool) {
+func (s *states) update(seq uint64) (uistate.UIUpdate, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.uis[seq]
@@ -204,7 +205,7 @@ func (s *states) close() {
 
 // get returns the session's current state, building its reducer if it is
 // not in memory. Errors wrap core.ErrNotFound for an unknown session.
-func (s *states) get(ctx context.Context, id core.SessionID) (core.UiState, error) {
+func (s *states) get(ctx context.Context, id core.SessionID) (uistate.UIState, error) {
 	for {
 		s.mu.Lock()
 		en := s.entries[id]
@@ -221,7 +222,7 @@ func (s *states) get(ctx context.Context, id core.SessionID) (core.UiState, erro
 			case <-en.ready:
 				continue
 			case <-ctx.Done():
-				return core.UiState{}, ctx.Err()
+				return uistate.UIState{}, ctx.Err()
 			}
 		}
 		en = &entry{id: id, ready: make(chan struct{})}
@@ -235,16 +236,16 @@ func (s *states) get(ctx context.Context, id core.SessionID) (core.UiState, erro
 
 // finish installs a built state, applies the events queued meanwhile and
 // evicts the least recently used reducers past the limit.
-func (s *states) finish(en *entry, st core.UiState, err error) (core.UiState, error) {
+func (s *states) finish(en *entry, st uistate.UIState, err error) (uistate.UIState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer close(en.ready)
 	if err != nil {
 		s.lru.Remove(en.elem)
 		delete(s.entries, en.id)
-		return core.UiState{}, err
+		return uistate.UIState{}, err
 	}
-	en.red = core.NewUiReducer(st)
+	en.red = uistate.NewUIReducer(st)
 	for _, e := range en.pending {
 		s.record(e.Seq, en.red.Apply(e))
 	}

@@ -5,16 +5,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 func TestUpdateLogIsBounded(t *testing.T) {
 	s := newStates(nil, 1, slog.New(slog.DiscardHandler))
 	big := strings.Repeat("x", 64<<10)
 	for seq := uint64(1); seq <= 3*uiLogSize; seq++ {
-		u := core.UiUpdate{Seq: seq}
+		u := uistate.UIUpdate{Seq: seq}
 		if seq%2 == 0 {
-			u.Items = []core.UiItem{{ID: "output:0", Content: big}}
+			u.Items = []uistate.UIItem{{ID: "output:0", Content: big}}
 		}
 		s.record(seq, u)
 		if len(s.uis) > uiLogSize || s.uiBytes > uiLogBytes+len(big)+512 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // UiState on the event stream.
@@ -26,7 +27,7 @@ import (
 // with the highest seq.
 //
 // With ?ui=delta (parley's extension, which the page uses) each event
-// message carries instead, as "ui", the core.UiUpdate the event produced,
+// message carries instead, as "ui", the uistate.UIUpdate the event produced,
 // when the session's reducer was in memory as the event arrived; an event
 // of a followed session without one means: reload the snapshot.
 
@@ -35,7 +36,7 @@ import (
 const stateEvery = 200 * time.Millisecond
 
 // uiOf is the delta an event message carries, in delta mode.
-func (s *stream) uiOf(e core.Event) *core.UiUpdate {
+func (s *stream) uiOf(e core.Event) *uistate.UIUpdate {
 	if !s.delta {
 		s.noteState(e.Session)
 		return nil
@@ -79,11 +80,11 @@ func (s *stream) sendStates(ctx context.Context) error {
 		if err != nil {
 			continue // a session the store no longer has: nothing to show
 		}
-		data, err := json.Marshal(core.Updated(st))
+		data, err := json.Marshal(uistate.Updated(st))
 		if err != nil {
 			return fmt.Errorf("web: encode the state of %s: %w", id, err)
 		}
-		fmt.Fprintf(&s.buf, "event: %s\ndata: %s\n\n", core.UiUpdateType, data)
+		fmt.Fprintf(&s.buf, "event: %s\ndata: %s\n\n", uistate.UIUpdateType, data)
 	}
 	return s.flush()
 }

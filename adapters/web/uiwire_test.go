@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // Without ?ui=delta the stream sends whole states in ui_state_updated
@@ -16,7 +16,7 @@ func TestStreamCarriesWholeStates(t *testing.T) {
 	s := newStack(t)
 	id := s.newSession("whole states")
 	before := s.snapshot(id)
-	if before.Type != core.UiSnapshotType || before.Version != core.UiStateVersion {
+	if before.Type != uistate.UISnapshotType || before.Version != uistate.UIStateVersion {
 		t.Fatalf("snapshot envelope %q %q", before.Type, before.Version)
 	}
 	c := s.sse("?session="+string(id), strconv.FormatUint(before.Seq, 10))
@@ -27,11 +27,11 @@ func TestStreamCarriesWholeStates(t *testing.T) {
 	for kept.Seq < after.Seq {
 		select {
 		case f := <-c.states:
-			var env core.UiSnapshot
+			var env uistate.UISnapshot
 			if err := json.Unmarshal([]byte(f.Data), &env); err != nil {
 				t.Fatal(err)
 			}
-			if f.ID != "" || env.Type != core.UiUpdateType || env.Version != core.UiStateVersion || env.State.Seq != env.Seq {
+			if f.ID != "" || env.Type != uistate.UIUpdateType || env.Version != uistate.UIStateVersion || env.State.Seq != env.Seq {
 				t.Fatalf("not a ui_state_updated envelope (id %q): %s", f.ID, f.Data)
 			}
 			if env.Seq < kept.Seq {

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // startMainWith runs the daemon in-process on a free loopback port with
@@ -120,7 +121,7 @@ func TestForeignHostCannotAnswer(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for qid == "" {
 		for _, it := range webState(t, addr, session).State.Items {
-			if it.Type == core.UiItemQuestion && it.Answer == nil {
+			if it.Type == uistate.UIItemQuestion && it.Answer == nil {
 				qid = it.QuestionID
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/uistate"
 )
 
 // try calls a tool and returns its text and whether it is an error result.
@@ -60,14 +61,14 @@ func awaitText(t *testing.T, ch <-chan string) string {
 }
 
 // webState is GET /api/sessions/{id}/state of a running parley serve.
-func webState(t *testing.T, addr, session string) core.UiSnapshot {
+func webState(t *testing.T, addr, session string) uistate.UISnapshot {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/api/sessions/" + session + "/state")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var snap core.UiSnapshot
+	var snap uistate.UISnapshot
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&snap) != nil {
 		t.Fatalf("state of %s: %s", session, resp.Status)
 	}
@@ -75,15 +76,15 @@ func webState(t *testing.T, addr, session string) core.UiSnapshot {
 }
 
 // questionItem is the question item of a state, by its text.
-func questionItem(t *testing.T, s core.UiSnapshot, text string) core.UiItem {
+func questionItem(t *testing.T, s uistate.UISnapshot, text string) uistate.UIItem {
 	t.Helper()
 	for _, it := range s.State.Items {
-		if it.Type == core.UiItemQuestion && it.Content == text {
+		if it.Type == uistate.UIItemQuestion && it.Content == text {
 			return it
 		}
 	}
 	t.Fatalf("no question %q in %+v", text, s.State.Items)
-	return core.UiItem{}
+	return uistate.UIItem{}
 }
 
 // people are the inbox messages people wrote, all sessions.

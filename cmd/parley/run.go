@@ -19,6 +19,7 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/mcp"
 	"github.com/parley-chat/parley/mcp/orchestrator"
 )
@@ -220,7 +221,7 @@ func (m *Main) Open(ctx context.Context) error {
 	// already report; its sources are read at scrape time, once the HTTP
 	// server (started last) serves.
 	met := metrics.New(metrics.Sources{
-		Outbox:         func() core.OutboxStats { return m.daemon.Outbox.Stats() },
+		Outbox:         func() delivery.OutboxStats { return m.daemon.Outbox.Stats() },
 		Delivering:     func() int { return m.daemon.Dispatcher.Delivering() },
 		DeliveringBy:   func() map[core.AdapterName]int { return m.daemon.Dispatcher.DeliveringBy() },
 		Agents:         func() int { return m.mcp.Agents() },

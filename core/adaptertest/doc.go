@@ -20,7 +20,7 @@
 // platform's retry_after and the scope the adapter documents; deletes
 // honour Capabilities.DeleteOthers; status and binding metadata survive
 // the JSON the store keeps them in; typing indicators sent through a
-// core.Outbox wait out a 429; the declared capabilities are sensible, stay
+// delivery.Outbox wait out a 429; the declared capabilities are sensible, stay
 // put where the outbox caches them, and the declared MaxLength is what the
 // platform accepts.
 //
@@ -40,7 +40,7 @@
 // platform before the retry_after had elapsed since the refused call, by
 // the platform's own recorded times.
 //
-// The suite drives adapters directly and through a core.Outbox; end-to-end
-// delivery through core.Dispatcher needs a store and is left to the
+// The suite drives adapters directly and through a delivery.Outbox; end-to-end
+// delivery through delivery.Dispatcher needs a store and is left to the
 // daemon's tests (this package imports only core and the standard library).
 package adaptertest

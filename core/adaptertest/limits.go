@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // checkCapabilities: what the adapter declares is sensible: a length limit
@@ -158,7 +159,7 @@ func checkRateLimit(t *testing.T, e *env) {
 	}
 }
 
-// checkTyping: typing indicators sent through a core.Outbox with the
+// checkTyping: typing indicators sent through a delivery.Outbox with the
 // adapter's declared limits reach the platform, but none before the
 // retry_after of a 429 at their place has elapsed, by the platform's clock.
 func checkTyping(t *testing.T, e *env) {
@@ -175,7 +176,7 @@ func checkTyping(t *testing.T, e *env) {
 	}
 	place := e.place(t)
 	a := e.Adapter
-	o := core.NewOutbox(core.OutboxOptions{}, a)
+	o := delivery.NewOutbox(delivery.OutboxOptions{}, a)
 	defer o.Close()
 
 	e.RateLimitNext(core.OpSend, retryAfter)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // sample is markdown every platform can show; its words survive rendering.
@@ -102,7 +103,7 @@ func checkButtons(t *testing.T, e *env) {
 		t.Skip("Capabilities.Buttons is false: core shows options as a numbered list")
 	}
 	qid := strings.Repeat("Q", 46)
-	buttons := []core.Button{{Label: "Yes, go ahead", Data: core.ButtonData(qid, 1)}, {Label: "No", Data: core.ButtonData(qid, 2)}}
+	buttons := []core.Button{{Label: "Yes, go ahead", Data: delivery.ButtonData(qid, 1)}, {Label: "No", Data: delivery.ButtonData(qid, 2)}}
 	if len(buttons[0].Data) != 48 {
 		t.Fatalf("adaptertest: button data of %d bytes, want 48", len(buttons[0].Data))
 	}
@@ -262,7 +263,7 @@ func textOfLength(a core.Adapter, n int, prefix string) (string, int) {
 		if m, ok := a.(core.Measurer); ok {
 			return m.RenderedLength(s)
 		}
-		return core.Measure(s, a.Capabilities().LengthUnit)
+		return delivery.Measure(s, a.Capabilities().LengthUnit)
 	}
 	unit := a.Capabilities().LengthUnit
 	build := func(raw int) string {
@@ -273,7 +274,7 @@ func textOfLength(a core.Adapter, n int, prefix string) (string, int) {
 			if i == 1 {
 				tok = tok[1:]
 			}
-			m := core.Measure(tok, unit)
+			m := delivery.Measure(tok, unit)
 			if size+m > raw {
 				break
 			}

@@ -42,6 +42,7 @@ import (
 	"github.com/parley-chat/parley/cleanup"
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
@@ -113,9 +114,9 @@ type Daemon struct {
 	Store      *bolt.Store
 	Bus        *core.MemBus
 	Service    *commands.Service
-	Router     *core.Router
-	Outbox     *core.Outbox
-	Dispatcher *core.Dispatcher
+	Router     *delivery.Router
+	Outbox     *delivery.Outbox
+	Dispatcher *delivery.Dispatcher
 	Ledger     *cleanup.Ledger
 
 	opts Options
@@ -185,14 +186,14 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		opts.Adapters = append(append([]core.Adapter(nil), opts.Adapters...), more...)
 		d.opts.Adapters = opts.Adapters
 	}
-	d.Router = core.NewRouter(opts.Adapters...)
+	d.Router = delivery.NewRouter(opts.Adapters...)
 	d.Router.Reflect = opts.Reflect
-	d.Outbox = core.NewOutbox(core.OutboxOptions{EditInterval: opts.EditInterval, MaxBackoff: opts.MaxBackoff, Jitter: opts.Jitter,
+	d.Outbox = delivery.NewOutbox(delivery.OutboxOptions{EditInterval: opts.EditInterval, MaxBackoff: opts.MaxBackoff, Jitter: opts.Jitter,
 		Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
 	var ledger *cleanup.Ledger
-	d.Dispatcher = core.NewDispatcher(store, d.Router, d.Outbox, core.DispatcherOptions{
+	d.Dispatcher = delivery.NewDispatcher(store, d.Router, d.Outbox, delivery.DispatcherOptions{
 		FileDir:       filepath.Join(opts.DataDir, "outputs"),
-		OnSent:        func(ctx context.Context, s core.Sent) { ledger.Sent(ctx, s) },
+		OnSent:        func(ctx context.Context, s delivery.Sent) { ledger.Sent(ctx, s) },
 		OnOutputShown: opts.OnOutputShown,
 		OnConfirmed:   opts.OnConfirmed,
 		Logger:        opts.Logger.With("component", "dispatch"),

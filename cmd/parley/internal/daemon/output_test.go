@@ -9,6 +9,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/fake"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // The output tests run in synctest bubbles (see newBubbleHarness): pacing,
@@ -366,8 +367,8 @@ func TestOutputMessageLifecycle(t *testing.T) {
 			var parts []string
 			for _, m := range h.fk.Messages(place) {
 				if m.Kind == core.KindOutput || m.Kind == core.KindContinuation {
-					if core.Measure(m.Text, core.UTF16) > 200 {
-						t.Errorf("message of %d units exceeds the limit", core.Measure(m.Text, core.UTF16))
+					if delivery.Measure(m.Text, core.UTF16) > 200 {
+						t.Errorf("message of %d units exceeds the limit", delivery.Measure(m.Text, core.UTF16))
 					}
 					if strings.Count(m.Text, "```")%2 != 0 {
 						t.Errorf("message with unbalanced code fences: %q", m.Text)

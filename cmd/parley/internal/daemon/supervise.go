@@ -32,7 +32,7 @@ import (
 // exits.
 //
 // While an adapter is not up, the outbox holds its operations
-// (core.Outbox.Hold): nothing is attempted, so nothing is refused for good,
+// (delivery.Outbox.Hold): nothing is attempted, so nothing is refused for good,
 // and journaled deliveries wait in the store and go out as soon as it is
 // up. The status of every adapter is a core.PlatformHealth (Daemon.Health),
 // which the web adapter serves on /api/health.

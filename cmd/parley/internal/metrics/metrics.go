@@ -18,11 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Sources are the numbers read at scrape time. Nil functions are skipped.
 type Sources struct {
-	Outbox func() core.OutboxStats
+	Outbox func() delivery.OutboxStats
 	// Delivering is the number of journaled events not yet confirmed by
 	// every platform they go to.
 	Delivering func() int
@@ -73,13 +74,13 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// OutputShown records an edit lag; it fits core.DispatcherOptions.OnOutputShown.
+// OutputShown records an edit lag; it fits delivery.DispatcherOptions.OnOutputShown.
 func (m *Metrics) OutputShown(adapter core.AdapterName, lag time.Duration) {
 	m.editLag.WithLabelValues(string(adapter)).Observe(lag.Seconds())
 }
 
 // Confirmed records a confirmation window; it fits
-// core.DispatcherOptions.OnConfirmed.
+// delivery.DispatcherOptions.OnConfirmed.
 func (m *Metrics) Confirmed(adapter core.AdapterName, window time.Duration) {
 	m.confirm.WithLabelValues(string(adapter)).Observe(window.Seconds())
 }

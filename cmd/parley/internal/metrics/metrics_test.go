@@ -9,19 +9,20 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 func TestScrape(t *testing.T) {
 	m := New(Sources{
-		Outbox: func() core.OutboxStats {
-			return core.OutboxStats{
+		Outbox: func() delivery.OutboxStats {
+			return delivery.OutboxStats{
 				Pending: 3, InFlight: 1,
 				Ops:         map[core.AdapterName]map[core.OpKind]uint64{"telegram": {core.OpEdit: 7}},
 				RateLimited: map[core.AdapterName]map[core.OpKind]uint64{"telegram": {core.OpSend: 2}},
 				Failed:      map[core.AdapterName]uint64{"telegram": 1},
 				Retries:     map[core.AdapterName]uint64{"telegram": 6},
 				Backlog:     map[core.AdapterName]int{"telegram": 3},
-				Outcomes:    map[core.AdapterName]map[string]uint64{"telegram": {core.OutcomeDone: 6, core.OutcomeRefused: 1}},
+				Outcomes:    map[core.AdapterName]map[string]uint64{"telegram": {delivery.OutcomeDone: 6, delivery.OutcomeRefused: 1}},
 			}
 		},
 		Delivering:     func() int { return 9 },

@@ -1,0 +1,181 @@
+package delivery
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// journal tracks the operations of the journaled events being delivered
+// (see Dispatcher): which keys each event still waits for, which an
+// earlier run confirmed, and when the last one takes the event out of the
+// store's journal.
+type journal struct {
+	store core.Store
+	log   *slog.Logger
+	// onConfirmed is DispatcherOptions.OnConfirmed.
+	onConfirmed func(adapter core.AdapterName, window time.Duration)
+
+	mu sync.Mutex
+	// deliveries are the journaled events being delivered, by Seq.
+	deliveries map[uint64]*delivery
+}
+
+// delivery tracks the operations of one journaled event. Its maps are
+// guarded by the journal's lock.
+type delivery struct {
+	seq uint64
+	// outstanding are the keys of operations enqueued and not confirmed.
+	outstanding map[string]bool
+	// done are the keys confirmed in an earlier run (from the journal).
+	done map[string]bool
+	// sealed is set once every operation the event needs was enqueued;
+	// until then an empty outstanding set does not finish it.
+	sealed bool
+}
+
+func newJournal(store core.Store, log *slog.Logger, onConfirmed func(core.AdapterName, time.Duration)) *journal {
+	return &journal{store: store, log: log, onConfirmed: onConfirmed, deliveries: map[uint64]*delivery{}}
+}
+
+// opKey is the journal key of an operation: adapter, what, and index.
+func opKey(a core.AdapterName, what string, i int) string {
+	return string(a) + "/" + what + "/" + strconv.Itoa(i)
+}
+
+// sendKey is the idempotency key of a logical send (OutMessage.Key).
+func sendKey(seq uint64, key string) string {
+	if seq == 0 {
+		return ""
+	}
+	return strconv.FormatUint(seq, 10) + "/" + key
+}
+
+// count is the number of journaled events whose operations are not all
+// confirmed yet.
+func (jr *journal) count() int {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	return len(jr.deliveries)
+}
+
+// countBy is, for each adapter, the number of journaled events with an
+// operation of that adapter not confirmed yet.
+func (jr *journal) countBy() map[core.AdapterName]int {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	out := map[core.AdapterName]int{}
+	for _, j := range jr.deliveries {
+		seen := map[string]bool{}
+		for key := range j.outstanding {
+			a, _, _ := strings.Cut(key, "/") // opKey
+			if !seen[a] {
+				seen[a] = true
+				out[core.AdapterName(a)]++
+			}
+		}
+	}
+	return out
+}
+
+// track starts tracking a journaled event's operations. It returns nil for
+// events that are not journaled and for one already being delivered.
+func (jr *journal) track(e core.Event, done []string) *delivery {
+	if e.Seq == 0 || !e.Journaled() {
+		return nil
+	}
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	if _, busy := jr.deliveries[e.Seq]; busy {
+		return nil
+	}
+	j := &delivery{seq: e.Seq, outstanding: map[string]bool{}, done: map[string]bool{}}
+	for _, k := range done {
+		j.done[k] = true
+	}
+	jr.deliveries[e.Seq] = j
+	return j
+}
+
+// add registers the operation key of j; it reports false when the
+// operation was confirmed in an earlier run and must not run again. A nil j
+// (an event that is not journaled) always runs.
+func (jr *journal) add(j *delivery, key string) bool {
+	if j == nil {
+		return true
+	}
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	if j.done[key] || j.outstanding[key] {
+		return false
+	}
+	j.outstanding[key] = true
+	return true
+}
+
+// confirmed reports whether the operation key of j is confirmed (false for
+// a nil j).
+func (jr *journal) confirmed(j *delivery, key string) bool {
+	if j == nil {
+		return false
+	}
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	return j.done[key]
+}
+
+// seal marks every operation of j enqueued; if all are confirmed already
+// (or there were none) the event leaves the journal.
+func (jr *journal) seal(ctx context.Context, j *delivery) {
+	if j == nil {
+		return
+	}
+	jr.mu.Lock()
+	j.sealed = true
+	last := len(j.outstanding) == 0
+	jr.mu.Unlock()
+	if last {
+		if err := jr.store.ConfirmDelivery(context.WithoutCancel(ctx), j.seq, "", true); err != nil {
+			jr.log.Error("journal: finish delivery", "seq", j.seq, "err", err)
+		}
+		jr.forget(j)
+	}
+}
+
+// forget stops tracking j once its journal row is gone, so Delivering
+// counts an event until its confirmation is durable.
+func (jr *journal) forget(j *delivery) {
+	jr.mu.Lock()
+	delete(jr.deliveries, j.seq)
+	jr.mu.Unlock()
+}
+
+// confirm records the outcome of one journaled operation. An operation the
+// outbox dropped at shutdown stays in the journal for the next start.
+func (jr *journal) confirm(j *delivery, a core.AdapterName, key string, err error) {
+	if j == nil || IsClosed(err) {
+		return
+	}
+	answered := time.Now()
+	jr.mu.Lock()
+	delete(j.outstanding, key)
+	j.done[key] = true
+	last := j.sealed && len(j.outstanding) == 0
+	jr.mu.Unlock()
+	err = jr.store.ConfirmDelivery(context.Background(), j.seq, key, last)
+	if last {
+		jr.forget(j)
+	}
+	if err != nil {
+		jr.log.Error("journal: confirm delivery", "seq", j.seq, "op", key, "err", err)
+		return
+	}
+	if jr.onConfirmed != nil {
+		jr.onConfirmed(a, time.Since(answered))
+	}
+}

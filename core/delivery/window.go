@@ -1,0 +1,101 @@
+package delivery
+
+import (
+	"slices"
+	"time"
+
+	"github.com/parley-chat/parley/core"
+)
+
+// window is the state of one sliding-window limit in one scope: the start
+// times of the last N operations it counted, oldest first.
+type window struct {
+	rate  core.Rate
+	takes []time.Time
+	// kept is the share of the window reserved for OpSend (Limit.SendShare).
+	kept float64
+	// learn is the learned budget the window counts by, when its Limit
+	// learns (learn.go).
+	learn *learning
+}
+
+// reserved is the number of the window's slots only OpSend may take: the
+// kept share of N, at least one when a share is kept, and never all of
+// them.
+func (w *window) reserved() int {
+	if w.kept <= 0 || w.rate.N < 2 {
+		return 0
+	}
+	return min(w.rate.N-1, max(1, int(float64(w.rate.N)*w.kept)))
+}
+
+// readyAtFor is the earliest time one more operation of kind k fits (now
+// if it fits): every
+// slot for OpSend, all but the reserved ones for the other kinds.
+func (w *window) readyAtFor(now time.Time, k core.OpKind) time.Time {
+	n := w.rate.N
+	if k != core.OpSend {
+		n -= w.reserved()
+	}
+	w.expire(now)
+	if len(w.takes) < n {
+		return now
+	}
+	return w.takes[len(w.takes)-n].Add(w.rate.Per)
+}
+
+// take counts one operation at now.
+func (w *window) take(now time.Time) {
+	w.expire(now)
+	w.takes = append(w.takes, now)
+	if len(w.takes) > w.rate.N {
+		w.takes = slices.Delete(w.takes, 0, len(w.takes)-w.rate.N)
+	}
+}
+
+// last is when the newest counted operation started (zero when none).
+func (w *window) last() time.Time {
+	if len(w.takes) == 0 {
+		return time.Time{}
+	}
+	return w.takes[len(w.takes)-1]
+}
+
+// refund gives back the operation counted at t (it made no call).
+func (w *window) refund(t time.Time) {
+	for i := len(w.takes) - 1; i >= 0; i-- {
+		if w.takes[i].Equal(t) {
+			w.takes = slices.Delete(w.takes, i, i+1)
+			return
+		}
+	}
+}
+
+// emptied fills the window as a platform's token bucket is after it
+// refused an op: spent, its slots coming free one steady interval (Per/N)
+// apart from the end of the retry_after pause on.
+func (w *window) emptied(now time.Time, retryAfter time.Duration) {
+	steady := w.rate.Per / time.Duration(w.rate.N)
+	w.takes = w.takes[:0]
+	for k := range w.rate.N {
+		w.takes = append(w.takes, now.Add(retryAfter-w.rate.Per+time.Duration(k)*steady))
+	}
+}
+
+// expire forgets operations that left the window.
+func (w *window) expire(now time.Time) {
+	i := 0
+	for i < len(w.takes) && !now.Before(w.takes[i].Add(w.rate.Per)) {
+		i++
+	}
+	if i > 0 {
+		w.takes = slices.Delete(w.takes, 0, i)
+	}
+}
+
+// idle reports whether the window counts nothing any more, so its state
+// can be dropped.
+func (w *window) idle(now time.Time) bool {
+	w.expire(now)
+	return len(w.takes) == 0
+}
