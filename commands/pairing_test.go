@@ -93,7 +93,10 @@ func TestPairing(t *testing.T) {
 		t.Errorf("approving twice: %v, want ErrNotFound", err)
 	}
 	// Admissions survive a restart.
-	again := commands.New(e.st, e.bus, pairOpts(c))
+	again, err := commands.New(ctx, e.st, e.bus, pairOpts(c))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !again.Authorized("telegram", stranger) {
 		t.Error("admission lost on restart")
 	}

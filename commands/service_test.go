@@ -36,7 +36,11 @@ func newEnv(tb testing.TB, opts commands.Options) *env {
 	bus := core.NewMemBus(1)
 	sub, cancel := bus.Subscribe(4096, false)
 	tb.Cleanup(cancel)
-	return &env{tb: tb, svc: commands.New(st, bus, opts), st: st, bus: bus, sub: sub}
+	svc, err := commands.New(context.Background(), st, bus, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &env{tb: tb, svc: svc, st: st, bus: bus, sub: sub}
 }
 
 // handle runs cmd and fails the test on an error.
@@ -750,8 +754,11 @@ func TestEventsStoredBeforePublished(t *testing.T) {
 	// is handed over.
 	sub, cancel := bus.Subscribe(0, false)
 	defer cancel()
-	svc := commands.New(st, bus, commands.Options{})
 	ctx := context.Background()
+	svc, err := commands.New(ctx, st, bus, commands.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	problems := make(chan string, 100)
 	seen := make(chan uint64, 1000)
