@@ -97,6 +97,8 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		res core.Result
 		err error
 	)
+	// The commands whose change appends an inbox message under their dedup
+	// key (session.go) are answered as duplicates before any other check.
 	switch cmd.Kind {
 	case core.SendMessage, core.Answer, core.Cancel, core.Close, core.AssistantPost, core.Ask, core.RequestApproval:
 		if res, dup, err := s.redelivered(ctx, cmd); err != nil || dup {
