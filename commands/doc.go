@@ -19,7 +19,14 @@
 // Commands of one session are executed one at a time (striped locks), so
 // status transitions are decided on the state they change: a message that
 // arrives while the agent is working is still appended, and an extra
-// EventQueued says so.
+// EventQueued says so. Every command that changes a session runs through
+// one helper (session.go: find the session, lock and re-read it, refuse it
+// closed, write the command's change with its dedup key, publish what was
+// stored); each command only decides its change. The files follow what the
+// Service serves: people's input (input.go), the agent's output
+// (output.go), control of sessions (control.go), tool activity (tools.go),
+// withdrawn questions (withdraw.go), pairing (pairing.go) and titles
+// (title.go).
 //
 // Decisions: a message from a UI adapter at a place no session is bound to
 // starts a new session there (a private chat, a new room). A reply that is

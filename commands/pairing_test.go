@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store/bolt"
 )
 
 // clock is a settable time for the pairing tests.
@@ -93,7 +95,10 @@ func TestPairing(t *testing.T) {
 		t.Errorf("approving twice: %v, want ErrNotFound", err)
 	}
 	// Admissions survive a restart.
-	again := commands.New(e.st, e.bus, pairOpts(c))
+	again, err := commands.New(ctx, e.st, e.bus, pairOpts(c))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !again.Authorized("telegram", stranger) {
 		t.Error("admission lost on restart")
 	}
@@ -159,5 +164,32 @@ func TestPairingOff(t *testing.T) {
 	e = newEnv(t, opts)
 	if _, err := e.svc.Handle(context.Background(), core.Command{Kind: core.Pair, Origin: "telegram", Actor: core.Actor{ID: "1"}, Place: core.Place{Chat: "1"}}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("pairing an allowed person: %v, want ErrInvalid", err)
+	}
+}
+
+// unreadable is a store whose admissions cannot be read.
+type unreadable struct{ *bolt.Store }
+
+var errUnreadable = errors.New("disk on fire")
+
+func (unreadable) Admissions(context.Context) ([]core.Admission, error) { return nil, errUnreadable }
+
+// A Service started without the people pairing admitted would refuse them
+// until a restart: New says so instead, and the daemon does not start.
+// Its context is the one the reading runs under.
+func TestNewFailsWithoutAdmissions(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	svc, err := commands.New(context.Background(), unreadable{st}, core.NewMemBus(1), pairOpts(&clock{}))
+	if !errors.Is(err, errUnreadable) || svc != nil || !strings.HasPrefix(err.Error(), "commands: ") {
+		t.Errorf("New gave %v, %v; want no Service and the store's error", svc, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := commands.New(ctx, st, core.NewMemBus(1), pairOpts(&clock{})); !errors.Is(err, context.Canceled) {
+		t.Errorf("New with a cancelled context: %v, want context.Canceled", err)
 	}
 }

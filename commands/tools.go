@@ -57,38 +57,21 @@ func ownTools(ss *core.Session) []core.ToolState {
 	return ss.Tools
 }
 
-// toolUpdate runs fn on the session under its lock and stores the events
-// it returns; fn returns none when the command changes nothing (a
-// repeated report), and the result is then a duplicate.
+// toolUpdate runs fn on a scratch copy of the session, under its lock, and
+// stores the events it returns with the copy's calls and status; fn returns
+// none when the command changes nothing (a repeated report), and the result
+// is then a duplicate.
 func (s *Service) toolUpdate(ctx context.Context, cmd core.Command, fn func(ss *core.Session) ([]core.Event, error)) (core.Result, error) {
-	sess, err := s.resolve(ctx, cmd)
-	if err != nil {
-		return core.Result{}, err
-	}
-	unlock, err := s.lockOpen(ctx, &sess)
-	if err != nil {
-		return core.Result{Session: sess.ID}, err
-	}
-	defer unlock()
-	cp := sess
-	cp.Bindings = nil
-	cp.Tools = append([]core.ToolState(nil), sess.Tools...)
-	events, err := fn(&cp)
-	if err != nil {
-		return core.Result{Session: sess.ID}, err
-	}
-	if len(events) == 0 {
-		return core.Result{Session: sess.ID, Duplicate: true}, nil
-	}
-	_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
-		ss.Tools, ss.Status = cp.Tools, cp.Status
-		return nil
-	}, events...)
-	if err != nil {
-		return core.Result{}, fmt.Errorf("commands: %s: %w", cmd.Kind, err)
-	}
-	s.publish(events)
-	return core.Result{Session: sess.ID}, nil
+	return s.inSession(ctx, cmd, func(sess core.Session) (change, error) {
+		cp := scratch(sess)
+		events, err := fn(&cp)
+		if err != nil {
+			return change{}, err
+		}
+		return change{op: string(cmd.Kind), events: events, update: func(ss *core.Session) {
+			ss.Tools, ss.Status = cp.Tools, cp.Status
+		}}, nil
+	})
 }
 
 // toolCall records a tool call starting; the agent is then working.
@@ -175,55 +158,35 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 	if err := s.checkContent(text, nil); err != nil {
 		return core.Result{}, err
 	}
-	sess, err := s.resolve(ctx, cmd)
-	if err != nil {
-		return core.Result{}, err
-	}
-	unlock, err := s.lockOpen(ctx, &sess)
-	if err != nil {
-		return core.Result{Session: sess.ID}, err
-	}
-	defer unlock()
-	if i := core.FindTool(sess.Tools, cmd.Call.CallID); i >= 0 && sess.Tools[i].Decision != "" {
-		return core.Result{Session: sess.ID}, refusal(core.ErrInvalid,
-			fmt.Sprintf("call %s was decided already: %s", cmd.Call.CallID, sess.Tools[i].Decision), "call "+cmd.Call.CallID)
-	}
-	qid := cmd.QuestionID
-	q := core.Question{ID: qid, Text: text, Options: append([]string(nil), core.ApprovalOptions...), Asked: s.opts.Now()}
-	msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: text}
-	// The events are decided on a copy, as Update applies the same changes
-	// to the session the store holds.
-	change := func(ss *core.Session) []core.Event {
-		var events []core.Event
-		i := core.FindTool(ss.Tools, cmd.Call.CallID)
-		if i < 0 {
-			events = startCall(ss, cmd)
-			i = len(ss.Tools) - 1
+	return s.inSession(ctx, cmd, func(sess core.Session) (change, error) {
+		if i := core.FindTool(sess.Tools, cmd.Call.CallID); i >= 0 && sess.Tools[i].Decision != "" {
+			return change{}, refusal(core.ErrInvalid,
+				fmt.Sprintf("call %s was decided already: %s", cmd.Call.CallID, sess.Tools[i].Decision), "call "+cmd.Call.CallID)
 		}
-		ownTools(ss)[i].Question = qid
-		events = append(events, core.Event{Kind: core.EventQuestion, Session: ss.ID, Origin: cmd.Origin, Message: &msg, QuestionID: qid, Options: q.Options})
-		if ss.Status != core.StatusWaiting {
-			events = append(events, statusEvent(*ss, core.StatusWaiting, cmd.Origin))
+		qid := cmd.QuestionID
+		q := core.Question{ID: qid, Text: text, Options: append([]string(nil), core.ApprovalOptions...), Asked: s.opts.Now()}
+		msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: text}
+		// The events are decided on a copy, as Update applies the same
+		// changes to the session the store holds.
+		apply := func(ss *core.Session) []core.Event {
+			var events []core.Event
+			i := core.FindTool(ss.Tools, cmd.Call.CallID)
+			if i < 0 {
+				events = startCall(ss, cmd)
+				i = len(ss.Tools) - 1
+			}
+			ownTools(ss)[i].Question = qid
+			events = append(events, core.Event{Kind: core.EventQuestion, Session: ss.ID, Origin: cmd.Origin, Message: &msg, QuestionID: qid, Options: q.Options})
+			if ss.Status != core.StatusWaiting {
+				events = append(events, statusEvent(*ss, core.StatusWaiting, cmd.Origin))
+			}
+			ss.Questions = append(removeQuestion(ss.Questions, qid), q)
+			ss.Status = core.StatusWaiting
+			return events
 		}
-		ss.Questions = append(removeQuestion(ss.Questions, qid), q)
-		ss.Status = core.StatusWaiting
-		return events
-	}
-	cp := sess
-	cp.Bindings = nil
-	cp.Tools = append([]core.ToolState(nil), sess.Tools...)
-	events := change(&cp)
-	res, err := s.store.Append(ctx, core.Append{
-		Message:  msg,
-		DedupKey: dedupKey(cmd),
-		Update:   func(ss *core.Session) { change(ss) },
-		Events:   events,
+		cp := scratch(sess)
+		return change{op: "request approval", msg: &msg, events: apply(&cp), update: func(ss *core.Session) { apply(ss) }}, nil
 	})
-	if err != nil {
-		return core.Result{}, fmt.Errorf("commands: request approval: %w", err)
-	}
-	s.publish(res.Events)
-	return core.Result{Session: sess.ID, Message: res.Message}, nil
 }
 
 // approvalAnswer is what answering question q means for a tool call

@@ -26,61 +26,47 @@ func (s *Service) withdraw(ctx context.Context, cmd core.Command) (core.Result, 
 	default:
 		return core.Result{}, invalid("a question is withdrawn as %q or %q, not %q", core.QuestionExpired, core.QuestionCancelled, why)
 	}
-	sess, err := s.resolve(ctx, cmd)
-	if err != nil {
-		return core.Result{}, err
-	}
-	unlock, err := s.lockOpen(ctx, &sess)
-	if err != nil {
-		return core.Result{Session: sess.ID}, err
-	}
-	defer unlock()
-	i := slices.IndexFunc(sess.Questions, func(q core.Question) bool { return q.ID == cmd.QuestionID })
-	if i < 0 {
-		return core.Result{Session: sess.ID}, refusal(core.ErrInvalid, "this question is no longer open",
-			fmt.Sprintf("question %q is not open (answered already?)", cmd.QuestionID))
-	}
-	// The dispatcher records where the question is shown (Shown) as its
-	// messages are sent, outside this lock: the event must carry every
-	// message recorded up to the removal, so a change in between makes
-	// the update start again from what is stored.
-	var events []core.Event
-	for attempt := 0; ; attempt++ {
+	first := true
+	return s.inSession(ctx, cmd, func(sess core.Session) (change, error) {
+		i := slices.IndexFunc(sess.Questions, func(q core.Question) bool { return q.ID == cmd.QuestionID })
+		switch {
+		case i < 0 && first:
+			return change{}, refusal(core.ErrInvalid, "this question is no longer open",
+				fmt.Sprintf("question %q is not open (answered already?)", cmd.QuestionID))
+		case i < 0:
+			return change{}, refusal(core.ErrInvalid, "this question is no longer open", "question answered meanwhile")
+		}
+		first = false
 		q := sess.Questions[i]
-		events = []core.Event{closedEvent(sess, q, cmd.Origin, why)}
+		events := []core.Event{closedEvent(sess, q, cmd.Origin, why)}
 		// The agent's turn goes on (ui.ask returned to it): the session
 		// stops waiting once no question is open.
 		if len(sess.Questions) == 1 && sess.Status == core.StatusWaiting {
 			events = append(events, statusEvent(sess, core.StatusWorking, cmd.Origin))
 		}
-		var cur core.Session
-		_, events, err = s.store.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
-			j := slices.IndexFunc(ss.Questions, func(x core.Question) bool { return x.ID == q.ID })
-			if j < 0 || !slices.Equal(ss.Questions[j].Shown, q.Shown) {
-				cur = *ss
-				return errShownMoved
-			}
-			ss.Questions = removeQuestion(ss.Questions, q.ID)
-			forgetApproval(ss, q.ID)
-			if len(ss.Questions) == 0 && ss.Status == core.StatusWaiting {
-				ss.Status = core.StatusWorking
-			}
-			return nil
-		}, events...)
-		if errors.Is(err, errShownMoved) && attempt < 10 {
-			sess = cur
-			if i = slices.IndexFunc(sess.Questions, func(x core.Question) bool { return x.ID == cmd.QuestionID }); i < 0 {
-				return core.Result{Session: sess.ID}, refusal(core.ErrInvalid, "this question is no longer open", "question answered meanwhile")
-			}
-			continue
-		}
-		if err != nil {
-			return core.Result{}, fmt.Errorf("commands: withdraw: %w", err)
-		}
-		break
-	}
-	s.publish(events)
-	return core.Result{Session: sess.ID}, nil
+		return change{
+			op:     "withdraw",
+			events: events,
+			// The dispatcher records where the question is shown (Shown)
+			// as its messages are sent, outside the session's lock: the
+			// event must carry every message recorded up to the removal,
+			// so a change in between decides the withdrawal again.
+			moved: func(ss core.Session) error {
+				j := slices.IndexFunc(ss.Questions, func(x core.Question) bool { return x.ID == q.ID })
+				if j < 0 || !slices.Equal(ss.Questions[j].Shown, q.Shown) {
+					return errShownMoved
+				}
+				return nil
+			},
+			update: func(ss *core.Session) {
+				ss.Questions = removeQuestion(ss.Questions, q.ID)
+				forgetApproval(ss, q.ID)
+				if len(ss.Questions) == 0 && ss.Status == core.StatusWaiting {
+					ss.Status = core.StatusWorking
+				}
+			},
+		}, nil
+	})
 }
 
 // errShownMoved: the question's messages changed while it was withdrawn.

@@ -77,7 +77,10 @@ func newStack(tb testing.TB, dir string, o stackOptions) *stack {
 		tb.Fatal(err)
 	}
 	bus := core.NewMemBus(last + 1)
-	svc := commands.New(store, bus, commands.Options{Logger: testLogger()})
+	svc, err := commands.New(ctx, store, bus, commands.Options{Logger: testLogger()})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	logger := o.logger
 	if logger == nil {
 		logger = testLogger()

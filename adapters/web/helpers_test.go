@@ -62,7 +62,9 @@ func newStack(tb testing.TB, tweak ...func(*stackOptions)) *stack {
 		tb.Fatal(err)
 	}
 	s := &stack{t: tb, store: store, bus: core.NewMemBus(last + 1)}
-	s.svc = commands.New(store, s.bus, commands.Options{})
+	if s.svc, err = commands.New(ctx, store, s.bus, commands.Options{}); err != nil {
+		tb.Fatal(err)
+	}
 	// Store and Bus now, the Handler when it runs: as cmd does with Attach.
 	s.web = web.New(o.web)
 	s.web.Attach(store, s.bus)

@@ -72,7 +72,10 @@ func startDaemon(tb testing.TB, dir, addr string) *daemon {
 		tb.Fatal(err)
 	}
 	bus := core.NewMemBus(last + 1)
-	svc := commands.New(store, bus, commands.Options{Logger: testLogger()})
+	svc, err := commands.New(ctx, store, bus, commands.Options{Logger: testLogger()})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	srv, err := parleymcp.New(parleymcp.Options{Handler: svc, Store: store, Bus: bus, Logger: testLogger(), Version: "test", Protected: []string{dir}})
 	if err != nil {
 		tb.Fatal(err)

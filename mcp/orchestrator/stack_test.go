@@ -75,7 +75,10 @@ func newStackOn(t testing.TB, dir string, l net.Listener) *stack {
 		t.Fatal(err)
 	}
 	bus := core.NewMemBus(last + 1)
-	svc := commands.New(store, bus, commands.Options{Logger: testLogger()})
+	svc, err := commands.New(context.Background(), store, bus, commands.Options{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := mcp.New(mcp.Options{Handler: svc, Store: store, Bus: bus, Logger: testLogger(), Version: "test",
 		NoAgentNotice: mcp.DefaultNoAgentNotice, Protected: []string{dir}})
 	if err != nil {

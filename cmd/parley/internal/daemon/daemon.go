@@ -176,7 +176,11 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{Store: store, opts: opts, log: opts.Logger, startSeq: last}
 	d.Bus = core.NewMemBus(last + 1)
-	d.Service = commands.New(store, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
+	d.Service, err = commands.New(ctx, store, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	if opts.NewAdapters != nil {
 		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
