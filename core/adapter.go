@@ -16,16 +16,16 @@ const (
 	UTF16                   // UTF-16 code units of the visible text (Telegram)
 )
 
-// Markup is the text dialect an adapter renders the agent's markdown into.
+// Markup names the text dialect an adapter renders the agent's markdown
+// into. It is open: core declares the two that are no platform's own, and
+// a platform's dialect is declared by its adapter (telegram.MarkupHTML),
+// so a new platform adds no constant here. Nothing in core branches on it.
 type Markup string
 
-// Markup dialects.
+// The dialects that belong to no platform.
 const (
-	MarkupPlain        Markup = "plain"
-	MarkupMarkdown     Markup = "markdown" // passed through (web page, Telegram rich messages)
-	MarkupTelegramHTML Markup = "telegram_html"
-	MarkupSlackMrkdwn  Markup = "slack_mrkdwn"
-	MarkupMatrixHTML   Markup = "matrix_html"
+	MarkupPlain    Markup = "plain"
+	MarkupMarkdown Markup = "markdown" // passed through (web page, Telegram rich messages)
 )
 
 // Capabilities are what an adapter declares about its platform beyond the

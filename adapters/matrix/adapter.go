@@ -194,6 +194,11 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
+// MarkupHTML is the dialect of a Matrix event's formatted_body
+// (org.matrix.custom.html), which the adapter renders the agent's markdown
+// into.
+const MarkupHTML core.Markup = "matrix_html"
+
 // Name implements core.Adapter.
 func (a *Adapter) Name() core.AdapterName { return Name }
 
@@ -252,7 +257,7 @@ func (a *Adapter) Capabilities() core.Capabilities {
 	return core.Capabilities{
 		MaxLength:     maxLength,
 		LengthUnit:    core.Bytes,
-		Markup:        core.MarkupMatrixHTML,
+		Markup:        MarkupHTML,
 		FileThreshold: 0,    // long outputs go as continuation messages
 		DeleteOthers:  true, // where the bot's power level allows it; see Delete
 		Buttons:       true, // shown as numbered options answered by number or reaction

@@ -161,6 +161,10 @@ func New(opts Options) (*Adapter, error) {
 	return &Adapter{opts: opts, bot: b, log: opts.Logger, hooks: make(chan hookUpdate)}, nil
 }
 
+// MarkupHTML is the dialect of Telegram's parse_mode HTML, which the
+// adapter renders the agent's markdown into (unless rich messages are on).
+const MarkupHTML core.Markup = "telegram_html"
+
 // Name implements core.Adapter.
 func (a *Adapter) Name() core.AdapterName { return Name }
 
@@ -170,7 +174,7 @@ func (a *Adapter) Capabilities() core.Capabilities {
 	c := core.Capabilities{
 		MaxLength:     maxHTML,
 		LengthUnit:    core.UTF16,
-		Markup:        core.MarkupTelegramHTML,
+		Markup:        MarkupHTML,
 		FileThreshold: fileThreshold,
 		DeleteOthers:  true,
 		Buttons:       true,

@@ -28,7 +28,7 @@ func TestCheckLearnsRichMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := a.Capabilities()
-		wantMarkup, wantCursor := core.MarkupTelegramHTML, "no"
+		wantMarkup, wantCursor := telegram.MarkupHTML, "no"
 		if rich {
 			wantMarkup, wantCursor = core.MarkupMarkdown, "yes"
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -13,8 +14,11 @@ import (
 	"github.com/parley-chat/parley/core/delivery"
 )
 
+// markupName is what a dialect's name looks like: "plain", "telegram_html".
+var markupName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
 // checkCapabilities: what the adapter declares is sensible: a length limit
-// has a unit, the markup is one core knows, every rate limit has a scope and
+// has a unit, the markup has a name, every rate limit has a scope and
 // a rate, and what Capabilities promises the interfaces can do.
 func checkCapabilities(t *testing.T, e *env) {
 	a := e.Adapter
@@ -28,10 +32,8 @@ func checkCapabilities(t *testing.T, e *env) {
 	if c.MaxLength > 0 && c.LengthUnit != core.Bytes && c.LengthUnit != core.Runes && c.LengthUnit != core.UTF16 {
 		t.Errorf("MaxLength %d in unknown LengthUnit %d", c.MaxLength, c.LengthUnit)
 	}
-	switch c.Markup {
-	case core.MarkupPlain, core.MarkupMarkdown, core.MarkupTelegramHTML, core.MarkupSlackMrkdwn, core.MarkupMatrixHTML:
-	default:
-		t.Errorf("unknown Markup %q", c.Markup)
+	if !markupName.MatchString(string(c.Markup)) {
+		t.Errorf("Markup %q: want the dialect's name, lower case (core.MarkupPlain, core.MarkupMarkdown or the adapter's own, like telegram.MarkupHTML)", c.Markup)
 	}
 	if c.FileThreshold < 0 || c.FileThreshold > 0 && !isFileSender(a) {
 		t.Errorf("FileThreshold %d: want 0, or more for a core.FileSender (FileSender %v)", c.FileThreshold, isFileSender(a))

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parley-chat/parley/adapters/internal/fakeserver"
 )
 
 // obj is a JSON object in an answer.
@@ -142,7 +144,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, hr *http.Request, name string) 
 	s.record(r, code, retry, fault)
 	s.mu.Unlock()
 	if fault == FaultLostAnswer {
-		resetConn(w)
+		fakeserver.ResetConn(w)
 		return
 	}
 	s.scopeHeaders(w, r.token, m.scope)

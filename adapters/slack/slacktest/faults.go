@@ -2,11 +2,11 @@ package slacktest
 
 import (
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/parley-chat/parley/adapters/internal/fakeserver"
 )
 
 // Fault is a way a Web API call can fail on its way to Slack and back, as
@@ -83,13 +83,10 @@ type Faults struct {
 	Exempt []string
 }
 
-// faultState is the Server's fault configuration and generator.
+// faultState is the Server's fault configuration and decider.
 type faultState struct {
-	cfg     Faults
-	exempt  map[string]bool
-	rng     *rand.Rand
-	outage  bool
-	hanging int
+	cfg Faults
+	fakeserver.Faults[Fault]
 }
 
 func newFaultState(f Faults) faultState {
@@ -105,7 +102,7 @@ func newFaultState(f Faults) faultState {
 	if f.Exempt == nil {
 		f.Exempt = DefaultExempt
 	}
-	return faultState{cfg: f, exempt: setOf(f.Exempt), rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))}
+	return faultState{cfg: f, Faults: fakeserver.NewFaults(f.Every, f.Seed, f.Kinds, f.OutageKinds, f.Exempt)}
 }
 
 // InjectFaults makes calls fail as f says from now on, replacing earlier
@@ -115,9 +112,9 @@ func newFaultState(f Faults) faultState {
 func (s *Server) InjectFaults(f Faults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	outage, hanging := s.faults.outage, s.faults.hanging
-	s.faults = newFaultState(f)
-	s.faults.outage, s.faults.hanging = outage, hanging
+	next := newFaultState(f)
+	s.faults.Restart(next.Faults)
+	s.faults.cfg = next.cfg
 }
 
 // SetOutage switches a total outage of the Web API on or off: while on,
@@ -126,7 +123,7 @@ func (s *Server) InjectFaults(f Faults) {
 func (s *Server) SetOutage(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults.outage = on
+	s.faults.Outage = on
 	s.changed()
 }
 
@@ -134,27 +131,18 @@ func (s *Server) SetOutage(on bool) {
 func (s *Server) Hanging() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.faults.hanging
+	return s.faults.Hanging
 }
 
 // pickFault decides whether a call of method fails, and how; for
 // FaultTooMany it also picks Retry-After. Callers hold s.mu.
 func (s *Server) pickFault(method string) (Fault, time.Duration) {
-	f := &s.faults
-	if f.exempt[method] {
-		return 0, 0
-	}
-	var kind Fault
+	kind, ok := s.faults.Pick(method)
 	switch {
-	case f.outage:
-		kind = f.cfg.OutageKinds[f.rng.IntN(len(f.cfg.OutageKinds))]
-	case f.cfg.Every > 0 && f.rng.IntN(f.cfg.Every) == 0:
-		kind = f.cfg.Kinds[f.rng.IntN(len(f.cfg.Kinds))]
-	default:
+	case !ok:
 		return 0, 0
-	}
-	if kind == FaultTooMany {
-		return kind, time.Duration(1+f.rng.IntN(retrySeconds(f.cfg.MaxRetryAfter))) * time.Second
+	case kind == FaultTooMany:
+		return kind, time.Duration(1+s.faults.IntN(retrySeconds(s.faults.cfg.MaxRetryAfter))) * time.Second
 	}
 	return kind, 0
 }
@@ -198,43 +186,20 @@ func (s *Server) serveFault(w http.ResponseWriter, hr *http.Request, kind Fault,
 	case FaultHang:
 		s.hang(w, hr)
 	default:
-		resetConn(w)
+		fakeserver.ResetConn(w)
 	}
 }
 
 // hang holds a request until its client goes away or the server closes,
 // then drops the connection.
 func (s *Server) hang(w http.ResponseWriter, hr *http.Request) {
-	// The server notices a closed connection (and cancels the request's
-	// context) only once the body has been read to the end.
-	_, _ = io.Copy(io.Discard, hr.Body)
-	s.mu.Lock()
-	s.faults.hanging++
-	s.changed()
-	s.mu.Unlock()
-	select {
-	case <-hr.Context().Done():
-	case <-s.done:
+	count := func(d int) func() {
+		return func() {
+			s.mu.Lock()
+			s.faults.Hanging += d
+			s.changed()
+			s.mu.Unlock()
+		}
 	}
-	s.mu.Lock()
-	s.faults.hanging--
-	s.changed()
-	s.mu.Unlock()
-	resetConn(w)
-}
-
-// resetConn closes the request's connection with a TCP reset and no answer.
-func resetConn(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic(http.ErrAbortHandler)
-	}
-	conn, _, err := hj.Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0) // Close sends RST instead of FIN
-	}
-	_ = conn.Close()
+	fakeserver.Hang(w, hr, s.done, count(1), count(-1))
 }

@@ -3,6 +3,8 @@ package slacktest
 import (
 	"net/http"
 	"time"
+
+	"github.com/parley-chat/parley/adapters/internal/fakeserver"
 )
 
 // quota is at most N calls in any window of length Per.
@@ -35,10 +37,10 @@ func methodWindow(team, method string, rate quota) window {
 
 // limiter keeps sliding windows of accepted calls, by key.
 type limiter struct {
-	windows map[string][]time.Time
+	windows fakeserver.Windows
 }
 
-func newLimiter() limiter { return limiter{windows: map[string][]time.Time{}} }
+func newLimiter() limiter { return limiter{windows: fakeserver.Windows{Slack: jitter}} }
 
 // window is one sliding window a call counts against.
 type window struct {
@@ -53,24 +55,12 @@ func (s *Server) limit(now time.Time, ws ...window) *apiError {
 	if !s.opts.Limits {
 		return nil
 	}
-	var wait time.Duration
-	for _, w := range ws {
-		ts := s.limiter.windows[w.key]
-		k := 0
-		for k < len(ts) && !ts[k].Add(w.rate.Per-jitter).After(now) {
-			k++
-		}
-		ts = ts[k:]
-		s.limiter.windows[w.key] = ts
-		if len(ts) >= w.rate.N {
-			wait = max(wait, ts[len(ts)-w.rate.N].Add(w.rate.Per-jitter).Sub(now))
-		}
+	fw := make([]fakeserver.Window, len(ws))
+	for i, w := range ws {
+		fw[i] = fakeserver.Window{Key: w.key, N: w.rate.N, Per: w.rate.Per}
 	}
-	if wait > 0 {
+	if wait := s.limiter.windows.Take(now, fw...); wait > 0 {
 		return &apiError{code: "ratelimited", status: http.StatusTooManyRequests, retryAfter: time.Duration(retrySeconds(wait)) * time.Second, limited: true}
-	}
-	for _, w := range ws {
-		s.limiter.windows[w.key] = append(s.limiter.windows[w.key], now)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parley-chat/parley/adapters/internal/fakeserver"
 )
 
 // Options configure a Server.
@@ -99,7 +101,7 @@ type Server struct {
 	wg   sync.WaitGroup
 
 	mu        sync.Mutex
-	wake      chan struct{} // closed and replaced on every change
+	signal    fakeserver.Signal // fired on every change
 	scopes    map[string]bool
 	appScopes map[string]bool
 	users     map[string]*user
@@ -176,7 +178,6 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		opts:      opts,
 		tb:        tb,
 		done:      make(chan struct{}),
-		wake:      make(chan struct{}),
 		scopes:    setOf(opts.Scopes),
 		appScopes: setOf(opts.AppScopes),
 		users:     map[string]*user{},
@@ -238,28 +239,11 @@ func (s *Server) FailNext(method string, e Error) {
 // test after timeout. cond may call the inspectors.
 func (s *Server) Await(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		wake := s.wake
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-wake:
-		case <-deadline.C:
-			tb.Fatalf("slacktest: timed out after %v waiting for %s", timeout, what)
-		}
-	}
+	s.signal.Await(tb, "slacktest", timeout, what, cond)
 }
 
 // changed wakes everything waiting for a change. Callers hold s.mu.
-func (s *Server) changed() {
-	close(s.wake)
-	s.wake = make(chan struct{})
-}
+func (s *Server) changed() { s.signal.Changed() }
 
 // ServeHTTP implements http.Handler: the Web API under /api/, the upload
 // URLs, file downloads, response URLs and the Socket Mode websocket.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/parley-chat/parley/adapters/internal/fakeserver"
 )
 
 // Rate is at most N calls in any window of length Per.
@@ -58,11 +60,12 @@ func (r Rates) withDefaults() Rates {
 // limiter keeps sliding windows of accepted calls.
 type limiter struct {
 	rates   Rates
-	windows map[string][]time.Time
+	windows fakeserver.Windows
 }
 
 func newLimiter(r Rates) limiter {
-	return limiter{rates: r.withDefaults(), windows: map[string][]time.Time{}}
+	r = r.withDefaults()
+	return limiter{rates: r, windows: fakeserver.Windows{Slack: r.Slack}}
 }
 
 // limit counts a call to chat c (thread within it) at r.now, or refuses it
@@ -73,40 +76,21 @@ func (s *Server) limit(r *request, c *chat, thread int) *Error {
 		return nil
 	}
 	rates := s.limiter.rates
-	type window struct {
-		key  string
-		rate Rate
+	window := func(key string, r Rate) fakeserver.Window {
+		return fakeserver.Window{Key: key, N: r.N, Per: r.Per}
 	}
 	chatKey := "chat:" + strconv.FormatInt(c.id, 10)
 	if rates.PerTopic {
 		chatKey += ":" + strconv.Itoa(thread)
 	}
-	ws := []window{{"global", rates.Global}, {chatKey, rates.Chat}}
+	ws := []fakeserver.Window{window("global", rates.Global), window(chatKey, rates.Chat)}
 	if c.kind != kindPrivate {
-		ws = append(ws, window{"group:" + strconv.FormatInt(c.id, 10), rates.Group})
+		ws = append(ws, window("group:"+strconv.FormatInt(c.id, 10), rates.Group))
 	}
-	var wait time.Duration
-	for _, w := range ws {
-		ts := s.limiter.windows[w.key]
-		k := 0
-		for k < len(ts) && !ts[k].Add(w.rate.Per-rates.Slack).After(r.now) {
-			k++
-		}
-		ts = ts[k:]
-		s.limiter.windows[w.key] = ts
-		if len(ts) >= w.rate.N {
-			free := ts[len(ts)-w.rate.N].Add(w.rate.Per - rates.Slack)
-			wait = max(wait, free.Sub(r.now))
-		}
-	}
-	if wait > 0 {
+	if wait := s.limiter.windows.Take(r.now, ws...); wait > 0 {
 		s.limited++
-		secs := int((wait + time.Second - 1) / time.Second)
-		secs = max(secs, 1)
+		secs := max(int((wait+time.Second-1)/time.Second), 1)
 		return &Error{Code: 429, Description: fmt.Sprintf("Too Many Requests: retry after %d", secs), RetryAfter: secs}
-	}
-	for _, w := range ws {
-		s.limiter.windows[w.key] = append(s.limiter.windows[w.key], r.now)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot/models"
+
+	"github.com/parley-chat/parley/adapters/internal/fakeserver"
 )
 
 // DefaultToken is the bot token when Options.Token is empty.
@@ -61,7 +63,7 @@ type Server struct {
 	names map[string]string // lower-case method name → Telegram's spelling
 
 	mu        sync.Mutex
-	wake      chan struct{} // closed and replaced on every change
+	signal    fakeserver.Signal // fired on every change
 	chats     map[int64]*chat
 	chatOrder []int64
 	nextGroup int64
@@ -130,7 +132,6 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		done:      make(chan struct{}),
 		bot:       models.User{ID: botID, IsBot: true, FirstName: "Parley Test Bot", Username: opts.BotUsername, CanJoinGroups: true, CanReadAllGroupMessages: true},
 		names:     map[string]string{},
-		wake:      make(chan struct{}),
 		chats:     map[int64]*chat{},
 		nextGroup: 1001000000000,
 		failures:  map[string][]Error{},
@@ -190,28 +191,11 @@ func (s *Server) FailNext(method string, e Error) {
 // changes, and fails the test after timeout. cond may call the inspectors.
 func (s *Server) Await(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		wake := s.wake
-		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-wake:
-		case <-deadline.C:
-			tb.Fatalf("telegramtest: timed out after %v waiting for %s", timeout, what)
-		}
-	}
+	s.signal.Await(tb, "telegramtest", timeout, what, cond)
 }
 
 // changed wakes everything waiting for a change. Callers hold s.mu.
-func (s *Server) changed() {
-	close(s.wake)
-	s.wake = make(chan struct{})
-}
+func (s *Server) changed() { s.signal.Changed() }
 
 func (s *Server) now() time.Time { return s.opts.Now() }
 
@@ -323,7 +307,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		}
 		result, e := s.getUpdates(r)
 		if fault == FaultLostAnswer {
-			resetConn(w)
+			fakeserver.ResetConn(w)
 			return
 		}
 		if e != nil {
@@ -381,7 +365,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	s.changed()
 	s.mu.Unlock()
 	if fault == FaultLostAnswer {
-		resetConn(w)
+		fakeserver.ResetConn(w)
 		return
 	}
 	if e != nil {

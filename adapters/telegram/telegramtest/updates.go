@@ -172,7 +172,7 @@ func (s *Server) getUpdates(r *request) (any, *Error) {
 		}
 		s.updates.waiting++
 		s.changed()
-		wake := s.wake
+		wake := s.signal.Wait()
 		s.mu.Unlock()
 		var e *Error
 		stop := true
@@ -289,7 +289,7 @@ func (s *Server) deliverWebhooks() {
 			}
 			s.updates.items = s.updates.items[1:] // not asked for: never sent
 		}
-		wake := s.wake
+		wake := s.signal.Wait()
 		s.mu.Unlock()
 		if next == nil {
 			select {
