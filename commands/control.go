@@ -62,7 +62,7 @@ func (s *Service) create(ctx context.Context, id core.SessionID, cmd core.Comman
 	if len(title) > 256 {
 		return core.Session{}, nil, invalid("the title is longer than 256 bytes")
 	}
-	sess := core.Session{ID: id, Title: title, Status: core.StatusIdle, Created: now, Updated: now}
+	sess := core.Session{ID: id, Title: title, Placeholder: placeholderOf(cmd, title), Status: core.StatusIdle, Created: now, Updated: now}
 	if cmd.Origin.IsUI() && !cmd.Place.IsZero() {
 		sess.Bindings = map[core.AdapterName]core.Binding{
 			cmd.Origin.Adapter(): {Adapter: cmd.Origin.Adapter(), Place: cmd.Place},

@@ -11,17 +11,18 @@ import (
 
 // A session started without a title gets a placeholder naming the minute it
 // began ("Session Nov 23 21:04"), from this Service or from the adapter that
-// had to name a topic or thread before the session existed. The first
-// person's message with text then replaces the placeholder with its first
-// line (see titleFrom), so lists, topics and threads say what the session is
-// about. A title a person or an agent chose is never replaced: only the
-// placeholder is, recognised by its exact shape and a minute within
-// placeholderSkew of the session's creation, so a person who happens to type
-// "Session Jan 2 15:04" in another minute keeps that title.
+// had to name a topic or thread before the session existed (which says so
+// with core.Command.Placeholder). The session keeps it as a value
+// (core.Session.Placeholder). The first person's message with text then
+// replaces the placeholder with its first line (see titleFrom), so lists,
+// topics and threads say what the session is about. A title a person or an
+// agent chose is never replaced, whatever it looks like: only a title that
+// still is the session's placeholder is. Sessions stored before the
+// placeholder was kept as a value were given theirs by the store (see
+// store/bolt's markPlaceholders).
 const (
 	placeholderPrefix = "Session "
 	placeholderLayout = "Jan 2 15:04"
-	placeholderSkew   = 2 * time.Minute
 	// maxAutoTitle is how many characters of the first line are kept, like
 	// a mail subject: enough to tell sessions apart in a list or a topic
 	// name, short enough for every platform's title limit.
@@ -33,28 +34,20 @@ func placeholderTitle(now time.Time) string {
 	return placeholderPrefix + now.UTC().Format(placeholderLayout)
 }
 
-// isPlaceholder reports whether title is the placeholder given to a session
-// created at created, here or by an adapter (whose clock read the minute
-// just before or after).
-func isPlaceholder(title string, created time.Time) bool {
-	rest, ok := strings.CutPrefix(title, placeholderPrefix)
-	if !ok {
-		return false
+// placeholderOf is the placeholder a session created by cmd with title
+// keeps: title when cmd named none (title is then this Service's
+// placeholder) or said its title is one, else "".
+func placeholderOf(cmd core.Command, title string) string {
+	if cmd.Placeholder || strings.TrimSpace(cmd.Title) == "" {
+		return title
 	}
-	t, err := time.Parse(placeholderLayout, rest)
-	if err != nil || t.Format(placeholderLayout) != rest {
-		return false
-	}
-	c := created.UTC()
-	// The placeholder has no year: put it in the creation's year, or the
-	// neighbouring one across New Year's Eve.
-	for _, y := range []int{c.Year(), c.Year() - 1, c.Year() + 1} {
-		at := time.Date(y, t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC)
-		if d := at.Sub(c.Truncate(time.Minute)); d >= -placeholderSkew && d <= placeholderSkew {
-			return true
-		}
-	}
-	return false
+	return ""
+}
+
+// isPlaceholder reports whether sess still has the placeholder title it was
+// given.
+func isPlaceholder(sess core.Session) bool {
+	return sess.Placeholder != "" && sess.Title == sess.Placeholder
 }
 
 // titleFrom is the title a message's text gives a session: its first line
@@ -91,7 +84,7 @@ func titleFrom(text string) string {
 // autoTitle returns the title sess takes from a person's message with text,
 // and whether it changes: only while sess still has its placeholder.
 func autoTitle(sess core.Session, text string) (string, bool) {
-	if !isPlaceholder(sess.Title, sess.Created) {
+	if !isPlaceholder(sess) {
 		return "", false
 	}
 	t := titleFrom(text)

@@ -3,7 +3,6 @@ package commands
 import (
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 )
 
@@ -34,34 +33,5 @@ func TestTitleFrom(t *testing.T) {
 				t.Fatalf("title has %d characters, more than %d", n, maxAutoTitle)
 			}
 		})
-	}
-}
-
-func TestIsPlaceholder(t *testing.T) {
-	created := time.Date(2026, 11, 23, 21, 4, 30, 0, time.UTC)
-	tests := []struct {
-		title string
-		want  bool
-	}{
-		{placeholderTitle(created), true},
-		{"Session Nov 23 21:03", true}, // an adapter's clock, a minute earlier
-		{"Session Nov 23 21:06", true},
-		{"Session Nov 23 21:07", false},
-		{"Session Nov 22 21:04", false},
-		{"Session Nov 23 9:04", false},
-		{"Session Nov 23 21:04 notes", false},
-		{"session Nov 23 21:04", false},
-		{"Release checklist", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		if got := isPlaceholder(tt.title, created); got != tt.want {
-			t.Errorf("isPlaceholder(%q) = %v, want %v", tt.title, got, tt.want)
-		}
-	}
-	// Across New Year's Eve the placeholder's year is the one before.
-	ny := time.Date(2027, 1, 1, 0, 0, 10, 0, time.UTC)
-	if !isPlaceholder("Session Dec 31 23:59", ny) {
-		t.Error("a placeholder from the minute before New Year is not recognised")
 	}
 }

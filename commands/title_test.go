@@ -65,15 +65,18 @@ func TestChosenTitlesStay(t *testing.T) {
 
 // Platforms that must name a topic or thread before the session exists
 // (Telegram's /new without a title) pass a placeholder of the same shape,
-// read on their own clock; it is replaced too. A message with only a file
-// leaves the placeholder for the first message with text, even one queued
-// while the agent works.
+// read on their own clock, and say it is one; it is replaced too. A message
+// with only a file leaves the placeholder for the first message with text,
+// even one queued while the agent works.
 func TestAdapterPlaceholderTakesFirstText(t *testing.T) {
 	now := time.Date(2026, 11, 23, 21, 4, 0, 0, time.UTC)
 	e := newEnv(t, commands.Options{Now: func() time.Time { return now }})
 	place := core.Place{Chat: "-100", Thread: "7"}
 	id := e.handle(core.Command{Kind: core.CreateSession, Origin: "telegram", Place: place,
-		Title: "Session Nov 23 21:03"}).Session
+		Title: "Session Nov 23 21:03", Placeholder: true}).Session
+	if got := e.session(id).Placeholder; got != "Session Nov 23 21:03" {
+		t.Fatalf("the session keeps placeholder %q", got)
+	}
 
 	e.handle(core.Command{Kind: core.SendMessage, Session: id, Origin: "telegram", Place: place,
 		Attachments: []core.Attachment{{Name: "log.txt", Size: 10}}})
@@ -117,5 +120,25 @@ func TestRedeliveredFirstMessageRetitlesOnce(t *testing.T) {
 	}
 	if got := titleEvents(e.events()); len(got) != 0 {
 		t.Fatalf("the redelivery announced %q", got)
+	}
+}
+
+// The placeholder is a value, not a shape: a title a person chose stays
+// even when it reads like a placeholder of the very minute, and a session
+// renamed away from its placeholder keeps the new name.
+func TestPlaceholderIsAValue(t *testing.T) {
+	now := time.Date(2026, 11, 23, 21, 4, 0, 0, time.UTC)
+	e := newEnv(t, commands.Options{Now: func() time.Time { return now }})
+	chosen := e.handle(core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: "Session Nov 23 21:04"}).Session
+	renamed := e.handle(core.Command{Kind: core.CreateSession, Origin: core.OriginAPI}).Session
+	if got := e.session(renamed).Placeholder; got != "Session Nov 23 21:04" {
+		t.Fatalf("an untitled session keeps placeholder %q", got)
+	}
+	e.handle(core.Command{Kind: core.Rename, Session: renamed, Origin: core.OriginAPI, Title: "Named by hand"})
+	for id, want := range map[core.SessionID]string{chosen: "Session Nov 23 21:04", renamed: "Named by hand"} {
+		e.handle(core.Command{Kind: core.SendMessage, Session: id, Origin: core.OriginAPI, Text: "what is left?"})
+		if got := e.session(id).Title; got != want {
+			t.Errorf("title of %s = %q after a message, want %q", id, got, want)
+		}
 	}
 }

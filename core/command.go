@@ -76,7 +76,14 @@ type Command struct {
 	// Ref is the platform message the person wrote, for the cleanup ledger.
 	Ref MessageRef `json:"ref,omitzero"`
 
-	Title       string       `json:"title,omitempty"`
+	Title string `json:"title,omitempty"`
+	// Placeholder says, for CreateSession, that nobody chose Title: it
+	// is the placeholder an adapter had to name the session's topic,
+	// thread or room with before the session existed. The session keeps
+	// it as its placeholder (Session.Placeholder), so the first person's
+	// message with text names the session. A CreateSession without a
+	// Title gets the Handler's own placeholder.
+	Placeholder bool         `json:"placeholder,omitempty"`
 	Text        string       `json:"text,omitempty"`
 	Mime        string       `json:"mime,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`

@@ -48,6 +48,13 @@ type Session struct {
 	Status  Status    `json:"status"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
+	// Placeholder is the title the session was given because nobody
+	// chose one ("Session Nov 23 21:04"), or empty when its title was
+	// chosen. While Title still is the placeholder, the first person's
+	// message with text names the session; a rename or that first
+	// message makes Title differ, and the placeholder stays behind only
+	// as a record of it.
+	Placeholder string `json:"placeholder,omitempty"`
 	// LastInputOrigin is the UI origin a person last wrote from; replies
 	// go there. Empty until a person writes from a UI adapter.
 	LastInputOrigin Origin `json:"last_input_origin,omitempty"`

@@ -41,17 +41,17 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 	}
 	switch {
 	case len(c.File) > 0:
-		a.notice(ctx, h, base, "📎 "+name+" is encrypted; parley cannot read encrypted files yet.")
+		a.input().Notice(ctx, h, base, "📎 "+name+" is encrypted; parley cannot read encrypted files yet.")
 		return nil
 	case size > a.opts.MaxFileSize:
-		a.notice(ctx, h, base, fmt.Sprintf("📎 %s is %s; parley takes files up to %s. Share a link instead.", name, mb(size), mb(a.opts.MaxFileSize)))
+		a.input().Notice(ctx, h, base, fmt.Sprintf("📎 %s is %s; parley takes files up to %s. Share a link instead.", name, mb(size), mb(a.opts.MaxFileSize)))
 		return nil
 	}
 	att, err := a.download(ctx, base, c.URL, name, mime)
 	if err != nil {
 		if core.IsPermanent(err) {
 			a.log.Warn("could not fetch a file", "room", base.Place.Chat, "err", err)
-			a.notice(ctx, h, base, "⚠️ Could not fetch "+name+": "+err.Error())
+			a.input().Notice(ctx, h, base, "⚠️ Could not fetch "+name+": "+err.Error())
 			return nil
 		}
 		return err
@@ -60,7 +60,7 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 	if c.MsgType == string(event.MsgAudio) && len(c.Voice) > 0 {
 		text = a.transcribe(ctx, h, base, att)
 	} else {
-		a.notice(ctx, h, base, "📎 Received "+att.Name)
+		a.input().Notice(ctx, h, base, "📎 Received "+att.Name)
 		// A caption, where the client sends one (filename and body differ).
 		if c.FileName != "" && c.Body != c.FileName {
 			text = c.Body
@@ -68,8 +68,7 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 	}
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, text, []core.Attachment{att}
-	_, err = h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err = a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 
@@ -79,10 +78,10 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 // why.
 func (a *Adapter) transcribe(ctx context.Context, h core.Handler, base core.Command, att core.Attachment) string {
 	if a.opts.Transcriber == nil {
-		a.notice(ctx, h, base, "🎤 Voice messages are passed on as audio: set [transcription] api_url (an OpenAI-compatible /v1/audio/transcriptions endpoint) to have them transcribed.")
+		a.input().Notice(ctx, h, base, "🎤 Voice messages are passed on as audio: set [transcription] api_url (an OpenAI-compatible /v1/audio/transcriptions endpoint) to have them transcribed.")
 		return "(voice message, not transcribed)"
 	}
-	a.notice(ctx, h, base, "🎤 Transcribing…")
+	a.input().Notice(ctx, h, base, "🎤 Transcribing…")
 	audio, err := os.ReadFile(att.Path)
 	text := ""
 	if err == nil {
@@ -90,14 +89,11 @@ func (a *Adapter) transcribe(ctx context.Context, h core.Handler, base core.Comm
 	}
 	if err != nil {
 		a.log.Warn("transcription failed", "err", err)
-		a.notice(ctx, h, base, "⚠️ Could not transcribe the voice message ("+err.Error()+"); it is passed on as audio.")
+		a.input().Notice(ctx, h, base, "⚠️ Could not transcribe the voice message ("+err.Error()+"); it is passed on as audio.")
 		return "(voice message, transcription failed)"
 	}
-	cmd := base
-	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, "🎤 "+text, core.MessageRef{}, "", core.LifetimeNextInput
-	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
-		a.log.Warn("notice not stored", "err", err)
-	}
+	// Shown to the person, and deleted with their next input.
+	a.input().NoticeFor(ctx, h, base, "🎤 "+text, core.LifetimeNextInput)
 	return text
 }
 

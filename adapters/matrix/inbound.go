@@ -14,6 +14,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/parley-chat/parley/adapters/chatcmd"
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/delivery"
 )
@@ -134,13 +135,9 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, ev *event.Event
 	default:
 		return nil // locations, stickers, polls: nothing for the agent
 	}
-	if parsed, ok, perr := parser().Parse(text); ok {
-		if perr != nil {
-			msg, _ := core.UserMessage(perr)
-			a.notice(ctx, h, base, "⚠️ "+msg)
-			return nil
-		}
-		return a.onCommand(ctx, h, base, parsed)
+	newRoom := func(ctx context.Context, title string) error { return a.newRoom(ctx, h, base, title) }
+	if ok, err := a.input().Command(ctx, h, base, inbound.Commands{Parser: parser(), New: newRoom}, text); ok {
+		return err
 	}
 	if strings.TrimSpace(text) == "" {
 		return nil
@@ -162,8 +159,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, ev *event.Event
 	}
 	cmd := base
 	cmd.Kind, cmd.Text = core.SendMessage, text
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err := a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 
@@ -249,31 +245,7 @@ func (a *Adapter) answer(ctx context.Context, h core.Handler, base core.Command,
 	} else {
 		cmd.Text = text
 	}
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
-	return err
-}
-
-func (a *Adapter) onCommand(ctx context.Context, h core.Handler, base core.Command, p chatcmd.Parsed) error {
-	switch p.Command.Name {
-	case "help":
-		a.notice(ctx, h, base, "parley commands:\n"+parser().Help())
-		return nil
-	case "new":
-		return a.newRoom(ctx, h, base, p.Arg)
-	case "status":
-		cmd := base
-		cmd.Kind = core.StatusQuery
-		_, err := h.Handle(ctx, cmd)
-		_, err = a.settled(ctx, h, base, err)
-		return err
-	}
-	cmd, ok := p.Build(base)
-	if !ok {
-		return nil
-	}
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err := a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 
@@ -283,8 +255,10 @@ func (a *Adapter) onCommand(ctx context.Context, h core.Handler, base core.Comma
 // event id before the session is created, so a redelivered !new finds it
 // instead of creating a second room.
 func (a *Adapter) newRoom(ctx context.Context, h core.Handler, base core.Command, title string) error {
-	if title == "" {
-		title = "Session " + time.Now().UTC().Format("Jan 2 15:04")
+	placeholder := title == ""
+	if placeholder {
+		// The room needs a name before the session exists.
+		title = inbound.PlaceholderTitle(time.Now())
 	}
 	key := "matrix.new\x00" + base.PlatformID
 	made, err := a.opts.Cursors.Cursor(ctx, key)
@@ -305,7 +279,7 @@ func (a *Adapter) newRoom(ctx context.Context, h core.Handler, base core.Command
 		}
 		if err != nil {
 			if core.IsPermanent(err) {
-				a.notice(ctx, h, base, "⚠️ Could not create a room for the session: "+err.Error())
+				a.input().Notice(ctx, h, base, "⚠️ Could not create a room for the session: "+err.Error())
 				return nil
 			}
 			return err
@@ -315,34 +289,15 @@ func (a *Adapter) newRoom(ctx context.Context, h core.Handler, base core.Command
 		}
 	}
 	cmd := base
-	cmd.Kind, cmd.Title, cmd.Ref, cmd.Place = core.CreateSession, title, core.MessageRef{}, place(room)
-	_, err = h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	cmd.Kind, cmd.Title, cmd.Placeholder, cmd.Ref, cmd.Place = core.CreateSession, title, placeholder, core.MessageRef{}, place(room)
+	_, err = a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 
-// settled reports whether a handler error means the event is dealt with,
-// and says so to the person where that helps.
-func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
-	notice, ok := chatcmd.Refusal(err, "!new starts another one.", "!new starts one.")
-	if notice != "" {
-		a.notice(ctx, h, base, notice)
-	}
-	if !ok {
-		return false, err
-	}
-	return true, nil
-}
-
-// notice tells the person something through the handler, so that it is
-// stored, journaled, paced with everything else and cleaned up by the
-// ledger at the next notice.
-func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command, text string) {
-	cmd := base
-	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, text, core.MessageRef{}, "", core.LifetimeNextNotice
-	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
-		a.log.Warn("notice not stored", "room", base.Place.Chat, "err", err)
-	}
+// input is how the adapter deals with people's input, in Matrix's words:
+// the commands that help after a refusal start with "!".
+func (a *Adapter) input() inbound.Input {
+	return inbound.Input{Log: a.log, PlaceKey: "room", AfterClosed: "!new starts another one.", NoSession: "!new starts one."}
 }
 
 // onInvite follows an allowed person's invite (the room becomes a session
@@ -401,8 +356,7 @@ func (a *Adapter) onInvite(ctx context.Context, h core.Handler, room id.RoomID, 
 	}
 	cmd := core.Command{Kind: core.CreateSession, Origin: core.Origin(Name), Actor: who, Place: place(room), Title: name,
 		PlatformID: "invite:" + string(room) + ":" + inviteID}
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, cmd, err)
+	_, err := a.input().Submit(ctx, h, cmd, cmd)
 	return err
 }
 

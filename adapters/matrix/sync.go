@@ -12,6 +12,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -266,30 +267,13 @@ func (a *Adapter) backfill(ctx context.Context, room id.RoomID, from, since stri
 }
 
 // retry runs f until it succeeds or ctx ends: a command that is not stored
-// yet is not skipped. An error marked permanent (the homeserver refused
-// something for good) ends it too: retrying cannot change it, and the
-// events after it must not wait forever.
+// yet is not skipped. Each try is bounded by eventTimeout. An error marked
+// permanent (the homeserver refused something for good) ends it too:
+// retrying cannot change it, and the events after it must not wait
+// forever.
 func (a *Adapter) retry(ctx context.Context, what string, f func(ctx context.Context) error) error {
-	backoff := 100 * time.Millisecond
-	for {
-		cctx, cancel := context.WithTimeout(ctx, eventTimeout)
-		err := f(cctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if core.IsPermanent(err) {
-			a.log.Warn("sync "+what+" refused for good; skipping it", "err", err)
-			return nil
-		}
-		a.log.Warn("sync "+what+" not handled yet; retrying", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	r := inbound.Retry{Log: a.log, What: "sync " + what, Attempt: eventTimeout, SkipPermanent: true}
+	return r.Do(ctx, f)
 }
 
 // onState follows the state the adapter caches: power levels.

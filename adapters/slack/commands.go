@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/parley-chat/parley/adapters/chatcmd"
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
 )
@@ -32,34 +33,19 @@ var (
 	slashCommands  = chatcmd.Parser{Prefix: "/parley "}
 )
 
-// onCommand runs a command typed as text; top says it was typed at the top
-// level rather than in a thread.
-func (a *Adapter) onCommand(ctx context.Context, h core.Handler, base core.Command, p chatcmd.Parsed, top bool) error {
-	switch p.Command.Name {
-	case "help":
-		a.notice(ctx, h, base, helpText())
-		return nil
-	case "new":
+// commands are the commands typed as text in the message base came in;
+// top says it was typed at the top level rather than in a thread, where
+// new starts a session in that message's own thread.
+func (a *Adapter) commands(h core.Handler, base core.Command, top bool) inbound.Commands {
+	return inbound.Commands{Parser: threadCommands, Help: helpText, New: func(ctx context.Context, title string) error {
+		var err error
 		if top {
-			_, err := a.startSession(ctx, h, base, p.Arg)
-			return err
+			_, err = a.startSession(ctx, h, base, title)
+		} else {
+			_, err = a.newRooted(ctx, h, base, base.Place.Chat, title)
 		}
-		_, err := a.newRooted(ctx, h, base, base.Place.Chat, p.Arg)
 		return err
-	case "status":
-		cmd := base
-		cmd.Kind = core.StatusQuery
-		_, err := h.Handle(ctx, cmd)
-		_, err = a.settled(ctx, h, base, err)
-		return err
-	}
-	cmd, ok := p.Build(base)
-	if !ok {
-		return nil
-	}
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
-	return err
+	}}
 }
 
 // helpText is the help, in markdown.
@@ -122,14 +108,16 @@ func (a *Adapter) onSlash(ctx context.Context, h core.Handler, c slack.SlashComm
 // handler failed) is used again; if the handler finds the command was
 // handled before (a redelivery after a restart), the new root is deleted.
 func (a *Adapter) newRooted(ctx context.Context, h core.Handler, base core.Command, channel, title string) (core.SessionID, error) {
-	if title == "" {
-		title = "Session " + time.Now().UTC().Format("Jan 2 15:04")
+	placeholder := title == ""
+	if placeholder {
+		// The root message needs a title before the session exists.
+		title = inbound.PlaceholderTitle(time.Now())
 	}
 	key := "new:" + base.PlatformID
 	ts, err := a.postRoot(ctx, key, channel, core.StatusView{Title: title, Status: core.StatusIdle})
 	if err != nil {
 		if core.IsPermanent(err) {
-			a.notice(ctx, h, base, "⚠️ Could not start a session: "+err.Error())
+			a.input().Notice(ctx, h, base, "⚠️ Could not start a session: "+err.Error())
 			return "", nil
 		}
 		return "", err
@@ -137,9 +125,9 @@ func (a *Adapter) newRooted(ctx context.Context, h core.Handler, base core.Comma
 	p := core.Place{Chat: channel, Thread: ts}
 	a.remember(p, ownerBot)
 	cmd := base
-	cmd.Kind, cmd.Title, cmd.Place, cmd.Ref, cmd.PlatformID = core.CreateSession, title, p, core.MessageRef{}, key
+	cmd.Kind, cmd.Title, cmd.Placeholder, cmd.Place, cmd.Ref, cmd.PlatformID = core.CreateSession, title, placeholder, p, core.MessageRef{}, key
 	res, err := h.Handle(ctx, cmd)
-	if ok, serr := a.settled(ctx, h, base, err); !ok {
+	if ok, serr := a.input().Settle(ctx, h, base, err); !ok {
 		return "", serr // the root is used again by the next try
 	}
 	a.rootPosted.Delete(key)

@@ -141,3 +141,31 @@ func TestNewRootRefused(t *testing.T) {
 		t.Errorf("commands %q, want a notice saying to invite the bot", shows(cmds))
 	}
 }
+
+// TestSlashNewUntitled: /parley new without a title names its root message
+// with a placeholder, and the session is told it is one, so the first
+// message with text names it; a title given is not one.
+func TestSlashNewUntitled(t *testing.T) {
+	api := newFakeAPI(t)
+	api.on("chat.postMessage", posted("500.2"))
+	a := newTestAdapter(t, api)
+	h := newRecorder("U1")
+	h.answer = func(core.Command) (core.Result, error) { return core.Result{Session: "S6"}, nil }
+	if _, err := a.onSlash(context.Background(), h, slack.SlashCommand{Command: "/parley", ChannelID: "C1", UserID: "U1", Text: "new", TriggerID: "tr10"}); err != nil {
+		t.Fatal(err)
+	}
+	cmds := h.commands()
+	if len(cmds) != 1 || !cmds[0].Placeholder || !strings.HasPrefix(cmds[0].Title, "Session ") {
+		t.Fatalf("commands %+v, want one create_session with a placeholder title", cmds)
+	}
+	sameList(t, methods(api.called("")), []string{"chat.postMessage text=💬 *" + cmds[0].Title + "*"})
+
+	h = newRecorder("U1")
+	h.answer = func(core.Command) (core.Result, error) { return core.Result{Session: "S7"}, nil }
+	if _, err := a.onSlash(context.Background(), h, slack.SlashCommand{Command: "/parley", ChannelID: "C1", UserID: "U1", Text: "new Session Nov 23 21:04", TriggerID: "tr11"}); err != nil {
+		t.Fatal(err)
+	}
+	if cmds := h.commands(); len(cmds) != 1 || cmds[0].Placeholder || cmds[0].Title != "Session Nov 23 21:04" {
+		t.Fatalf("commands %+v, want a chosen title", cmds)
+	}
+}

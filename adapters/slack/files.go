@@ -69,7 +69,7 @@ func (a *Adapter) onFiles(ctx context.Context, h core.Handler, base core.Command
 		atts = append(atts, att)
 	}
 	for _, r := range refusals {
-		a.notice(ctx, h, base, r)
+		a.input().Notice(ctx, h, base, r)
 	}
 	if len(atts) == 0 && strings.TrimSpace(text) == "" {
 		return nil
@@ -79,12 +79,11 @@ func (a *Adapter) onFiles(ctx context.Context, h core.Handler, base core.Command
 		names = append(names, att.Name)
 	}
 	if len(names) > 0 {
-		a.notice(ctx, h, base, "📎 Received "+strings.Join(names, ", "))
+		a.input().Notice(ctx, h, base, "📎 Received "+strings.Join(names, ", "))
 	}
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, text, atts
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err := a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
-	"github.com/parley-chat/parley/adapters/chatcmd"
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -120,13 +120,8 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 	a.heard(p, m.User)
 	base := core.Command{Origin: origin, Actor: who, Place: p, PlatformID: messageID(m.Channel, m.TimeStamp), Ref: ref(p, m.TimeStamp)}
 	text := fromSlack(m.Text, a.me().UserID, a.cachedName)
-	if parsed, ok, perr := threadCommands.Parse(text); ok {
-		if perr != nil {
-			msg, _ := core.UserMessage(perr)
-			a.notice(ctx, h, base, "⚠️ "+chatcmd.Capitalize(msg))
-			return nil
-		}
-		return a.onCommand(ctx, h, base, parsed, top)
+	if ok, err := a.input().Command(ctx, h, base, a.commands(h, base, top), text); ok {
+		return err
 	}
 	var files []slack.File
 	if m.Message != nil {
@@ -147,8 +142,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 	}
 	cmd := base
 	cmd.Kind, cmd.Text = core.SendMessage, text
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err := a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 
@@ -166,41 +160,19 @@ func (a *Adapter) startSession(ctx context.Context, h core.Handler, base core.Co
 	if err != nil {
 		a.roots.Delete(base.Place)
 	}
-	_, err = a.settled(ctx, h, base, err)
+	_, err = a.input().Settle(ctx, h, base, err)
 	return res.Session, err
 }
 
-// settled reports whether a handler error means the input is dealt with,
-// and says so to the person where that helps, in the handler's words
-// (core.UserMessage) with what helps on Slack. Any other error means "try
-// again".
-func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
-	notice, ok := chatcmd.Refusal(err, startHint, startHint)
-	if notice != "" {
-		a.notice(ctx, h, base, notice)
-	}
-	if !ok {
-		return false, err
-	}
-	return true, nil
+// input is how the adapter deals with people's input, in Slack's words:
+// after a refusal, how to start a session (startHint); a mistyped command
+// is told as a sentence.
+func (a *Adapter) input() inbound.Input {
+	return inbound.Input{Log: a.log, PlaceKey: "channel", AfterClosed: startHint, NoSession: startHint, CapitalizeErrors: true}
 }
 
 // startHint says how to start a session.
 const startHint = "Write a new message in the channel (not in a thread) to start a session, or use `/parley new`."
-
-// notice tells the person something (feedback, help, a refusal) through
-// the handler, so it is stored, journaled, paced by the outbox with
-// everything else and, in a session, deleted by the cleanup ledger at the
-// next notice. Where no session lives, core addresses it to the place: a
-// reply in the thread of the message that caused it.
-func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command, text string) {
-	cmd := base
-	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Title = core.Notice, text, core.MessageRef{}, "", ""
-	cmd.Attachments = nil
-	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
-		a.log.Warn("notice not stored", "channel", base.Place.Chat, "err", err)
-	}
-}
 
 // userName is a member's display name, from users.info, cached. It is
 // asked only for allowed people, bounded in time (the envelope waits for

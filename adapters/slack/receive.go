@@ -8,6 +8,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -183,23 +184,17 @@ func route(e envelope) (lane, done string) {
 
 // work handles e until it is dealt with; it fails only when ctx ends.
 func (a *Adapter) work(ctx context.Context, h core.Handler, e envelope) (any, error) {
-	backoff := 100 * time.Millisecond
-	for {
-		reply, err := a.handleOnce(ctx, h, e)
-		if err == nil {
-			return reply, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		a.log.Warn("envelope not handled yet; retrying", "envelope", e.id, "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
+	var reply any
+	retry := inbound.Retry{Log: a.log, What: "envelope"}
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		reply, err = a.handleOnce(ctx, h, e)
+		return err
+	}, "envelope", e.id)
+	if err != nil {
+		return nil, err
 	}
+	return reply, nil
 }
 
 // handleOnce handles e once; its error means "try again".

@@ -21,22 +21,21 @@ import (
 // as a message with the file attached.
 func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command, fileID, name, mime string, size int64, caption string) error {
 	if size > maxDownload {
-		a.notice(ctx, h, base, fmt.Sprintf("📎 %s is %.1f MB; Telegram lets bots fetch files up to 20 MB. Share a link instead.", displayName(name), float64(size)/(1<<20)))
+		a.input().Notice(ctx, h, base, fmt.Sprintf("📎 %s is %.1f MB; Telegram lets bots fetch files up to 20 MB. Share a link instead.", displayName(name), float64(size)/(1<<20)))
 		return nil
 	}
 	att, err := a.download(ctx, base.Place, fileID, name, mime)
 	if err != nil {
 		if core.IsPermanent(err) {
-			a.notice(ctx, h, base, "⚠️ Could not fetch "+displayName(name)+": "+err.Error())
+			a.input().Notice(ctx, h, base, "⚠️ Could not fetch "+displayName(name)+": "+err.Error())
 			return nil
 		}
 		return err
 	}
-	a.notice(ctx, h, base, "📎 Received "+att.Name)
+	a.input().Notice(ctx, h, base, "📎 Received "+att.Name)
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, caption, []core.Attachment{att}
-	_, err = h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err = a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 
@@ -46,13 +45,13 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 // instead of the text) and the person is told why.
 func (a *Adapter) onVoice(ctx context.Context, h core.Handler, base core.Command, v *models.Voice) error {
 	if v.FileSize > maxDownload {
-		a.notice(ctx, h, base, "🎤 That voice note is longer than Telegram lets bots fetch (20 MB).")
+		a.input().Notice(ctx, h, base, "🎤 That voice note is longer than Telegram lets bots fetch (20 MB).")
 		return nil
 	}
 	att, err := a.download(ctx, base.Place, v.FileID, fmt.Sprintf("voice-%s.ogg", strings.ReplaceAll(base.PlatformID, ":", "-")), v.MimeType)
 	if err != nil {
 		if core.IsPermanent(err) {
-			a.notice(ctx, h, base, "⚠️ Could not fetch the voice note: "+err.Error())
+			a.input().Notice(ctx, h, base, "⚠️ Could not fetch the voice note: "+err.Error())
 			return nil
 		}
 		return err
@@ -60,27 +59,26 @@ func (a *Adapter) onVoice(ctx context.Context, h core.Handler, base core.Command
 	text := ""
 	switch {
 	case a.opts.Transcriber == nil:
-		a.notice(ctx, h, base, "🎤 Voice notes are passed on as audio: set [transcription] api_url (an OpenAI-compatible /v1/audio/transcriptions endpoint) to have them transcribed.")
+		a.input().Notice(ctx, h, base, "🎤 Voice notes are passed on as audio: set [transcription] api_url (an OpenAI-compatible /v1/audio/transcriptions endpoint) to have them transcribed.")
 		text = "(voice note, not transcribed)"
 	default:
-		a.notice(ctx, h, base, "🎤 Transcribing…")
+		a.input().Notice(ctx, h, base, "🎤 Transcribing…")
 		audio, rerr := os.ReadFile(att.Path)
 		if rerr == nil {
 			text, rerr = a.opts.Transcriber.Transcribe(ctx, att.Name, audio)
 		}
 		if rerr != nil {
 			a.log.Warn("transcription failed", "err", rerr)
-			a.notice(ctx, h, base, "⚠️ Could not transcribe the voice note ("+rerr.Error()+"); it is passed on as audio.")
+			a.input().Notice(ctx, h, base, "⚠️ Could not transcribe the voice note ("+rerr.Error()+"); it is passed on as audio.")
 			text = "(voice note, transcription failed)"
 		} else {
 			// Shown to the person, and deleted with their next input.
-			a.noticeFor(ctx, h, base, "🎤 "+text, core.LifetimeNextInput)
+			a.input().NoticeFor(ctx, h, base, "🎤 "+text, core.LifetimeNextInput)
 		}
 	}
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, text, []core.Attachment{att}
-	_, err = h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err = a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 

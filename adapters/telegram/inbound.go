@@ -12,6 +12,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/parley-chat/parley/adapters/chatcmd"
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/delivery"
 )
@@ -23,20 +24,8 @@ const maxDownload = 20 << 20
 // reason other than the update itself. It returns an error only when ctx
 // ended first (the update was not dealt with).
 func (a *Adapter) handle(ctx context.Context, h core.Handler, u *models.Update) error {
-	backoff := 100 * time.Millisecond
-	for {
-		err := a.dispatch(ctx, h, u)
-		if err == nil {
-			return nil
-		}
-		a.log.Warn("update not handled yet; retrying", "update_id", u.ID, "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	retry := inbound.Retry{Log: a.log, What: "update"}
+	return retry.Do(ctx, func(ctx context.Context) error { return a.dispatch(ctx, h, u) }, "update_id", u.ID)
 }
 
 // dispatch handles one update; its error means "try again".
@@ -63,36 +52,10 @@ func actor(u *models.User) core.Actor {
 	return core.Actor{ID: strconv.FormatInt(u.ID, 10), Name: name}
 }
 
-// settled reports whether a handler error means the update is dealt with,
-// and says so to the person where that helps, in the handler's words
-// (core.UserMessage) with the command that helps on Telegram.
-func (a *Adapter) settled(ctx context.Context, h core.Handler, base core.Command, err error) (bool, error) {
-	notice, ok := chatcmd.Refusal(err, "/new starts another one.", "/new starts one.")
-	if notice != "" {
-		a.notice(ctx, h, base, notice)
-	}
-	if !ok {
-		return false, err
-	}
-	return true, nil
-}
-
-// notice tells the person something (feedback, an answer to /help, a
-// refusal) through the handler, so it is stored, journaled, paced by the
-// outbox with everything else and, in a session, deleted by the cleanup
-// ledger at the next notice. Where no session lives (the General topic, a
-// private chat before its first message) the notice is addressed to the
-// place. It says nothing to people the allow-list refuses.
-func (a *Adapter) notice(ctx context.Context, h core.Handler, base core.Command, text string) {
-	a.noticeFor(ctx, h, base, text, core.LifetimeNextNotice)
-}
-
-func (a *Adapter) noticeFor(ctx context.Context, h core.Handler, base core.Command, text string, lt core.Lifetime) {
-	cmd := base
-	cmd.Kind, cmd.Text, cmd.Ref, cmd.PlatformID, cmd.Lifetime = core.Notice, text, core.MessageRef{}, "", lt
-	if _, err := h.Handle(ctx, cmd); err != nil && !errors.Is(err, core.ErrUnauthorized) {
-		a.log.Warn("notice not stored", "chat", base.Place.Chat, "err", err)
-	}
+// input is how the adapter deals with people's input, in Telegram's words:
+// the commands that help after a refusal start with "/".
+func (a *Adapter) input() inbound.Input {
+	return inbound.Input{Log: a.log, PlaceKey: "chat", AfterClosed: "/new starts another one.", NoSession: "/new starts one."}
 }
 
 func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Message) error {
@@ -128,17 +91,16 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	if text == "" {
 		text = m.Caption
 	}
-	if parsed, ok, perr := a.parser().Parse(text); ok {
-		if perr != nil {
-			msg, _ := core.UserMessage(perr)
-			a.notice(ctx, h, base, "⚠️ "+msg)
-			return nil
-		}
-		return a.onCommand(ctx, h, m, base, parsed)
+	newSession := func(ctx context.Context, title string) error {
+		_, err := a.newSession(ctx, h, m, base, title)
+		return err
+	}
+	if ok, err := a.input().Command(ctx, h, base, inbound.Commands{Parser: a.parser(), New: newSession}, text); ok {
+		return err
 	}
 	isForumGeneral := m.Chat.IsForum && thread == 0
 	if isForumGeneral && !a.opts.NewFromGeneral {
-		a.notice(ctx, h, base, "Each session has its own topic. Send /new [title] to start one.")
+		a.input().Notice(ctx, h, base, "Each session has its own topic. Send /new [title] to start one.")
 		return nil
 	}
 	if isForumGeneral {
@@ -168,8 +130,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	}
 	cmd := base
 	cmd.Kind, cmd.Text = core.SendMessage, withQuote(m, thread, text)
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	_, err := a.input().Submit(ctx, h, base, cmd)
 	return err
 }
 
@@ -184,30 +145,6 @@ func (a *Adapter) parser() chatcmd.Parser {
 	return p
 }
 
-func (a *Adapter) onCommand(ctx context.Context, h core.Handler, m *models.Message, base core.Command, p chatcmd.Parsed) error {
-	switch p.Command.Name {
-	case "help":
-		a.notice(ctx, h, base, "parley commands:\n"+a.parser().Help())
-		return nil
-	case "new":
-		_, err := a.newSession(ctx, h, m, base, p.Arg)
-		return err
-	case "status":
-		cmd := base
-		cmd.Kind = core.StatusQuery
-		_, err := h.Handle(ctx, cmd)
-		_, err = a.settled(ctx, h, base, err)
-		return err
-	}
-	cmd, ok := p.Build(base)
-	if !ok {
-		return nil
-	}
-	_, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
-	return err
-}
-
 // newSession starts a session: in the group it gets a new topic (the
 // session is bound there at once), in a private chat the chat itself.
 // createForumTopic cannot be made idempotent: if parley dies between
@@ -218,25 +155,25 @@ func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Mess
 	cmd.Kind, cmd.Title, cmd.Ref = core.CreateSession, title, core.MessageRef{}
 	if m.Chat.Type != models.ChatTypePrivate {
 		if !m.Chat.IsForum {
-			a.notice(ctx, h, base, "This group has no topics; enable Topics in its settings so each session gets one.")
+			a.input().Notice(ctx, h, base, "This group has no topics; enable Topics in its settings so each session gets one.")
 			return "", nil
 		}
 		if title == "" {
-			title = "Session " + time.Now().UTC().Format("Jan 2 15:04")
-			cmd.Title = title
+			// The topic needs a name before the session exists.
+			title = inbound.PlaceholderTitle(time.Now())
+			cmd.Title, cmd.Placeholder = title, true
 		}
 		thread, err := a.createTopic(ctx, m.Chat.ID, title)
 		if err != nil {
 			if core.IsPermanent(err) {
-				a.notice(ctx, h, base, "⚠️ Could not create a topic: "+err.Error())
+				a.input().Notice(ctx, h, base, "⚠️ Could not create a topic: "+err.Error())
 				return "", nil
 			}
 			return "", err
 		}
 		cmd.Place = place(m.Chat.ID, thread)
 	}
-	res, err := h.Handle(ctx, cmd)
-	_, err = a.settled(ctx, h, base, err)
+	res, err := a.input().Submit(ctx, h, base, cmd)
 	return res.Session, err
 }
 

@@ -9,7 +9,9 @@
 // The file holds one top-level bucket per kind of record:
 //
 //	meta              "schema" → decimal version; "last_id" → the last message
-//	                  id's 6-byte millisecond time and 10 bytes of entropy
+//	                  id's 6-byte millisecond time and 10 bytes of entropy;
+//	                  "placeholders" → "1" once the sessions stored before
+//	                  Session.Placeholder were given theirs (placeholder.go)
 //	sessions          session id → Session JSON
 //	places            lp(adapter) lp(chat) lp(thread) → session id
 //	inbox             message id → Message JSON (its "id" is left empty: the

@@ -200,6 +200,9 @@ func initSchema(tx *bbolt.Tx) error {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
+	if err := markPlaceholders(tx); err != nil {
+		return err
+	}
 	meta := tx.Bucket(bucketMeta)
 	if v := meta.Get(keySchema); v != nil && string(v) != "1" {
 		return nil // current
