@@ -11,17 +11,16 @@ import (
 )
 
 // browserGuard keeps browsers from being turned against parley. It wraps
-// every route but the platforms' webhooks and checks, before
-// anything is read or written:
+// every route but the platforms' webhooks and checks, before anything is
+// read or written:
 //
 //   - The Host header, against DNS rebinding: a page on evil.example whose
 //     name the attacker points at 127.0.0.1 is same-origin with parley in
 //     the browser's eyes, but its requests carry Host evil.example. Only
 //     loopback names and addresses (localhost, 127.0.0.0/8, ::1), the
-//     names the operator lists in [http] allowed_hosts, and the
-//     address the connection was made to when the Host is that literal IP
-//     (how a parley listening on 0.0.0.0 is reached by address) are
-//     answered. A rebinding needs a name, so none of these can be one.
+//     names the operator lists in [http] allowed_hosts, and the address
+//     the connection was made to when the Host is that literal IP (how a
+//     parley listening on 0.0.0.0 is reached by address) are answered. A rebinding needs a name, so none of these can be one.
 //     Others get 403. This is the one Host check: mcp-go's own, which only
 //     knows loopback, is switched off in package mcp so that allowed_hosts
 //     works for /mcp too.
