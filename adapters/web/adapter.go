@@ -16,7 +16,7 @@ import (
 const Name core.AdapterName = "web"
 
 // Actor is who the page's input is attributed to. The page has no accounts:
-// whoever can reach it (past cmd's token check) is its one person.
+// whoever can reach it (past httpguard's token check) is its one person.
 var Actor = core.Actor{ID: "web", Name: "You"}
 
 // Defaults of Options.
@@ -39,8 +39,11 @@ type Options struct {
 	// written to (all writes go through Handler).
 	Store core.Store
 	// Bus feeds the UiState reducers and the SSE streams.
-	Bus    core.Bus
-	Logger *slog.Logger
+	Bus core.Bus
+	// Pairing is what /api/pairing serves (pairing.go). SetPairing
+	// replaces it, for wiring where it is built after the adapter.
+	Pairing Pairings
+	Logger  *slog.Logger
 	// Heartbeat is how often an idle SSE stream gets a ": ping" comment.
 	Heartbeat time.Duration
 	// WriteTimeout bounds each write to an SSE client; a client that does
@@ -75,6 +78,7 @@ type Adapter struct {
 	presence atomic.Pointer[presenceBox] // presence.go
 	// platforms is what the health probe reports (health.go).
 	platforms atomic.Pointer[healthBox]
+	pairing   atomic.Pointer[pairingBox] // pairing.go
 }
 
 type handlerBox struct{ h core.Handler }
@@ -116,6 +120,9 @@ func New(opts Options) *Adapter {
 	}
 	if opts.Handler != nil {
 		a.handler.Store(&handlerBox{opts.Handler})
+	}
+	if opts.Pairing != nil {
+		a.SetPairing(opts.Pairing)
 	}
 	if opts.Store != nil && opts.Bus != nil {
 		a.Attach(opts.Store, opts.Bus)
@@ -198,6 +205,7 @@ func place(id core.SessionID) core.Place { return core.Place{Chat: string(id)} }
 func (a *Adapter) SSEClients() int { return int(a.clients.Load()) }
 
 // Handler serves the page at "/" (index.html, app.js, style.css, embedded)
-// and the API under "/api/". Authentication is the caller's: cmd puts its
-// token check in front of "/api/".
+// and the API under "/api/". Authentication is the caller's: cmd puts
+// httpguard's checks in front of it, the token and the bounds on bodies in
+// front of "/api/".
 func (a *Adapter) Handler() http.Handler { return a.mux }

@@ -32,6 +32,9 @@ func (a *Adapter) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/sessions/{id}/archive", a.withBackend(a.archive))
 	mux.HandleFunc("GET /api/events", a.withBackend(a.events))
 	mux.HandleFunc("GET /api/agents", a.agents)
+	pairing := a.pairingRoutes()
+	mux.Handle("/api/pairing", pairing)
+	mux.Handle("/api/pairing/", pairing)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{"no such API endpoint: " + r.Method + " " + r.URL.Path})
 	})

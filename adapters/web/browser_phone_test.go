@@ -172,7 +172,7 @@ func TestBrowserPhone(t *testing.T) {
 // the daemon no longer accepts brings the box back, saying so.
 func TestBrowserTokenBox(t *testing.T) {
 	s := newStack(t)
-	srv := httptest.NewServer(requireToken("s3cret", s.web.Handler()))
+	srv := httptest.NewServer(guarded("s3cret", s.web.Handler()))
 	t.Cleanup(srv.Close)
 	s.newSession("guarded")
 	b := newTab(t)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/parley-chat/parley/adapters/web/httpguard"
 	"github.com/parley-chat/parley/adapters/web/webtest"
 	"github.com/parley-chat/parley/core"
 )
@@ -156,29 +157,23 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
-// requireToken is cmd's token check in front of /api/ (the page itself is
-// served without it): a bearer header, or ?access_token= for EventSource.
-func requireToken(token string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.URL.Query().Get("access_token")
-		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			got = v
-		}
-		if strings.HasPrefix(r.URL.Path, "/api/") && got != token {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"error":"missing or wrong bearer token"}`))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+// guarded serves h behind httpguard as cmd mounts the adapter: everything
+// behind the browser guard, /api/ behind the token and the bounds on
+// bodies, except the liveness probe; the page itself needs no token.
+func guarded(token string, h http.Handler) http.Handler {
+	g := httpguard.New(httpguard.Options{Token: token})
+	mux := http.NewServeMux()
+	mux.Handle("/api/", g.API(h))
+	mux.Handle("GET /api/health", h)
+	mux.Handle("/", h)
+	return g.Browser(mux)
 }
 
 // With a token configured, the page takes it from #token=…, keeps it, and
 // sends it on every request and on the event stream.
 func TestBrowserToken(t *testing.T) {
 	s := newStack(t)
-	srv := httptest.NewServer(requireToken("s3cret", s.web.Handler()))
+	srv := httptest.NewServer(guarded("s3cret", s.web.Handler()))
 	t.Cleanup(srv.Close)
 	ctx, console := webtest.Browser(t)
 	poll := func(expr string) {

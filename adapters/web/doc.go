@@ -70,6 +70,12 @@
 // every write has Options.WriteTimeout, and a client that cannot take it is
 // disconnected.
 //
+// # Pairing
+//
+// GET /api/pairing lists the pairing codes waiting for the operator and
+// the people admitted; POST /api/pairing/{code}/approve and …/deny decide
+// one (pairing.go). PairingClient is the client `parley pairing` uses.
+//
 // # Managing sessions
 //
 // POST /api/sessions/{id}/title renames a session (core.Rename) and POST
@@ -86,15 +92,23 @@
 // request before keeping it in localStorage, and says when it is refused.
 // Below 720 px the session list is a drawer over the page. Every POST it
 // makes says Content-Type: application/json, with a body or without (the
-// archive), because cmd's guard takes changes only as JSON; it uploads no
+// archive), because httpguard takes changes only as JSON; it uploads no
 // files.
 //
 // # Wiring
 //
 // cmd builds the adapter before the daemon (the daemon's Router takes the
-// adapters), attaches it to the daemon's store and bus with Attach, and
-// mounts Handler at "/" behind its guard of browser requests (Host, Origin,
-// JSON) and its token check for /api/. Run receives the
-// daemon's Handler. Requests that arrive while the adapter has no store,
-// bus or Handler get 503.
+// adapters), attaches it to the daemon's store and bus with Attach, gives it
+// the commands service's pairings with SetPairing, and mounts Handler at
+// "/" behind httpguard's Browser (Host, Origin, JSON) and /api/ behind its
+// API (the token, bounded bodies). Run receives the daemon's Handler.
+// Requests that arrive while the adapter has no store, bus or Handler get
+// 503, and /api/pairing without pairings too.
+//
+// # Middleware
+//
+// Package httpguard, below this one, holds the checks in front of the whole
+// listener — the browser guard, the bearer token, the bounds on request
+// bodies — because cmd puts them in front of /mcp and /metrics as well, and
+// they need nothing of core.
 package web

@@ -14,10 +14,10 @@ import (
 )
 
 // TestBrowserPageThroughGuard: the page's own requests pass the guard
-// (guard.go) in a real browser, which sends Origin and Sec-Fetch-Site on
-// them: creating a session, sending a message, renaming and archiving it
-// (a POST without a body), with a token set and the page opened as
-// localhost.
+// (adapters/web/httpguard) in a real browser, which sends Origin and
+// Sec-Fetch-Site on them: creating a session, sending a message, renaming
+// and archiving it (a POST without a body), with a token set and the page
+// opened as localhost.
 func TestBrowserPageThroughGuard(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
 	ctx, console := webtest.Browser(t)

@@ -2,105 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/parley-chat/parley/commands"
-	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/adapters/web"
 )
 
-// Pairing for the operator (commands/pairing.go has the design): the
-// running daemon serves the codes at /api/pairing (with the token, like the
-// rest of /api), and `parley pairing` is its client, so the data directory,
-// which the daemon holds locked, is never opened twice.
-
-// pairingWaiting is a code waiting for the operator, as the API shows it.
-type pairingWaiting struct {
-	Code     string      `json:"code"`
-	Platform core.Origin `json:"platform"`
-	User     string      `json:"user"`
-	Name     string      `json:"name,omitempty"`
-	Created  time.Time   `json:"created"`
-}
-
-// pairingAdmitted is a person admitted by a pairing, as the API shows it.
-type pairingAdmitted struct {
-	Platform core.Origin `json:"platform"`
-	User     string      `json:"user"`
-	Name     string      `json:"name,omitempty"`
-	Code     string      `json:"code"`
-	Approved time.Time   `json:"approved"`
-}
-
-type pairingList struct {
-	Waiting  []pairingWaiting  `json:"waiting"`
-	Admitted []pairingAdmitted `json:"admitted"`
-}
-
-// pairingHandler serves GET /api/pairing and POST
-// /api/pairing/{code}/approve|deny.
-func pairingHandler(svc *commands.Service) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/pairing", func(w http.ResponseWriter, r *http.Request) {
-		reqs, adm, err := svc.Pairings(r.Context())
-		if err != nil {
-			pairingFail(w, err)
-			return
-		}
-		out := pairingList{Waiting: []pairingWaiting{}, Admitted: []pairingAdmitted{}}
-		for _, p := range reqs {
-			out.Waiting = append(out.Waiting, pairingWaiting{Code: p.Code, Platform: p.Origin, User: p.Actor.ID, Name: p.Actor.Name, Created: p.Created})
-		}
-		for _, a := range adm {
-			out.Admitted = append(out.Admitted, pairingAdmitted{Platform: a.Origin, User: a.Actor.ID, Name: a.Actor.Name, Code: a.Code, Approved: a.Approved})
-		}
-		writeJSONBody(w, http.StatusOK, out)
-	})
-	mux.HandleFunc("POST /api/pairing/{code}/approve", func(w http.ResponseWriter, r *http.Request) {
-		a, err := svc.ApprovePairing(r.Context(), r.PathValue("code"))
-		if err != nil {
-			pairingFail(w, err)
-			return
-		}
-		writeJSONBody(w, http.StatusOK, pairingAdmitted{Platform: a.Origin, User: a.Actor.ID, Name: a.Actor.Name, Code: a.Code, Approved: a.Approved})
-	})
-	mux.HandleFunc("POST /api/pairing/{code}/deny", func(w http.ResponseWriter, r *http.Request) {
-		p, err := svc.DenyPairing(r.Context(), r.PathValue("code"))
-		if err != nil {
-			pairingFail(w, err)
-			return
-		}
-		writeJSONBody(w, http.StatusOK, pairingWaiting{Code: p.Code, Platform: p.Origin, User: p.Actor.ID, Name: p.Actor.Name, Created: p.Created})
-	})
-	return mux
-}
-
-func pairingFail(w http.ResponseWriter, err error) {
-	msg, ok := core.UserMessage(err)
-	status := http.StatusInternalServerError
-	switch {
-	case !ok:
-	case errors.Is(err, core.ErrNotFound):
-		status = http.StatusNotFound
-	default:
-		status = http.StatusBadRequest
-	}
-	writeJSONBody(w, status, map[string]string{"error": msg})
-}
-
-func writeJSONBody(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+// `parley pairing` is the operator's client of the running daemon's
+// pairing API (adapters/web/pairing.go), so the data directory, which the
+// daemon holds locked, is never opened twice; commands/pairing.go has the
+// design.
 
 const pairingUsage = `Usage:
   parley pairing list               codes waiting for you, and who was admitted
@@ -145,27 +59,27 @@ func pairingCmd(ctx context.Context, args, env []string, stdout, stderr io.Write
 	if *token == "" {
 		*token = cfg.HTTP.Token
 	}
-	c := pairingClient{base: strings.TrimSuffix(*base, "/"), token: *token}
+	c := web.PairingClient{Base: *base, Token: *token}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	switch verb {
 	case "list":
-		var l pairingList
-		if err := c.do(ctx, http.MethodGet, "/api/pairing", &l); err != nil {
+		l, err := c.List(ctx)
+		if err != nil {
 			fmt.Fprintln(stderr, "parley pairing:", err)
 			return exitFailed
 		}
 		printPairings(stdout, l)
 	case "approve":
-		var a pairingAdmitted
-		if err := c.do(ctx, http.MethodPost, "/api/pairing/"+url.PathEscape(rest[0])+"/approve", &a); err != nil {
+		a, err := c.Approve(ctx, rest[0])
+		if err != nil {
 			fmt.Fprintln(stderr, "parley pairing:", err)
 			return exitFailed
 		}
 		fmt.Fprintf(stdout, "admitted %s (%s) on %s; they were told to write again\n", a.User, a.Name, a.Platform)
 	case "deny":
-		var p pairingWaiting
-		if err := c.do(ctx, http.MethodPost, "/api/pairing/"+url.PathEscape(rest[0])+"/deny", &p); err != nil {
+		p, err := c.Deny(ctx, rest[0])
+		if err != nil {
 			fmt.Fprintln(stderr, "parley pairing:", err)
 			return exitFailed
 		}
@@ -174,7 +88,7 @@ func pairingCmd(ctx context.Context, args, env []string, stdout, stderr io.Write
 	return exitOK
 }
 
-func printPairings(w io.Writer, l pairingList) {
+func printPairings(w io.Writer, l web.PairingList) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(l.Waiting) == 0 {
 		fmt.Fprintln(tw, "No pairing codes are waiting.")
@@ -191,39 +105,4 @@ func printPairings(w io.Writer, l pairingList) {
 		}
 	}
 	_ = tw.Flush()
-}
-
-// pairingClient calls the daemon's pairing API.
-type pairingClient struct{ base, token string }
-
-func (c pairingClient) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
-	if err != nil {
-		return err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if method != http.MethodGet {
-		// The daemon takes changes only as JSON (guard.go); these carry
-		// no body.
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("is parley running at %s? %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
-	}
-	return json.Unmarshal(body, out)
 }

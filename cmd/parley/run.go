@@ -271,9 +271,8 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.web.SetPresence(m.mcp)
 	m.web.SetPlatformHealth(d.Health())
+	m.web.SetPairing(d.Service)
 	m.metrics = met
-	pairing := requireToken(c.HTTP.Token, boundBody(maxAPIBody, apiRefusal, pairingHandler(d.Service)))
-	m.routes = append(m.routes, route{path: "/api/pairing", handler: pairing}, route{path: "/api/pairing/", handler: pairing})
 	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
 		m.web, m.mcp.Handler(), met, m.routes...)
 	if err != nil {

@@ -10,24 +10,25 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/web"
+	"github.com/parley-chat/parley/adapters/web/httpguard"
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
 )
 
 // httpServer is the daemon's one HTTP listener: the web page at /, the
 // JSON/SSE API at /api/, MCP at /mcp and metrics at /metrics. Every route
-// but the platforms' webhooks is behind the guard (guard.go: Host, and no
+// but the platforms' webhooks is behind httpguard's Browser (Host, and no
 // cross-site or non-JSON request changes anything); everything but the
 // page's static files and the liveness probe (/api/health) requires the
-// bearer token when one is set; request bodies are bounded in size and in
-// time (bodies.go).
+// bearer token when one is set; request bodies of /api/ and /mcp are
+// bounded in size and in time.
 type httpServer struct {
 	ln     net.Listener
 	srv    *http.Server
 	cancel context.CancelFunc // ends long-lived requests (SSE, MCP streams)
 }
 
-// route is an extra endpoint: parley's own (pairing), guarded and
-// authenticated like /api, or a platform's webhook.
+// route is an extra endpoint: a platform's webhook, or one behind the
+// browser guard only (its handler does its own authentication).
 type route struct {
 	path    string
 	handler http.Handler
@@ -62,7 +63,7 @@ type serverOptions struct {
 const defaultIdleTimeout = 90 * time.Second
 
 func newHTTPServer(o serverOptions, page *web.Adapter, mcpHandler http.Handler, met *metrics.Metrics, routes ...route) (*httpServer, error) {
-	token := o.Token
+	g := httpguard.New(httpguard.Options{Token: o.Token, AllowedHosts: o.AllowedHosts})
 	mux := http.NewServeMux()
 	guarded := http.NewServeMux()
 	for _, r := range routes {
@@ -72,16 +73,16 @@ func newHTTPServer(o serverOptions, page *web.Adapter, mcpHandler http.Handler, 
 			guarded.Handle(r.path, r.handler)
 		}
 	}
-	guarded.Handle("/api/", requireToken(token, boundBody(maxAPIBody, apiRefusal, page.Handler())))
+	guarded.Handle("/api/", g.API(page.Handler()))
 	// Liveness for probes, which hold no token: it says only whether
 	// parley runs, no data.
 	guarded.Handle("GET /api/health", page.Handler())
 	if mcpHandler != nil {
-		guarded.Handle("/mcp", requireToken(token, boundBody(maxMCPBody, mcpRefusal, mcpHandler)))
+		guarded.Handle("/mcp", g.MCP(mcpHandler))
 	}
-	guarded.Handle("/metrics", requireToken(token, met.Handler()))
+	guarded.Handle("/metrics", g.Token(met.Handler()))
 	guarded.Handle("/", page.Handler())
-	mux.Handle("/", newGuard(o.AllowedHosts).wrap(guarded))
+	mux.Handle("/", g.Browser(guarded))
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("http: listen on %s (set [http] listen or --listen): %w", o.Listen, err)

@@ -1,4 +1,4 @@
-package main
+package httpguard
 
 import (
 	"bytes"
@@ -9,20 +9,6 @@ import (
 	"net/http"
 	"os"
 	"time"
-)
-
-const (
-	// maxMCPBody bounds a request to /mcp. The largest argument is
-	// session.output's content (commands' MaxContent×4, 256 KiB by
-	// default), which JSON escaping can make up to six times longer.
-	maxMCPBody = 4 << 20
-	// maxAPIBody bounds a request to /api, as the web adapter's own
-	// decoding does (web.DefaultMaxBody).
-	maxAPIBody = 1 << 20
-	// bodyTimeout is how long a client may take to send a request body.
-	// Headers have the server's ReadHeaderTimeout. Neither applies to
-	// the long-lived streams (SSE, MCP's GET), which have no body.
-	bodyTimeout = 10 * time.Second
 )
 
 // refusal writes an error answer in the protocol of the endpoint.
@@ -48,7 +34,7 @@ func writeError(w http.ResponseWriter, status int, body any) {
 }
 
 // boundBody reads a request's body before h sees it: at most limit bytes,
-// within bodyTimeout. A larger body is refused with 413 (before a byte of
+// within BodyTimeout. A larger body is refused with 413 (before a byte of
 // it is read when its Content-Length says so), and a client that sends
 // its body slowly is cut off, so neither a huge nor a trickling body ties
 // up memory or a connection. The server's ReadTimeout cannot do this: it
@@ -64,7 +50,7 @@ func boundBody(limit int64, refuse refusal, h http.Handler) http.Handler {
 			return
 		}
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		_ = rc.SetReadDeadline(time.Now().Add(BodyTimeout))
 		buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+1))
 		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 		var tooBig *http.MaxBytesError
@@ -73,7 +59,7 @@ func boundBody(limit int64, refuse refusal, h http.Handler) http.Handler {
 			refuse(w, http.StatusRequestEntityTooLarge, tooLarge(limit))
 			return
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			refuse(w, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s", bodyTimeout))
+			refuse(w, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s", BodyTimeout))
 			return
 		case err != nil:
 			return // the client is gone

@@ -1,4 +1,4 @@
-package main
+package httpguard
 
 import (
 	"fmt"
@@ -10,17 +10,17 @@ import (
 	"strings"
 )
 
-// guard keeps browsers from being turned against parley. It wraps every
-// route but the platforms' webhooks (see route.webhook) and checks, before
-// anything is read or written:
+// browserGuard keeps browsers from being turned against parley. It wraps
+// every route but the platforms' webhooks and checks, before anything is
+// read or written:
 //
 //   - The Host header, against DNS rebinding: a page on evil.example whose
 //     name the attacker points at 127.0.0.1 is same-origin with parley in
 //     the browser's eyes, but its requests carry Host evil.example. Only
-//     loopback names and addresses (localhost, 127.0.0.0/8, ::1), the names the operator lists in [http] allowed_hosts, and the
-//     address the connection was made to when the Host is that literal IP
-//     (how a parley listening on 0.0.0.0 is reached by address) are
-//     answered. A rebinding needs a name, so none of these can be one.
+//     loopback names and addresses (localhost, 127.0.0.0/8, ::1), the
+//     names the operator lists in [http] allowed_hosts, and the address
+//     the connection was made to when the Host is that literal IP (how a
+//     parley listening on 0.0.0.0 is reached by address) are answered. A rebinding needs a name, so none of these can be one.
 //     Others get 403. This is the one Host check: mcp-go's own, which only
 //     knows loopback, is switched off in package mcp so that allowed_hosts
 //     works for /mcp too.
@@ -38,15 +38,15 @@ import (
 // The checks hold with a token set too: a token in the page's localStorage
 // does not travel with a forged request, but the checks cost nothing and
 // protect the token-less default alike.
-type guard struct {
+type browserGuard struct {
 	// allowed are the configured names and addresses, lower case, without
 	// port or brackets.
 	allowed map[string]bool
 }
 
-// newGuard builds the guard for the names of [http] allowed_hosts.
-func newGuard(allowedHosts []string) *guard {
-	g := &guard{allowed: map[string]bool{}}
+// newBrowserGuard builds the guard for the names of [http] allowed_hosts.
+func newBrowserGuard(allowedHosts []string) *browserGuard {
+	g := &browserGuard{allowed: map[string]bool{}}
 	for _, h := range allowedHosts {
 		g.allowed[hostName(h)] = true
 	}
@@ -54,7 +54,7 @@ func newGuard(allowedHosts []string) *guard {
 }
 
 // wrap returns h behind the guard's checks.
-func (g *guard) wrap(h http.Handler) http.Handler {
+func (g *browserGuard) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.hostAllowed(r) {
 			apiRefusal(w, http.StatusForbidden, fmt.Sprintf(
@@ -72,7 +72,7 @@ func (g *guard) wrap(h http.Handler) http.Handler {
 
 // hostAllowed reports whether r's Host is one parley answers to. An absent
 // Host (HTTP/1.0) does not come from a browser, which always sends one.
-func (g *guard) hostAllowed(r *http.Request) bool {
+func (g *browserGuard) hostAllowed(r *http.Request) bool {
 	if r.Host == "" {
 		return true
 	}
@@ -95,7 +95,7 @@ func (g *guard) hostAllowed(r *http.Request) bool {
 // forgery says why a state-changing request r cannot be trusted to come
 // from parley's page or a non-browser client: a status and a message, or
 // 0 when it can.
-func (g *guard) forgery(r *http.Request) (int, string) {
+func (g *browserGuard) forgery(r *http.Request) (int, string) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return 0, ""
@@ -118,7 +118,7 @@ func (g *guard) forgery(r *http.Request) (int, string) {
 // sameOrigin reports whether an Origin header names parley itself: the
 // same host and port the request was sent to, or a configured name.
 // "null" (sandboxed frames, file: pages) never does.
-func (g *guard) sameOrigin(origin, host string) bool {
+func (g *browserGuard) sameOrigin(origin, host string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false

@@ -1,4 +1,4 @@
-package main
+package httpguard
 
 import (
 	"bufio"
@@ -72,7 +72,7 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // TestBoundBodySlow: a client that sends its body slowly is cut off after
-// bodyTimeout, on a fake clock; one that sends it in time is served.
+// BodyTimeout, on a fake clock; one that sends it in time is served.
 func TestBoundBodySlow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := newPipeListener()
@@ -116,12 +116,12 @@ func TestBoundBodySlow(t *testing.T) {
 		// Three seconds between pieces: the body is whole at 6 s.
 		prompt := send(3*time.Second, head, "01234", "56789")
 
-		time.Sleep(bodyTimeout - time.Nanosecond)
+		time.Sleep(BodyTimeout - time.Nanosecond)
 		synctest.Wait()
 		select {
 		case resp := <-prompt:
 			if resp == nil || resp.StatusCode != http.StatusOK {
-				t.Fatalf("a body sent within %s was refused: %v", bodyTimeout, resp)
+				t.Fatalf("a body sent within %s was refused: %v", BodyTimeout, resp)
 			}
 		default:
 			t.Fatal("a body sent within the timeout got no answer")
@@ -143,7 +143,7 @@ func TestBoundBodySlow(t *testing.T) {
 				t.Errorf("body %s, want %s", b, want)
 			}
 		default:
-			t.Fatalf("the slow body was not cut off at %s", bodyTimeout)
+			t.Fatalf("the slow body was not cut off at %s", BodyTimeout)
 		}
 	})
 }

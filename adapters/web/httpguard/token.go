@@ -1,4 +1,4 @@
-package main
+package httpguard
 
 import (
 	"crypto/subtle"

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/parley-chat/parley/adapters/web"
+	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
+	"github.com/parley-chat/parley/core"
+)
+
+// TestRoutesNeedToken: with a token set, only the page and the liveness
+// probe answer without it.
+func TestRoutesNeedToken(t *testing.T) {
+	mcpOK := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h, err := newHTTPServer(serverOptions{Listen: "127.0.0.1:0", Token: "s3cret"}, web.New(web.Options{}), mcpOK, metrics.New(metrics.Sources{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.ln.Close()
+	tests := []struct {
+		method, path string
+		want         int
+	}{
+		// Not attached to a store: the probe says parley is not running.
+		{"GET", "/api/health", http.StatusServiceUnavailable},
+		{"HEAD", "/api/health", http.StatusServiceUnavailable},
+		{"POST", "/api/health", http.StatusUnauthorized},
+		{"GET", "/api/sessions", http.StatusUnauthorized},
+		{"GET", "/api/pairing", http.StatusUnauthorized},
+		{"GET", "/api/healthz", http.StatusUnauthorized},
+		{"POST", "/mcp", http.StatusUnauthorized},
+		{"GET", "/metrics", http.StatusUnauthorized},
+		{"GET", "/", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest(tt.method, tt.path, nil)
+			r.Host = "127.0.0.1:8765"
+			r.Header.Set("Content-Type", "application/json")
+			h.srv.Handler.ServeHTTP(w, r)
+			if w.Code != tt.want {
+				t.Errorf("status %d, want %d: %s", w.Code, tt.want, w.Body)
+			}
+		})
+	}
+}
+
+// TestRouteClasses: each class of route the server mounts gets exactly its
+// checks. A request that passes them all reaches the route's handler
+// (ok); then each check is broken alone: a foreign Host (the browser
+// guard), a form POST (the guard's JSON rule), no token, a body past the
+// API's limit and one past MCP's. Webhooks skip everything: the platform's
+// secret is their check.
+func TestRouteClasses(t *testing.T) {
+	reached := func(status int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(status)
+		})
+	}
+	page := web.New(web.Options{Pairing: noPairings{}})
+	h, err := newHTTPServer(serverOptions{Listen: "127.0.0.1:0", Token: "s3cret"}, page, reached(http.StatusAccepted),
+		metrics.New(metrics.Sources{}), route{path: "/slack/events", handler: reached(http.StatusNoContent), webhook: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.ln.Close()
+
+	const (
+		guarded = http.StatusForbidden
+		notJSON = http.StatusUnsupportedMediaType
+		noToken = http.StatusUnauthorized
+		tooBig  = http.StatusRequestEntityTooLarge
+	)
+	apiBig, mcpBig := strings.Repeat(" ", 1<<20+1), strings.Repeat(" ", 4<<20+1)
+	tests := []struct {
+		class        string
+		method, path string
+		// ok is what the handler answers a request that passes; the
+		// others what each broken check gets.
+		ok, foreignHost, form, noToken, apiBig, mcpBig int
+	}{
+		{"page", "GET", "/", http.StatusOK, guarded, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusOK},
+		{"page, changes", "POST", "/", http.StatusMethodNotAllowed, guarded, notJSON, http.StatusMethodNotAllowed, http.StatusMethodNotAllowed, http.StatusMethodNotAllowed},
+		{"liveness", "GET", "/api/health", http.StatusServiceUnavailable, guarded, http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusServiceUnavailable},
+		{"api", "POST", "/api/chat", http.StatusServiceUnavailable, guarded, notJSON, noToken, tooBig, tooBig},
+		{"pairing", "GET", "/api/pairing", http.StatusOK, guarded, http.StatusOK, noToken, tooBig, tooBig},
+		{"pairing, changes", "POST", "/api/pairing/ABCD-EFGH/approve", http.StatusNotFound, guarded, notJSON, noToken, tooBig, tooBig},
+		{"mcp", "POST", "/mcp", http.StatusAccepted, guarded, notJSON, noToken, http.StatusAccepted, tooBig},
+		{"metrics", "GET", "/metrics", http.StatusOK, guarded, http.StatusOK, noToken, http.StatusOK, http.StatusOK},
+		{"webhook", "POST", "/slack/events", http.StatusNoContent, http.StatusNoContent, http.StatusNoContent, http.StatusNoContent, http.StatusNoContent, http.StatusNoContent},
+	}
+	do := func(method, path, host, contentType, token, body string) (int, string) {
+		t.Helper()
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Host = host
+		r.Header.Set("Content-Type", contentType)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		w := httptest.NewRecorder()
+		h.srv.Handler.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	for _, tt := range tests {
+		t.Run(tt.class, func(t *testing.T) {
+			const host, json, form = "127.0.0.1:8765", "application/json", "application/x-www-form-urlencoded"
+			for _, c := range []struct {
+				check                    string
+				host, ctype, token, body string
+				want                     int
+			}{
+				{"passing every check", host, json, "s3cret", "{}", tt.ok},
+				{"foreign Host", "evil.example", json, "s3cret", "{}", tt.foreignHost},
+				{"form", host, form, "s3cret", "a=b", tt.form},
+				{"no token", host, json, "", "{}", tt.noToken},
+				{"past the API's limit", host, json, "s3cret", apiBig, tt.apiBig},
+				{"past MCP's limit", host, json, "s3cret", mcpBig, tt.mcpBig},
+			} {
+				if got, body := do(tt.method, tt.path, c.host, c.ctype, c.token, c.body); got != c.want {
+					t.Errorf("%s %s, %s: status %d, want %d: %.200s", tt.method, tt.path, c.check, got, c.want, body)
+				}
+			}
+		})
+	}
+	// The refusals of /mcp are JSON-RPC, those of the rest /api's.
+	if _, body := do("POST", "/mcp", "127.0.0.1", "application/json", "s3cret", mcpBig); !isJSONRPCError(body) {
+		t.Errorf("/mcp refused a large body with %s", body)
+	}
+}
+
+// isJSONRPCError reports whether body is a JSON-RPC error without an id.
+func isJSONRPCError(body string) bool {
+	var e struct {
+		Version string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct{ Code int }
+	}
+	return json.Unmarshal([]byte(body), &e) == nil && e.Version == "2.0" && string(e.ID) == "null" && e.Error.Code == -32600
+}
+
+// noPairings is a pairing service with no code waiting and nobody
+// admitted, as commands.Service answers with pairing on and nothing asked.
+type noPairings struct{}
+
+func (noPairings) Pairings(context.Context) ([]core.PairingRequest, []core.Admission, error) {
+	return nil, nil, nil
+}
+
+func (noPairings) ApprovePairing(_ context.Context, code string) (core.Admission, error) {
+	return core.Admission{}, &core.UserError{Msg: "no pairing code " + code + " is waiting", Err: core.ErrNotFound}
+}
+
+func (noPairings) DenyPairing(_ context.Context, code string) (core.PairingRequest, error) {
+	return core.PairingRequest{}, &core.UserError{Msg: "no pairing code " + code + " is waiting", Err: core.ErrNotFound}
+}
