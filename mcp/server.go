@@ -169,8 +169,8 @@ Answer with chat.assistant.post, stream progress with session.output, ask with u
 // Handler returns the Streamable HTTP endpoint (POST for requests, GET for
 // the server-initiated notification stream, DELETE to end a session).
 // cmd mounts it at /mcp. It does not check the Host header against DNS
-// rebinding: whoever serves it must (cmd/parley's guard does, for every
-// route).
+// rebinding: whoever serves it must (adapters/web/httpguard's Browser
+// guard does, in front of every route cmd/parley mounts).
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.guard) }
 
 // Run consumes the bus until ctx ends: it pushes notifications of human

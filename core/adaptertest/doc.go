@@ -1,7 +1,9 @@
 // Package adaptertest is the conformance suite every parley adapter runs
-// against its fake platform (telegramtest for Telegram, the in-memory fake,
-// the web page; Slack and Matrix later), so that what core relies on is
-// checked once, in one place, for all of them.
+// against its fake platform (telegramtest, slacktest, the real Dendrite
+// behind matrixtest's proxy, the web page, the in-memory fake), so that
+// what core relies on is checked once, in one place, for all of them. It
+// knows no platform: a new one passes it by providing an Env, whatever its
+// markup dialect (core.Markup is open).
 //
 // An adapter's test calls Run with a Harness, whose New builds a fresh
 // adapter and platform for each check and returns an Env: the adapter, and
