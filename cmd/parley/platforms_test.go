@@ -14,15 +14,17 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/matrix"
+	"github.com/parley-chat/parley/adapters/platform"
+	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
-	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
 // TestPlatformTable checks the table against config.Config: a platform of
-// this build has its section there under its name, with the row's section
-// type; a platform this build lacks has none.
+// this build has its section there under its name, with the type of the
+// section the platform makes; a platform this build lacks has none.
 func TestPlatformTable(t *testing.T) {
 	fieldByTag := map[string]reflect.Type{}
 	ct := reflect.TypeFor[config.Config]()
@@ -30,24 +32,24 @@ func TestPlatformTable(t *testing.T) {
 		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("toml"), ",")
 		fieldByTag[name] = ct.Field(i).Type
 	}
-	seen := map[string]bool{}
+	seen := map[core.AdapterName]bool{}
 	for _, p := range platforms() {
-		if seen[p.name] {
-			t.Errorf("%s: two rows", p.name)
+		if seen[p.Name] {
+			t.Errorf("%s: two rows", p.Name)
 		}
-		seen[p.name] = true
-		ft, inConfig := fieldByTag[p.name]
-		if p.section == nil {
+		seen[p.Name] = true
+		ft, inConfig := fieldByTag[string(p.Name)]
+		if p.Section == nil {
 			if inConfig {
-				t.Errorf("%s: absent from this build, but config.Config has a [%s] section", p.name, p.name)
+				t.Errorf("%s: absent from this build, but config.Config has a [%s] section", p.Name, p.Name)
 			}
 			continue
 		}
-		if st := reflect.TypeOf(p.section(config.Default())); !inConfig || st != ft {
-			t.Errorf("%s: section %v, config.Config's [%s] is %v", p.name, st, p.name, ft)
+		if st := reflect.TypeOf(p.Section()); !inConfig || st != reflect.PointerTo(ft) {
+			t.Errorf("%s: section %v, config.Config's [%s] is %v", p.Name, st, p.Name, ft)
 		}
-		if p.build == nil {
-			t.Errorf("%s: no constructor", p.name)
+		if p.New == nil {
+			t.Errorf("%s: no constructor", p.Name)
 		}
 	}
 	got := knownPlatforms(platforms())
@@ -67,6 +69,24 @@ func (s probeSection) Enabled() bool                  { return s.on }
 func (s probeSection) Allowed() []string              { return s.users }
 func (s probeSection) Validate(func(key, msg string)) {}
 
+// testPlatform is a platform of tests' tables. The configuration has no
+// section for it, so the table uses s, its defaults.
+func testPlatform(name core.AdapterName, s probeSection, build func(context.Context, probeSection, platform.Deps) (core.Adapter, error)) platform.Platform {
+	return platform.Of(name, func() probeSection { return s }, build, nil)
+}
+
+// fakePlatform is the in-memory adapter (adapters/fake) as a platform
+// named fake, enabled, admitting everyone: what tests add to a table for a
+// platform that needs no server. It is not in the binary's table.
+func fakePlatform() platform.Platform {
+	return testPlatform("fake", probeSection{on: true}, func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
+		return fake.New("fake", core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true}), nil
+	})
+}
+
+// admitAll is the allow-list tests give the adapters they build directly.
+var admitAll = core.AuthorizerFunc(func(core.Origin, core.Actor) bool { return true })
+
 // probeAdapter is the fake adapter with a Check, counting its calls.
 type probeAdapter struct {
 	*fake.Adapter
@@ -81,22 +101,22 @@ func (a probeAdapter) Check(context.Context) error { *a.checks++; return a.check
 // alone.
 func TestTableDrivesConstruction(t *testing.T) {
 	dir := t.TempDir()
-	var got deps
+	var got platform.Deps
 	checks := 0
-	probe := platformOf("probe", func(config.Config) probeSection { return probeSection{on: true, users: []string{"u1"}} },
-		func(_ context.Context, s probeSection, d deps) (core.Adapter, error) {
+	probe := testPlatform("probe", probeSection{on: true, users: []string{"u1"}},
+		func(_ context.Context, s probeSection, d platform.Deps) (core.Adapter, error) {
 			got = d
-			d.route("/probe/hook", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "probed") }))
+			d.Route("/probe/hook", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "probed") }))
 			return probeAdapter{Adapter: fake.New("probe", core.Capabilities{Markup: core.MarkupMarkdown}), checks: &checks}, nil
 		})
-	off := platformOf("off", func(config.Config) probeSection { return probeSection{} },
-		func(context.Context, probeSection, deps) (core.Adapter, error) {
+	off := testPlatform("off", probeSection{},
+		func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 			t.Error("a disabled platform was built")
 			return nil, errors.New("disabled")
 		})
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = dir, "127.0.0.1:0"
-	m := &Main{Config: cfg, table: []platform{probe, off, {name: "absent"}}}
+	m := &Main{Config: cfg, table: []platform.Platform{probe, off, {Name: "absent"}}}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +143,7 @@ func TestTableDrivesConstruction(t *testing.T) {
 	if checks != 1 {
 		t.Errorf("Check called %d times, want 1", checks)
 	}
-	if got.dataDir != dir || got.log == nil || got.Store == nil || got.Handler == nil || got.transcriber != nil {
+	if got.DataDir != dir || got.Logger == nil || got.Store == nil || got.Handler == nil || got.Authorizer == nil || got.Transcriber != nil {
 		t.Errorf("deps: %+v", got)
 	}
 	for actor, want := range map[string]bool{"u1": true, "intruder": false} {
@@ -146,16 +166,15 @@ func TestTableDrivesConstruction(t *testing.T) {
 }
 
 func TestTableConstructionFailures(t *testing.T) {
-	enabled := func(config.Config) probeSection { return probeSection{on: true} }
 	tests := []struct {
 		name  string
-		build func(context.Context, probeSection, deps) (core.Adapter, error)
+		build func(context.Context, probeSection, platform.Deps) (core.Adapter, error)
 		want  string
 	}{
-		{"constructor fails", func(context.Context, probeSection, deps) (core.Adapter, error) {
+		{"constructor fails", func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 			return nil, errors.New("probe: no token")
 		}, "probe: no token"},
-		{"adapter misnamed", func(context.Context, probeSection, deps) (core.Adapter, error) {
+		{"adapter misnamed", func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 			return fake.New("prob", core.Capabilities{}), nil
 		}, "platform probe built an adapter named prob"},
 	}
@@ -163,7 +182,7 @@ func TestTableConstructionFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-			m := &Main{Config: cfg, table: []platform{platformOf("probe", enabled, tt.build)}}
+			m := &Main{Config: cfg, table: []platform.Platform{testPlatform("probe", probeSection{on: true}, tt.build)}}
 			err := m.Open(context.Background())
 			if err == nil {
 				m.Close()
@@ -247,8 +266,8 @@ func TestConfigSlackFromEnv(t *testing.T) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
 	var routes []string
-	a, err := buildSlack(context.Background(), cfg.Slack, deps{dataDir: t.TempDir(),
-		route: func(path string, _ http.Handler) { routes = append(routes, path) }})
+	a, err := slack.Platform.New(context.Background(), &cfg.Slack, platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll,
+		Route: func(path string, _ http.Handler) { routes = append(routes, path) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,14 +295,14 @@ func TestConfigMatrixFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	a, err := buildMatrix(context.Background(), cfg.Matrix, deps{Deps: daemon.Deps{Store: st}, dataDir: t.TempDir()})
+	a, err := matrix.Platform.New(context.Background(), &cfg.Matrix, platform.Deps{Store: st, DataDir: t.TempDir(), Authorizer: admitAll})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Name() != "matrix" {
 		t.Errorf("built %s", a.Name())
 	}
-	if _, err := buildMatrix(context.Background(), cfg.Matrix, deps{dataDir: t.TempDir()}); err == nil {
+	if _, err := matrix.Platform.New(context.Background(), &cfg.Matrix, platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll}); err == nil {
 		t.Error("built the Matrix adapter without a store for its sync position")
 	}
 }

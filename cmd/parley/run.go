@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
@@ -192,7 +193,7 @@ type Main struct {
 	// added.
 	Adapters []core.Adapter
 	// table replaces the table of platforms (tests add their own rows).
-	table []platform
+	table []platform.Platform
 
 	daemon  *daemon.Daemon
 	routes  []route

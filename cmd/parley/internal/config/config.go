@@ -51,6 +51,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/parley-chat/parley/adapters/matrix"
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/mcp"
@@ -98,8 +99,6 @@ type Config struct {
 	// Transcription turns voice messages into text; enabled when api_url is
 	// set.
 	Transcription Transcription `toml:"transcription"`
-	// Fake is the in-memory test adapter.
-	Fake Fake `toml:"fake"`
 }
 
 // HTTP configures the HTTP listener.
@@ -245,21 +244,19 @@ func (t Transcription) Validate(report func(key, problem string)) {
 	}
 }
 
-// Fake configures the in-memory test adapter. It is a platform section like
-// telegram.Config, with nothing to check and no allow-list.
-type Fake struct {
-	// Enable adds the fake adapter, for tests and demos. Default false.
-	Enable bool `toml:"enabled"`
+// PlatformSection returns c's section of the platform name ([telegram]),
+// as a pointer into c, or false when c has none: the platform is one this
+// build does not configure, such as a test's.
+func (c *Config) PlatformSection(name string) (platform.Section, bool) {
+	for _, s := range sections(c) {
+		if s.name != name {
+			continue
+		}
+		ps, ok := s.v.Addr().Interface().(platform.Section)
+		return ps, ok
+	}
+	return nil, false
 }
-
-// Enabled reports whether the fake adapter is on.
-func (f Fake) Enabled() bool { return f.Enable }
-
-// Allowed is nil: the fake's origin admits everyone.
-func (f Fake) Allowed() []string { return nil }
-
-// Validate implements Section: a boolean has nothing left to check.
-func (f Fake) Validate(func(key, problem string)) {}
 
 // Section is a section of the configuration that checks its own keys,
 // beyond what Load checks of every key (that its value has the key's type,

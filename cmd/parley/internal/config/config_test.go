@@ -98,7 +98,7 @@ func TestDefaults(t *testing.T) {
 	if Default().HTTP.Listen != "127.0.0.1:8765" {
 		t.Errorf("Default().HTTP.Listen = %q", Default().HTTP.Listen)
 	}
-	for _, enabled := range []bool{want.Telegram.Enabled(), want.Slack.Enabled(), want.Transcription.Enabled(), want.Fake.Enabled()} {
+	for _, enabled := range []bool{want.Telegram.Enabled(), want.Slack.Enabled(), want.Transcription.Enabled()} {
 		if enabled {
 			t.Error("an adapter is enabled by default")
 		}
@@ -169,13 +169,12 @@ func TestLoadFile(t *testing.T) {
 			APIKey: "sk-transcription-secret",
 			Model:  "whisper-1",
 		},
-		Fake: Fake{Enable: true},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load(full.toml):\n got %+v\nwant %+v", c.Redacted(), want.Redacted())
 	}
 	for name, enabled := range map[string]bool{"telegram": c.Telegram.Enabled(), "slack": c.Slack.Enabled(),
-		"transcription": c.Transcription.Enabled(), "fake": c.Fake.Enabled()} {
+		"transcription": c.Transcription.Enabled()} {
 		if !enabled {
 			t.Errorf("%s not enabled", name)
 		}
@@ -217,7 +216,6 @@ model = "file-model"
 		"PARLEY_TELEGRAM_NEW_FROM_GENERAL=true",
 		"PARLEY_TELEGRAM_API_URL=", // empty counts as unset
 		"PARLEY_TRANSCRIPTION_MODEL=whisper-2",
-		"PARLEY_FAKE_ENABLED=true",
 		"PARLEY_LOG_FORMAT=text",
 		"PARLEY_LOG_FORMAT=json", // the last one wins
 	)
@@ -243,7 +241,6 @@ model = "file-model"
 		{"telegram.webhook_secret (file kept)", c.Telegram.WebhookSecret, "from-file"},
 		{"telegram.api_url (empty variable ignored)", c.Telegram.APIURL, "https://tg.example.org"},
 		{"transcription.model", c.Transcription.Model, "whisper-2"},
-		{"fake.enabled", c.Fake.Enable, true},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -506,6 +503,19 @@ token = "x"
 	}
 	if strings.Contains(msg, "secret") {
 		t.Errorf("error shows a value:\n%s", msg)
+	}
+}
+
+// TestNoTestAdapterSection: the in-memory test adapter is no platform
+// people can configure; its old section is an unknown one, and its
+// variable an unknown one too.
+func TestNoTestAdapterSection(t *testing.T) {
+	path, msg := loadErr(t, "[fake]\nenabled = true\n", home)
+	if want := path + ":1: unknown table [fake]"; !strings.Contains(msg, want) {
+		t.Errorf("error does not contain %q:\n%s", want, msg)
+	}
+	if got := UnknownEnv([]string{"PARLEY_FAKE_ENABLED=true"}); !reflect.DeepEqual(got, []string{"PARLEY_FAKE_ENABLED"}) {
+		t.Errorf("UnknownEnv = %q", got)
 	}
 }
 

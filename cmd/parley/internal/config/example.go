@@ -10,7 +10,7 @@ import (
 )
 
 // Example returns a commented example configuration file, as `parley init`
-// writes it: every key of Config but the test adapter's, section by section, each under its
+// writes it: every key of Config, section by section, each under its
 // description, its environment variable and its default, written as a
 // commented-out assignment of the default ("# listen = "127.0.0.1:8765"").
 // The file therefore loads as the defaults, and a person uncomments what
@@ -38,9 +38,6 @@ func Example(env []string) []byte {
 		if !inSection {
 			section, name = "", f.key
 		}
-		if section == testOnly {
-			continue
-		}
 		if section != current {
 			current = section
 			b.WriteString("\n")
@@ -59,10 +56,6 @@ func Example(env []string) []byte {
 	}
 	return b.Bytes()
 }
-
-// testOnly is the section of the in-memory test adapter, which people have
-// no use for: the example leaves it out, though Load accepts it.
-const testOnly = "fake"
 
 // comment writes text as comment lines.
 func comment(b *bytes.Buffer, text string) {

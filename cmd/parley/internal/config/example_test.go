@@ -208,12 +208,6 @@ func TestExampleHasEveryKey(t *testing.T) {
 		}
 	}
 	for _, f := range fields(&Config{}) {
-		if strings.HasPrefix(f.key, testOnly+".") {
-			if shown[f.key] || envs[f.env] {
-				t.Errorf("the example offers the test adapter's %s", f.key)
-			}
-			continue
-		}
 		if !shown[f.key] {
 			t.Errorf("the example does not show %s", f.key)
 		}

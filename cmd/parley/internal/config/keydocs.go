@@ -19,8 +19,6 @@ var keyDocs = map[string]string{
 	"cleanup.next_notice":        "next_notice deletes notices (errors, \"Transcribing…\") when the next\nnotice arrives or output starts. Default true.",
 	"cleanup.turn_complete":      "turn_complete deletes progress and status messages when the turn\ncompletes. Default true.",
 	"data_dir":                   "data_dir is where parley keeps its database and received files.\nDefault: $XDG_DATA_HOME/parley, else ~/.local/share/parley. A leading\n\"~/\" is expanded to $HOME.",
-	"fake":                       "Fake is the in-memory test adapter.",
-	"fake.enabled":               "enabled adds the fake adapter, for tests and demos. Default false.",
 	"http":                       "HTTP is the daemon's one HTTP listener: web page, /api, /mcp, /metrics.",
 	"http.allowed_hosts":         "allowed_hosts are the host names (or addresses) besides localhost and\nloopback addresses that parley answers to, for a reverse proxy or a\nname on the network: parley.example.org. A request carrying any\nother Host header is refused, which keeps web pages from reaching\nparley by DNS rebinding. Platform webhooks are exempt (they check\nthe platform's secret). Default none.",
 	"http.listen":                "listen is the host:port to listen on. Default 127.0.0.1:8765. An\naddress reachable from other machines requires token.",

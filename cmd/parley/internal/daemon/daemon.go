@@ -95,6 +95,9 @@ type Deps struct {
 	Store   core.Store
 	Bus     core.Bus
 	Handler core.Handler
+	// Authorizer is the allow-lists the Handler keeps, which every chat
+	// adapter asks before it acts on a person's input.
+	Authorizer core.Authorizer
 	// Pacer is the daemon's outbox, for calls an adapter makes itself. It
 	// is usable once Open returned (the outbox needs the adapters' limits,
 	// so it is built after them).
@@ -177,7 +180,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.Bus = core.NewMemBus(last + 1)
 	d.Service = commands.New(store, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			store.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
