@@ -10,7 +10,15 @@ import (
 
 // Platform is Matrix as cmd/parley lists it: the [matrix] section (Config),
 // enabled by its homeserver, and the adapter built from it.
-var Platform = platform.Of(Name, DefaultConfig, build, func(c Config) []core.Limit { return limitsFor(c.Options().MessageRate) })
+var Platform = platform.Of(platform.Def[Config]{
+	Name: Name,
+	// Doc's lines are the example's comment lines.
+	Doc:     "Matrix is the Matrix adapter's section, defined and validated by the\nadapter; enabled when its homeserver is set.",
+	KeyDocs: keyDocs,
+	Default: DefaultConfig,
+	New:     build,
+	Limits:  func(c Config) []core.Limit { return limitsFor(c.Options().MessageRate) },
+})
 
 // build constructs the adapter from an enabled, valid section. Its sync
 // position, filter and a password's login are kept in parley's store.

@@ -21,18 +21,24 @@
 //
 // A platform is one package, adapters/<name>, and one line in cmd/parley:
 //
-//   - The package exports Platform, made with Of from its name (the
-//     adapter's name, the origin of its input, its section [<name>] and
-//     its variables' prefix PARLEY_<NAME>_), a function returning its
-//     configuration section with the defaults, its constructor, and its
-//     rate limits as a function of the section.
+//   - The package exports Platform, made with Of from its Def: its name
+//     (the adapter's name, the origin of its input, its section [<name>]
+//     and its variables' prefix PARLEY_<NAME>_), its section's description
+//     and its keys' (Doc, KeyDocs), a function returning its section with
+//     the defaults, its constructor, and its rate limits as a function of
+//     the section.
 //   - Its section is a struct of its own with toml tags (its keys), tagged
 //     secret:"true" where a value must never be shown and url:"true" where
-//     it is a URL, and with doc comments on every field (they are the
-//     keys' descriptions in `parley init`'s example); its methods make it
-//     a Section: Validate checks its own rules, Enabled says whether it
+//     it is a URL, and with doc comments on every field; its methods make
+//     it a Section: Validate checks its own rules, Enabled says whether it
 //     turns the platform on, Allowed lists the people its allow-list
-//     admits. The constructor receives it enabled and valid.
+//     admits. The configuration loader decodes it, sets it from the
+//     variables and checks it; the constructor receives it enabled and
+//     valid. Nothing else in parley names its keys.
+//   - The keys' descriptions in `parley init`'s example are the doc
+//     comments of the section's fields, generated into the package's
+//     keydocs.go by a TestKeyDocs calling platformtest.KeyDocs and
+//     platformtest.CheckKeyDocsFile (run it with -update).
 //   - The constructor builds the adapter (a core.Adapter named as the
 //     platform) from the section and Deps, passing Deps.Authorizer on; an
 //     adapter with a Check method has it run as its start and by
@@ -110,6 +116,12 @@ type Platform struct {
 	// Name is the adapter's name, the origin of its input, the name of
 	// its section and, in upper case, of its variables' prefix.
 	Name core.AdapterName
+	// Doc describes the section, above it in `parley init`'s example.
+	Doc string
+	// KeyDocs describe the section's keys ("token"), under each in the
+	// example: the doc comments of the section's fields, generated into
+	// the platform's package (platformtest.CheckKeyDocsFile).
+	KeyDocs map[string]string
 	// Section returns a new section holding the defaults, as a pointer
 	// into which the configuration is decoded.
 	Section func() Section
@@ -122,24 +134,39 @@ type Platform struct {
 	Limits func(s Section) []core.Limit
 }
 
-// Of makes a Platform from functions of the platform's own section type
-// S, so that its constructor and limits receive S rather than a Section
-// to assert. def returns S with its defaults; limits may be nil for a
-// platform that declares none (a test's).
-func Of[S Section](name core.AdapterName, def func() S, build func(context.Context, S, Deps) (core.Adapter, error), limits func(S) []core.Limit) Platform {
+// Def defines a platform in terms of its own section type S, for Of. Name,
+// Doc and KeyDocs are Platform's.
+type Def[S Section] struct {
+	Name    core.AdapterName
+	Doc     string
+	KeyDocs map[string]string
+	// Default returns S with its defaults.
+	Default func() S
+	// New builds the adapter from an enabled, valid section.
+	New func(context.Context, S, Deps) (core.Adapter, error)
+	// Limits are the limits the adapter declares for a section; nil for
+	// a platform that declares none (a test's).
+	Limits func(S) []core.Limit
+}
+
+// Of makes a Platform from its definition, so that the constructor and the
+// limits receive S rather than a Section to assert.
+func Of[S Section](def Def[S]) Platform {
 	section := func(s Section) (S, error) {
 		v, ok := any(s).(*S)
 		if !ok || v == nil {
 			var zero S
-			return zero, fmt.Errorf("platform %s: section is a %T, not a *%T", name, s, zero)
+			return zero, fmt.Errorf("platform %s: section is a %T, not a *%T", def.Name, s, zero)
 		}
 		return *v, nil
 	}
 	return Platform{
-		Name: name,
+		Name:    def.Name,
+		Doc:     def.Doc,
+		KeyDocs: def.KeyDocs,
 		Section: func() Section {
 			// *S has S's methods: the assertion cannot fail.
-			s := def()
+			s := def.Default()
 			return any(&s).(Section)
 		},
 		New: func(ctx context.Context, s Section, d Deps) (core.Adapter, error) {
@@ -148,16 +175,16 @@ func Of[S Section](name core.AdapterName, def func() S, build func(context.Conte
 				return nil, err
 			}
 			if d.Authorizer == nil {
-				return nil, fmt.Errorf("platform %s: no authorizer", name)
+				return nil, fmt.Errorf("platform %s: no authorizer", def.Name)
 			}
-			return build(ctx, v, d)
+			return def.New(ctx, v, d)
 		},
 		Limits: func(s Section) []core.Limit {
 			v, err := section(s)
-			if err != nil || limits == nil {
+			if err != nil || def.Limits == nil {
 				return nil
 			}
-			return limits(v)
+			return def.Limits(v)
 		},
 	}
 }

@@ -36,11 +36,12 @@ var everyone = core.AuthorizerFunc(func(core.Origin, core.Actor) bool { return t
 var perSecond = []core.Limit{{Scope: core.ScopeAccount, Rate: core.Rate{N: 1, Per: time.Second}}}
 
 func probe() platform.Platform {
-	return platform.Of("probe", func() section { return section{Token: "default"} },
-		func(_ context.Context, s section, d platform.Deps) (core.Adapter, error) {
+	return platform.Of(platform.Def[section]{Name: "probe",
+		Default: func() section { return section{Token: "default"} },
+		New: func(_ context.Context, s section, d platform.Deps) (core.Adapter, error) {
 			return adapter{token: s.Token}, nil
 		},
-		func(s section) []core.Limit { return perSecond })
+		Limits: func(s section) []core.Limit { return perSecond }})
 }
 
 // TestOf: a Platform decodes into the section it makes and builds from

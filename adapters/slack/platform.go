@@ -10,7 +10,15 @@ import (
 
 // Platform is Slack as cmd/parley lists it: the [slack] section (Config),
 // enabled by its bot token, and the adapter built from it.
-var Platform = platform.Of(Name, DefaultConfig, build, func(c Config) []core.Limit { return limitsFor(c.Stream) })
+var Platform = platform.Of(platform.Def[Config]{
+	Name: Name,
+	// Doc's lines are the example's comment lines.
+	Doc:     "Slack is the Slack adapter's section, defined and validated by the\nadapter; enabled when its bot token is set.",
+	KeyDocs: keyDocs,
+	Default: DefaultConfig,
+	New:     build,
+	Limits:  func(c Config) []core.Limit { return limitsFor(c.Stream) },
+})
 
 // build constructs the adapter from an enabled, valid section and, in
 // events mode, mounts its request handler at events_path.

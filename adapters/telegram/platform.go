@@ -12,7 +12,15 @@ import (
 
 // Platform is Telegram as cmd/parley lists it: the [telegram] section
 // (Config), enabled by its token, and the adapter built from it.
-var Platform = platform.Of(Name, DefaultConfig, build, func(Config) []core.Limit { return limits })
+var Platform = platform.Of(platform.Def[Config]{
+	Name: Name,
+	// Doc's lines are the example's comment lines.
+	Doc:     "Telegram is the Telegram adapter's section, defined and validated by\nthe adapter; enabled when its token is set.",
+	KeyDocs: keyDocs,
+	Default: DefaultConfig,
+	New:     build,
+	Limits:  func(Config) []core.Limit { return limits },
+})
 
 // build constructs the adapter from an enabled, valid section and, in
 // webhook mode, mounts its webhook at the path of webhook_url.

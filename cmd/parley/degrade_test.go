@@ -106,8 +106,8 @@ func TestTelegramDownAtStartDegrades(t *testing.T) {
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
 	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
 	st.start()
 	addr := st.m.Addr()
 
@@ -208,7 +208,7 @@ func TestDoctorSaysWhichPlatformTheRunningParleyLacks(t *testing.T) {
 	ln.Close()
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.ChatID, cfg.Telegram.AllowedUsers = "1:x", closed, -1, []int64{1}
+	telegramConfig(&cfg).Token, telegramConfig(&cfg).APIURL, telegramConfig(&cfg).ChatID, telegramConfig(&cfg).AllowedUsers = "1:x", closed, -1, []int64{1}
 	m := startServing(t, cfg, nil)
 	waitDown(t, m, "telegram", core.PlatformUnreachable)
 	_, fs := runDoctor(t, "PARLEY_DATA_DIR="+cfg.DataDir, "PARLEY_HTTP_LISTEN="+m.Addr(), "PARLEY_TELEGRAM_TOKEN=1:x",

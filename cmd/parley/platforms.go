@@ -42,8 +42,9 @@ type checker interface {
 }
 
 // sectionOf returns a platform's section of c: the one c holds under the
-// platform's name, or, for a platform c has no section for (a test's), the
-// platform's defaults. Nil for a platform this build lacks.
+// platform's name, or, for a platform c has no section for (a test's, or
+// any in a Config made by config.Default), the platform's defaults. Nil
+// for a platform this build lacks.
 func sectionOf(c *config.Config, p platform.Platform) platform.Section {
 	if p.Section == nil {
 		return nil
@@ -62,7 +63,7 @@ func knownPlatforms(table []platform.Platform) config.Platforms {
 		if row.Section == nil {
 			p.Absent = append(p.Absent, string(row.Name))
 		} else {
-			p.Present = append(p.Present, string(row.Name))
+			p.Present = append(p.Present, row)
 		}
 	}
 	return p

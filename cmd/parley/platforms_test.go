@@ -17,20 +17,20 @@ import (
 	"github.com/parley-chat/parley/adapters/matrix"
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/slack"
+	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
-// TestPlatformTable checks the table against config.Config: a platform of
-// this build has its section there under its name, with the type of the
-// section the platform makes; a platform this build lacks has none.
+// TestPlatformTable checks the table: each platform of this build makes
+// its section and has a constructor, and its section is the
+// configuration's under its name; a platform this build lacks has neither
+// and no section.
 func TestPlatformTable(t *testing.T) {
-	fieldByTag := map[string]reflect.Type{}
-	ct := reflect.TypeFor[config.Config]()
-	for i := range ct.NumField() {
-		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("toml"), ",")
-		fieldByTag[name] = ct.Field(i).Type
+	cfg, err := loadConfig("", []string{"HOME=/home/ada"})
+	if err != nil {
+		t.Fatal(err)
 	}
 	seen := map[core.AdapterName]bool{}
 	for _, p := range platforms() {
@@ -38,25 +38,40 @@ func TestPlatformTable(t *testing.T) {
 			t.Errorf("%s: two rows", p.Name)
 		}
 		seen[p.Name] = true
-		ft, inConfig := fieldByTag[string(p.Name)]
+		s, inConfig := cfg.PlatformSection(string(p.Name))
 		if p.Section == nil {
-			if inConfig {
-				t.Errorf("%s: absent from this build, but config.Config has a [%s] section", p.Name, p.Name)
+			if inConfig || p.New != nil {
+				t.Errorf("%s: absent from this build, but has a section or a constructor", p.Name)
 			}
 			continue
 		}
-		if st := reflect.TypeOf(p.Section()); !inConfig || st != reflect.PointerTo(ft) {
-			t.Errorf("%s: section %v, config.Config's [%s] is %v", p.Name, st, p.Name, ft)
+		if st := reflect.TypeOf(p.Section()); !inConfig || reflect.TypeOf(s) != st {
+			t.Errorf("%s: section %v, the configuration's [%s] is %T", p.Name, st, p.Name, s)
 		}
-		if p.New == nil {
-			t.Errorf("%s: no constructor", p.Name)
+		if p.New == nil || p.Doc == "" || len(p.KeyDocs) == 0 {
+			t.Errorf("%s: no constructor, or no descriptions for parley init's example", p.Name)
 		}
 	}
 	got := knownPlatforms(platforms())
-	want := config.Platforms{Present: []string{"telegram", "slack", "matrix"}, Absent: []string{"discord"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("knownPlatforms = %+v, want %+v", got, want)
+	var names []string
+	for _, p := range got.Present {
+		names = append(names, string(p.Name))
 	}
+	if want := []string{"telegram", "slack", "matrix"}; !slices.Equal(names, want) || !slices.Equal(got.Absent, []string{"discord"}) {
+		t.Errorf("knownPlatforms = %q, absent %q; want %q, absent discord", names, got.Absent, want)
+	}
+}
+
+// telegramConfig, slackConfig and matrixConfig are c's sections of the
+// platforms, added with their defaults when c has none (config.Default).
+func telegramConfig(c *config.Config) *telegram.Config {
+	return c.SectionFor(telegram.Platform).(*telegram.Config)
+}
+
+func slackConfig(c *config.Config) *slack.Config { return c.SectionFor(slack.Platform).(*slack.Config) }
+
+func matrixConfig(c *config.Config) *matrix.Config {
+	return c.SectionFor(matrix.Platform).(*matrix.Config)
 }
 
 // probeSection is a test platform's configuration section.
@@ -72,7 +87,7 @@ func (s probeSection) Validate(func(key, msg string)) {}
 // testPlatform is a platform of tests' tables. The configuration has no
 // section for it, so the table uses s, its defaults.
 func testPlatform(name core.AdapterName, s probeSection, build func(context.Context, probeSection, platform.Deps) (core.Adapter, error)) platform.Platform {
-	return platform.Of(name, func() probeSection { return s }, build, nil)
+	return platform.Of(platform.Def[probeSection]{Name: name, Default: func() probeSection { return s }, New: build})
 }
 
 // fakePlatform is the in-memory adapter (adapters/fake) as a platform
@@ -266,7 +281,7 @@ func TestConfigSlackFromEnv(t *testing.T) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
 	var routes []string
-	a, err := slack.Platform.New(context.Background(), &cfg.Slack, platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll,
+	a, err := slack.Platform.New(context.Background(), slackConfig(&cfg), platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll,
 		Route: func(path string, _ http.Handler) { routes = append(routes, path) }})
 	if err != nil {
 		t.Fatal(err)
@@ -295,14 +310,14 @@ func TestConfigMatrixFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	a, err := matrix.Platform.New(context.Background(), &cfg.Matrix, platform.Deps{Store: st, DataDir: t.TempDir(), Authorizer: admitAll})
+	a, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{Store: st, DataDir: t.TempDir(), Authorizer: admitAll})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Name() != "matrix" {
 		t.Errorf("built %s", a.Name())
 	}
-	if _, err := matrix.Platform.New(context.Background(), &cfg.Matrix, platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll}); err == nil {
+	if _, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll}); err == nil {
 		t.Error("built the Matrix adapter without a store for its sync position")
 	}
 }

@@ -133,7 +133,7 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := newLogger(cfg.Log, stderr)
-	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG")) {
+	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), knownPlatforms(platforms())) {
 		log.Warn("unknown environment variable ignored", "name", name)
 	}
 	// The checks doctor makes of the address, the data directory and the
