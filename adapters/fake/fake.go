@@ -7,6 +7,10 @@
 // Run hands it to the core.Handler and "acknowledges" an update only after
 // the handler returned, redelivering it otherwise, like a platform with
 // at-least-once delivery.
+//
+// Only tests import it: it is no platform of parley's binary, and has no
+// configuration section; cmd/parley's tests add it to their table of
+// platforms themselves.
 package fake
 
 import (

@@ -44,9 +44,12 @@ type Options struct {
 	AccessToken string
 	Password    string
 	// Allowed are the Matrix ids whose invites the bot follows and whom it
-	// invites to the rooms it creates. Whose input is accepted is the
-	// handler's decision (core.Authorizer), made from the same list.
+	// invites to the rooms it creates. Whose input is accepted is
+	// Authorizer's decision, made from the same list.
 	Allowed []string
+	// Authorizer decides whose input the adapter acts on, before it joins,
+	// creates or fetches anything for them; required.
+	Authorizer core.Authorizer
 	// Space, when set, is the space (room id or alias) the rooms the bot
 	// creates are added to.
 	Space string
@@ -130,6 +133,8 @@ func New(opts Options) (*Adapter, error) {
 		return nil, errors.New("matrix: no access token or password (set PARLEY_MATRIX_ACCESS_TOKEN or PARLEY_MATRIX_PASSWORD)")
 	case opts.Cursors == nil:
 		return nil, errors.New("matrix: no cursor store")
+	case opts.Authorizer == nil:
+		return nil, errors.New("matrix: no authorizer")
 	}
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = defaultMaxFile
@@ -261,12 +266,21 @@ func (a *Adapter) Capabilities() core.Capabilities {
 		FileThreshold: 0,    // long outputs go as continuation messages
 		DeleteOthers:  true, // where the bot's power level allows it; see Delete
 		Buttons:       true, // shown as numbered options answered by number or reaction
-		Limits: []core.Limit{
-			{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpRename, core.OpDelete}, Rate: a.opts.MessageRate,
-				Learn: &core.Learn{Max: maxEventRate, Every: learnEvery}, SendShare: sendShare},
-			{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 30, Per: time.Minute}},
-		},
-		EditInterval: editInterval,
+		Limits:        limitsFor(a.opts.MessageRate),
+		EditInterval:  editInterval,
+	}
+}
+
+// limitsFor are the limits the adapter declares for an account whose
+// message budget starts at rate (synapseRate when unset).
+func limitsFor(rate core.Rate) []core.Limit {
+	if rate.Unlimited() {
+		rate = synapseRate
+	}
+	return []core.Limit{
+		{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend, core.OpEdit, core.OpRename, core.OpDelete}, Rate: rate,
+			Learn: &core.Learn{Max: maxEventRate, Every: learnEvery}, SendShare: sendShare},
+		{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 30, Per: time.Minute}},
 	}
 }
 

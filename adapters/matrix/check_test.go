@@ -9,6 +9,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/matrix"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 // TestCheckSaysDownOrRefused: the daemon starts the adapter with Check and
@@ -34,7 +35,7 @@ func TestCheckSaysDownOrRefused(t *testing.T) {
 	defer hs.Close()
 	const token = "syt_secret_token"
 	a, err := matrix.New(matrix.Options{Homeserver: hs.URL, UserID: "@parley:example.org", AccessToken: token,
-		Cursors: newCursors(), FileDir: t.TempDir()})
+		Cursors: newCursors(), Authorizer: adaptertest.Everyone, FileDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

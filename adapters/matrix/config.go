@@ -64,7 +64,8 @@ func (c Config) Allowed() []string {
 }
 
 // Options returns the adapter options the section sets. The caller adds
-// what the daemon provides: Cursors, FileDir, Pacer, Transcriber, Logger.
+// what the daemon provides (Platform does): Cursors, Authorizer, FileDir,
+// Pacer, Transcriber, Logger.
 func (c Config) Options() Options {
 	return Options{Homeserver: c.Homeserver, UserID: id.UserID(strings.TrimSpace(c.UserID)), AccessToken: c.AccessToken,
 		Password: c.Password, Allowed: c.Allowed(), Space: strings.TrimSpace(c.Space), MessageRate: c.rate()}

@@ -1,11 +1,13 @@
 package matrix
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -67,5 +69,36 @@ func TestConfigOptions(t *testing.T) {
 	}
 	if got := (Config{}).Allowed(); got == nil || len(got) != 0 {
 		t.Errorf("Allowed of an empty list = %#v, want empty and not nil (nobody, not everyone)", got)
+	}
+}
+
+// TestNewNeedsAnAuthorizer: without an allow-list to ask, the adapter is
+// not built, rather than admitting the configured list or everyone.
+func TestNewNeedsAnAuthorizer(t *testing.T) {
+	_, err := New(Options{Homeserver: "https://matrix.example.org", UserID: "@parley:example.org", AccessToken: "t", Cursors: nopCursors{}})
+	if err == nil || !strings.Contains(err.Error(), "authorizer") {
+		t.Fatalf("New without an Authorizer: %v, want an error naming it", err)
+	}
+}
+
+// TestPlatformLimits: the limits Platform says a section configures are
+// the ones the adapter declares, at the default budget and a configured
+// one.
+func TestPlatformLimits(t *testing.T) {
+	for _, perMinute := range []int64{0, 60} {
+		c := DefaultConfig()
+		c.Homeserver, c.UserID, c.AccessToken = "https://matrix.example.org", "@parley:example.org", "t"
+		if perMinute > 0 {
+			c.MessagesPerMinute = perMinute
+		}
+		opts := c.Options()
+		opts.Cursors, opts.Authorizer = nopCursors{}, adaptertest.Everyone
+		a, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := Platform.Limits(&c), a.Capabilities().Limits; !reflect.DeepEqual(got, want) || len(got) == 0 {
+			t.Errorf("%d a minute: Platform.Limits = %+v, the adapter declares %+v", perMinute, got, want)
+		}
 	}
 }

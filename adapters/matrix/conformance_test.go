@@ -45,7 +45,7 @@ func newConformanceEnv(t *testing.T, hs *matrixtest.Homeserver, bot *matrixtest.
 	proxy := matrixtest.NewProxy(t, hs.URL)
 	rec := &recorder{next: http.DefaultTransport}
 	a, err := matrix.New(matrix.Options{Homeserver: proxy.URL, UserID: bot.ID, AccessToken: bot.AccessToken,
-		Allowed: []string{string(ann.User.ID)}, Cursors: newCursors(), FileDir: t.TempDir(),
+		Allowed: []string{string(ann.User.ID)}, Authorizer: admit(ann.User.ID), Cursors: newCursors(), FileDir: t.TempDir(),
 		HTTPClient: &http.Client{Transport: rec, Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

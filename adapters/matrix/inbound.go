@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,15 +71,11 @@ func actor(u id.UserID) core.Actor {
 	return core.Actor{ID: string(u), Name: name}
 }
 
-// authorized asks the handler's allow-list (core.Authorizer) whether who
-// may act, before the adapter does anything for them: joining a room,
-// creating one, fetching a file. Without an Authorizer, the configured
-// list decides.
-func (a *Adapter) authorized(h core.Handler, who core.Actor) bool {
-	if az, ok := h.(core.Authorizer); ok {
-		return az.Authorized(core.Origin(Name), who)
-	}
-	return slices.Contains(a.opts.Allowed, who.ID)
+// authorized asks the allow-list (Options.Authorizer) whether who may
+// act, before the adapter does anything for them: joining a room, creating
+// one, fetching a file.
+func (a *Adapter) authorized(who core.Actor) bool {
+	return a.opts.Authorizer.Authorized(core.Origin(Name), who)
 }
 
 // parser recognises Matrix's "!" commands.
@@ -118,7 +113,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, ev *event.Event
 		return nil
 	}
 	who := actor(ev.Sender)
-	if !a.authorized(h, who) {
+	if !a.authorized(who) {
 		a.log.Debug("ignoring a message from someone not allowed", "user", ev.Sender, "room", ev.RoomID)
 		return nil
 	}
@@ -186,7 +181,7 @@ func (a *Adapter) onReaction(ctx context.Context, h core.Handler, ev *event.Even
 		return nil
 	}
 	who := actor(ev.Sender)
-	if !a.authorized(h, who) {
+	if !a.authorized(who) {
 		return nil
 	}
 	target, err := a.cli.GetEvent(ctx, ev.RoomID, id.EventID(c.RelatesTo.EventID))
@@ -324,7 +319,7 @@ func (a *Adapter) onInvite(ctx context.Context, h core.Handler, room id.RoomID, 
 		return nil
 	}
 	who := actor(inviter)
-	if !a.authorized(h, who) {
+	if !a.authorized(who) {
 		a.log.Info("declining an invite from someone not allowed", "room", room, "user", inviter)
 		if _, err := a.cli.LeaveRoom(ctx, room); err != nil {
 			if err := classify("decline an invite", opOther, err, false); !core.IsPermanent(err) {

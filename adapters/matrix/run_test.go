@@ -40,7 +40,11 @@ func newHandler(allowed ...id.UserID) *handler {
 	return h
 }
 
-func (h *handler) Authorized(_ core.Origin, a core.Actor) bool { return h.allowed[a.ID] }
+// admit is the adapter's allow-list: the people in ids, as the handler
+// and parley's configured list (matrix.allowed_users) admit them.
+func admit(ids ...id.UserID) core.Authorizer {
+	return core.AuthorizerFunc(func(_ core.Origin, a core.Actor) bool { return slices.Contains(ids, id.UserID(a.ID)) })
+}
 
 func (h *handler) Handle(_ context.Context, cmd core.Command) (core.Result, error) {
 	if !h.allowed[cmd.Actor.ID] {
@@ -112,6 +116,7 @@ func (w *world) adapter(t *testing.T, opts matrix.Options) *matrix.Adapter {
 	t.Helper()
 	opts.Homeserver, opts.UserID, opts.AccessToken = w.hs.URL, w.bot.ID, w.bot.AccessToken
 	opts.Allowed = []string{string(w.ann.User.ID)}
+	opts.Authorizer = admit(w.ann.User.ID)
 	opts.Cursors, opts.FileDir, opts.SyncTimeout = w.store, w.files, 2*time.Second
 	opts.HTTPClient = &http.Client{Timeout: time.Minute}
 	opts.Logger = slog.New(slog.DiscardHandler)
@@ -443,7 +448,7 @@ func TestLoggedOutLogsInAgain(t *testing.T) {
 	w := newWorld(t)
 	h := newHandler(w.ann.User.ID)
 	a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password,
-		Allowed: []string{string(w.ann.User.ID)}, Cursors: w.store, FileDir: w.files, SyncTimeout: time.Second,
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, FileDir: w.files, SyncTimeout: time.Second,
 		HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

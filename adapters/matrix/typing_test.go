@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 // TestTypingRenewal: a typing notification lasts typingFor; core's
@@ -25,7 +26,7 @@ func TestTypingRenewal(t *testing.T) {
 		_, _ = w.Write([]byte("{}"))
 	}))
 	defer srv.Close()
-	a, err := New(Options{Homeserver: srv.URL, UserID: "@parley:example.org", AccessToken: "t", Cursors: nopCursors{}})
+	a, err := New(Options{Homeserver: srv.URL, UserID: "@parley:example.org", AccessToken: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func (a *Adapter) onAction(ctx context.Context, h core.Handler, ic *slack.Intera
 		return nil
 	}
 	who := core.Actor{ID: ic.User.ID, Name: ic.User.Name}
-	if !authorized(h, who) {
+	if !a.authorized(who) {
 		a.log.Debug("ignoring a click from someone not allowed", "user", ic.User.ID)
 		return nil
 	}

@@ -33,8 +33,8 @@ func click(t *testing.T, user, actionID, value string) *slack.InteractionCallbac
 func TestClick(t *testing.T) {
 	api := newFakeAPI(t)
 	pc := &pacer{}
-	a := newTestAdapter(t, api, func(o *Options) { o.Pacer = pc })
 	h := newRecorder("U1")
+	a := newTestAdapter(t, api, func(o *Options) { o.Pacer = pc }, withAuthorizer(h))
 	if err := a.onAction(context.Background(), h, click(t, "U1", "parley_answer_0", "Q1:1")); err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,8 @@ func TestClickRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			api := newFakeAPI(t)
-			a := newTestAdapter(t, api)
 			h := newRecorder("U1")
+			a := newTestAdapter(t, api, withAuthorizer(h))
 			h.answer = func(core.Command) (core.Result, error) { return core.Result{}, tt.err }
 			if err := a.onAction(context.Background(), h, click(t, tt.user, tt.actionID, tt.value)); err != nil {
 				t.Fatal(err)
@@ -100,8 +100,8 @@ func TestClickRefused(t *testing.T) {
 // question keeps showing the answer the first gave.
 func TestDoubleClick(t *testing.T) {
 	api := newFakeAPI(t)
-	a := newTestAdapter(t, api)
 	h := newRecorder("U1")
+	a := newTestAdapter(t, api, withAuthorizer(h))
 	answered := false
 	h.answer = func(core.Command) (core.Result, error) {
 		if answered {

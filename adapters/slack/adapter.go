@@ -38,6 +38,9 @@ type Options struct {
 	// Socket Mode; SigningSecret verifies its requests.
 	Events        bool
 	SigningSecret string
+	// Authorizer decides whose input the adapter acts on, before it
+	// fetches, creates or says anything for them; required.
+	Authorizer core.Authorizer
 	// FileDir is where received files are stored (one directory per
 	// conversation below FileDir/slack).
 	FileDir string
@@ -133,6 +136,9 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Channel == "" {
 		return nil, errors.New("slack: no channel (set [slack] channel or PARLEY_SLACK_CHANNEL)")
 	}
+	if opts.Authorizer == nil {
+		return nil, errors.New("slack: no authorizer")
+	}
 	if !opts.Events && opts.AppToken == "" {
 		return nil, errors.New("slack: Socket Mode needs an app-level token (set [slack] app_token or PARLEY_SLACK_APP_TOKEN)")
 	}
@@ -227,8 +233,11 @@ var streamLimits = []core.Limit{
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 50, Per: time.Minute}},
 }
 
-func (a *Adapter) limits() []core.Limit {
-	if a.opts.Stream {
+func (a *Adapter) limits() []core.Limit { return limitsFor(a.opts.Stream) }
+
+// limitsFor are the limits the adapter declares with streaming on or off.
+func limitsFor(stream bool) []core.Limit {
+	if stream {
 		return streamLimits
 	}
 	return limits

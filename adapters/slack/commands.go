@@ -74,7 +74,7 @@ func ephemeral(md string) *slashReply {
 // acknowledgement; its error means "try again".
 func (a *Adapter) onSlash(ctx context.Context, h core.Handler, c slack.SlashCommand) (*slashReply, error) {
 	who := core.Actor{ID: c.UserID, Name: c.UserName}
-	if !authorized(h, who) {
+	if !a.authorized(who) {
 		a.log.Debug("ignoring a slash command from someone not allowed", "user", c.UserID, "channel", c.ChannelID)
 		return nil, nil
 	}

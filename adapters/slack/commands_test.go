@@ -43,8 +43,8 @@ func TestSlashCommands(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			api := newFakeAPI(t)
-			a := newTestAdapter(t, api)
 			h := newRecorder("U1")
+			a := newTestAdapter(t, api, withAuthorizer(h))
 			r, err := a.onSlash(context.Background(), h, slack.SlashCommand{Command: "/parley", ChannelID: tt.channel, UserID: tt.user, Text: tt.text, TriggerID: "tr1"})
 			if err != nil {
 				t.Fatal(err)
@@ -69,8 +69,8 @@ func TestSlashNew(t *testing.T) {
 	api := newFakeAPI(t)
 	api.on("chat.postMessage", posted("500.1"))
 	pc := &pacer{}
-	a := newTestAdapter(t, api, func(o *Options) { o.Pacer = pc })
 	h := newRecorder("U1")
+	a := newTestAdapter(t, api, func(o *Options) { o.Pacer = pc }, withAuthorizer(h))
 	fail := true
 	h.answer = func(c core.Command) (core.Result, error) {
 		if fail {
@@ -113,8 +113,8 @@ func TestSlashNew(t *testing.T) {
 func TestNewInThread(t *testing.T) {
 	api := newFakeAPI(t)
 	api.on("chat.postMessage", posted("600.1"))
-	a := newTestAdapter(t, api)
 	h := newRecorder("U1")
+	a := newTestAdapter(t, api, withAuthorizer(h))
 	ev := event(t, `{"type":"message","channel":"C1","user":"U1","text":"!new Side quest","ts":"101.0","thread_ts":"100.1"}`)
 	if err := a.onEvent(context.Background(), h, ev); err != nil {
 		t.Fatal(err)
@@ -130,8 +130,8 @@ func TestNewInThread(t *testing.T) {
 func TestNewRootRefused(t *testing.T) {
 	api := newFakeAPI(t)
 	api.on("chat.postMessage", func(url.Values) answer { return failAnswer("not_in_channel") })
-	a := newTestAdapter(t, api)
 	h := newRecorder("U1")
+	a := newTestAdapter(t, api, withAuthorizer(h))
 	_, err := a.onSlash(context.Background(), h, slack.SlashCommand{ChannelID: "C1", UserID: "U1", Text: "new", TriggerID: "t"})
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,8 @@ func (c Config) Allowed() []string {
 }
 
 // Options returns the adapter options the section sets. The caller adds
-// what the daemon provides: FileDir, Pacer, Logger.
+// what the daemon provides (Platform does): Authorizer, FileDir, Pacer,
+// Logger.
 func (c Config) Options() Options {
 	return Options{
 		BotToken: c.BotToken, AppToken: c.AppToken, APIURL: c.APIURL, Channel: c.Channel,

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -86,5 +87,31 @@ func TestConfigAllowedAndOptions(t *testing.T) {
 	}
 	if !c.Enabled() || DefaultConfig().Enabled() {
 		t.Error("Enabled should follow the bot token")
+	}
+}
+
+// TestNewNeedsAnAuthorizer: without an allow-list to ask, the adapter is
+// not built, rather than admitting everyone.
+func TestNewNeedsAnAuthorizer(t *testing.T) {
+	if _, err := New(Options{BotToken: "xoxb-test", AppToken: "xapp-test", Channel: "C1"}); err == nil || !strings.Contains(err.Error(), "authorizer") {
+		t.Fatalf("New without an Authorizer: %v, want an error naming it", err)
+	}
+}
+
+// TestPlatformLimits: the limits Platform says a section configures are
+// the ones the adapter declares, streaming or not.
+func TestPlatformLimits(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		c := DefaultConfig()
+		c.BotToken, c.AppToken, c.Channel, c.Stream = "xoxb-test", "xapp-test", "C1", stream
+		opts := c.Options()
+		opts.Authorizer = nobody
+		a, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := Platform.Limits(&c), a.Capabilities().Limits; !reflect.DeepEqual(got, want) || len(got) == 0 {
+			t.Errorf("stream %v: Platform.Limits = %+v, the adapter declares %+v", stream, got, want)
+		}
 	}
 }

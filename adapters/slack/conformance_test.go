@@ -48,7 +48,7 @@ func newConformanceEnv(t *testing.T) adaptertest.Env {
 	channel := srv.NewChannel("conformance")
 	person := srv.NewUser("ann")
 	a, err := slack.New(slack.Options{BotToken: srv.BotToken, AppToken: srv.AppToken, APIURL: srv.URL, Channel: channel,
-		FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@
 // not a person writing (joins, topic changes, …) are ignored. Edits are
 // not sent again and deletions do not take a message back (the agent may
 // already act on it), as on Telegram. An unauthorized person is ignored
-// silently: the handler's allow-list (core.Authorizer) is asked before
+// silently: the allow-list (Options.Authorizer) is asked before
 // anything is fetched, created or said. Slack's text markup (<url|label>,
 // <@U…>, &lt;) becomes markdown. Shared files are fetched with the bot
 // token (files.go). Commands: /parley at the channel's level, "!" commands

@@ -19,9 +19,9 @@ import (
 // it again) rather than holding the listener's shutdown until Slack gives
 // up.
 func TestEventsHandlerStopping(t *testing.T) {
-	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
-	a.startWait = 0 // answered at once while Run is not running
 	h := newRecorder("U1")
+	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret }, withAuthorizer(h))
+	a.startWait = 0 // answered at once while Run is not running
 	entered, release := make(chan struct{}), make(chan struct{})
 	h.answer = func(cmd core.Command) (core.Result, error) {
 		close(entered)
@@ -101,11 +101,11 @@ func (p *pauseLog) Handle(_ context.Context, r slog.Record) error {
 // thing EventsHandler does before it queues the envelope.
 func TestEventsHandlerLateRequest(t *testing.T) {
 	hold := &pauseLog{msg: "Slack retried a request", paused: make(chan struct{}), release: make(chan struct{})}
+	h := newRecorder("U1")
 	a := newTestAdapter(t, nil, func(o *Options) {
 		o.Events, o.SigningSecret, o.Logger = true, secret, slog.New(hold)
-	})
+	}, withAuthorizer(h))
 	a.startWait = 0 // answered at once while Run is not running
-	h := newRecorder("U1")
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(ctx, h) }()
@@ -155,11 +155,11 @@ func TestEventsHandlerLateRequest(t *testing.T) {
 // 503, and none reaches the Handler while no Run runs. Under -race this
 // also checks that requests and Run's shutdown share no state unguarded.
 func TestEventsHandlerAcrossRuns(t *testing.T) {
-	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
+	h := newRecorder("U1")
+	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret }, withAuthorizer(h))
 	a.startWait = 0 // answered at once while Run is not running
 	var running atomic.Bool
 	var late atomic.Int32
-	h := newRecorder("U1")
 	h.answer = func(core.Command) (core.Result, error) {
 		if !running.Load() {
 			late.Add(1)
@@ -223,9 +223,9 @@ func TestEventsHandlerAcrossRuns(t *testing.T) {
 // net/http sends for a handler returning without an answer: the envelope
 // is not durable yet, so it must not be acknowledged.
 func TestEventsHandlerRequestEnds(t *testing.T) {
-	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
-	a.startWait = 0 // answered at once while Run is not running
 	h := newRecorder("U1")
+	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret }, withAuthorizer(h))
+	a.startWait = 0 // answered at once while Run is not running
 	entered, release := make(chan struct{}), make(chan struct{})
 	h.answer = func(cmd core.Command) (core.Result, error) {
 		close(entered)

@@ -66,9 +66,9 @@ func TestVerify(t *testing.T) {
 // requests and, while Run runs, acknowledges each envelope after its
 // commands are handled, with a slash command's reply as the body.
 func TestEventsHandler(t *testing.T) {
-	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret })
-	a.startWait = 0 // answered at once while Run is not running
 	h := newRecorder("U1")
+	a := newTestAdapter(t, nil, func(o *Options) { o.Events, o.SigningSecret = true, secret }, withAuthorizer(h))
+	a.startWait = 0 // answered at once while Run is not running
 	srv := a.EventsHandler()
 	serve := func(r *http.Request) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()

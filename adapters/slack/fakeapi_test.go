@@ -143,11 +143,12 @@ func (f *fakeAPI) fileURL(name string, data []byte) string {
 }
 
 // newTestAdapter is an adapter on api (nil: an unreachable one, for tests
-// that make no call), knowing its identity.
+// that make no call), knowing its identity. It admits nobody unless a mod
+// gives it an Authorizer (withAuthorizer).
 func newTestAdapter(t *testing.T, api *fakeAPI, mod ...func(*Options)) *Adapter {
 	t.Helper()
 	opts := Options{BotToken: "xoxb-test", AppToken: "xapp-test", Channel: "C1", FileDir: t.TempDir(),
-		APIURL: "http://127.0.0.1:1/api/", Logger: slog.New(slog.DiscardHandler)}
+		APIURL: "http://127.0.0.1:1/api/", Logger: slog.New(slog.DiscardHandler), Authorizer: nobody}
 	if api != nil {
 		opts.APIURL = api.URL
 	}
@@ -163,6 +164,16 @@ func newTestAdapter(t *testing.T, api *fakeAPI, mod ...func(*Options)) *Adapter 
 	a.names.Store("U2", "Bob")
 	return a
 }
+
+// withAuthorizer gives the adapter its allow-list, most often the test's
+// recorder, so that the adapter asks the same list the handler keeps.
+func withAuthorizer(az core.Authorizer) func(*Options) {
+	return func(o *Options) { o.Authorizer = az }
+}
+
+// nobody admits no one: the allow-list of adapters whose tests hand them
+// no input.
+var nobody = core.AuthorizerFunc(func(core.Origin, core.Actor) bool { return false })
 
 // recorder is a Handler that records commands, answers as the test says,
 // and admits the actors in allow.

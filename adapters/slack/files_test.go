@@ -22,8 +22,8 @@ func fileShare(t *testing.T, text string, files ...map[string]any) string {
 
 func TestSharedFiles(t *testing.T) {
 	api := newFakeAPI(t)
-	a := newTestAdapter(t, api, func(o *Options) { o.MaxFileSize = 1 << 10 })
 	h := newRecorder("U1")
+	a := newTestAdapter(t, api, func(o *Options) { o.MaxFileSize = 1 << 10 }, withAuthorizer(h))
 	good := map[string]any{"id": "F1", "name": "../../etc/re port.txt", "mimetype": "text/plain", "size": 11,
 		"url_private_download": api.fileURL("F1", []byte("hello files"))}
 	big := map[string]any{"id": "F2", "name": "big.bin", "size": 4 << 20, "url_private_download": api.fileURL("F2", nil)}

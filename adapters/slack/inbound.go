@@ -76,11 +76,10 @@ func isDM(m *slackevents.MessageEvent) bool {
 	return m.ChannelType == slackevents.ChannelTypeIM || m.ChannelType == "" && strings.HasPrefix(m.Channel, "D")
 }
 
-// authorized asks the handler's allow-list, before anything is fetched,
-// created or said for the actor.
-func authorized(h core.Handler, who core.Actor) bool {
-	az, ok := h.(core.Authorizer)
-	return !ok || az.Authorized(origin, who)
+// authorized asks the allow-list (Options.Authorizer), before anything is
+// fetched, created or said for the actor.
+func (a *Adapter) authorized(who core.Actor) bool {
+	return a.opts.Authorizer.Authorized(origin, who)
 }
 
 // onMessage turns a person's message into commands. A top-level message
@@ -95,7 +94,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 		return nil
 	}
 	who := core.Actor{ID: m.User}
-	if !authorized(h, who) {
+	if !a.authorized(who) {
 		a.log.Debug("ignoring a message from someone not allowed", "user", m.User, "channel", m.Channel)
 		if isDM(m) && core.Pairs(h) {
 			// With pairing on, the handler answers with a one-time code

@@ -122,8 +122,8 @@ func TestMessageEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newTestAdapter(t, nil)
 			h := newRecorder("U1", "U2")
+			a := newTestAdapter(t, nil, withAuthorizer(h))
 			if err := a.onEvent(context.Background(), h, event(t, tt.event)); err != nil {
 				t.Fatalf("onEvent: %v", err)
 			}
@@ -150,8 +150,8 @@ func TestMessageRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newTestAdapter(t, nil)
 			h := newRecorder("U1")
+			a := newTestAdapter(t, nil, withAuthorizer(h))
 			h.answer = func(c core.Command) (core.Result, error) {
 				if c.Kind == core.Notice {
 					return core.Result{}, nil

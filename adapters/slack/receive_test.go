@@ -86,8 +86,8 @@ func (k *acks) none(t *testing.T) {
 // the first in its lane, and is acknowledged without being handled again
 // once the first is durable.
 func TestRedeliveryAckedOnceDurable(t *testing.T) {
-	a := newTestAdapter(t, nil)
 	h := newRecorder("U1")
+	a := newTestAdapter(t, nil, withAuthorizer(h))
 	release, entered := make(chan struct{}), make(chan struct{}, 1)
 	h.answer = func(c core.Command) (core.Result, error) {
 		entered <- struct{}{}
@@ -113,8 +113,8 @@ func TestRedeliveryAckedOnceDurable(t *testing.T) {
 // TestLanesIndependent: a conversation held up does not hold up another's
 // acknowledgement.
 func TestLanesIndependent(t *testing.T) {
-	a := newTestAdapter(t, nil)
 	h := newRecorder("U1")
+	a := newTestAdapter(t, nil, withAuthorizer(h))
 	release := make(chan struct{})
 	defer close(release)
 	h.answer = func(c core.Command) (core.Result, error) {
@@ -137,8 +137,8 @@ func TestLanesIndependent(t *testing.T) {
 // retried and not acknowledged; when parley stops first, it never is, and
 // Slack delivers it again.
 func TestNotAckedWhenNotStored(t *testing.T) {
-	a := newTestAdapter(t, nil)
 	h := newRecorder("U1")
+	a := newTestAdapter(t, nil, withAuthorizer(h))
 	var mu sync.Mutex
 	fails := 2
 	h.answer = func(core.Command) (core.Result, error) {

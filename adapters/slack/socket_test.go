@@ -31,8 +31,8 @@ func TestSocketMode(t *testing.T) {
 	}
 	wsURL := "ws" + strings.TrimPrefix(strings.TrimSuffix(api.URL, "api/"), "http") + "ws"
 	api.on("apps.connections.open", func(url.Values) answer { return okAnswer(map[string]any{"url": wsURL}) })
-	a := newTestAdapter(t, api, func(o *Options) { o.PingInterval = time.Minute })
 	h := newRecorder("U1")
+	a := newTestAdapter(t, api, func(o *Options) { o.PingInterval = time.Minute }, withAuthorizer(h))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, h) }()

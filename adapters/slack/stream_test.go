@@ -10,6 +10,7 @@ import (
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 // streamEnv is a fake Slack with one channel, Ann in it, and a thread she
@@ -34,7 +35,7 @@ func newStreamEnv(t *testing.T, opts slacktest.Options) *streamEnv {
 func (e *streamEnv) adapter(t *testing.T) *slack.Adapter {
 	t.Helper()
 	a, err := slack.New(slack.Options{BotToken: e.srv.BotToken, AppToken: e.srv.AppToken, APIURL: e.srv.URL, Channel: e.channel,
-		Stream: true, Recipients: []string{e.ann.ID}, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		Stream: true, Recipients: []string{e.ann.ID}, Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,9 @@ type Options struct {
 	FileDir string
 	// Cursors persist the update offset; required.
 	Cursors Cursors
+	// Authorizer decides whose input the adapter acts on, before it
+	// creates a topic, fetches a file or says anything; required.
+	Authorizer core.Authorizer
 	// Transcriber, when set, turns voice notes into text.
 	Transcriber Transcriber
 	// Pacer runs the calls the adapter makes itself (creating a topic for
@@ -137,6 +140,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.Cursors == nil {
 		return nil, errors.New("telegram: no cursor store")
+	}
+	if opts.Authorizer == nil {
+		return nil, errors.New("telegram: no authorizer")
 	}
 	if opts.Webhook && opts.WebhookSecret == "" {
 		return nil, errors.New("telegram: webhook mode needs a secret token (set [telegram] webhook_secret or PARLEY_TELEGRAM_WEBHOOK_SECRET, e.g. to the output of `openssl rand -hex 32`)")

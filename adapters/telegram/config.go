@@ -64,7 +64,8 @@ func (c Config) Allowed() []string {
 }
 
 // Options returns the adapter options the section sets. The caller adds
-// what the daemon provides: Cursors, FileDir, Transcriber, Logger.
+// what the daemon provides (Platform does): Cursors, Authorizer, FileDir,
+// Pacer, Transcriber, Logger.
 func (c Config) Options() Options {
 	return Options{
 		Token: c.Token, APIURL: c.APIURL, ChatID: c.ChatID,

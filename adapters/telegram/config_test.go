@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -93,11 +95,11 @@ func TestConfigAllowedAndOptions(t *testing.T) {
 // TestNewRefusesWebhookWithoutSecret: an adapter built from Options rather
 // than a validated Config still cannot serve a webhook anyone could post to.
 func TestNewRefusesWebhookWithoutSecret(t *testing.T) {
-	_, err := New(Options{Token: "t", Cursors: nopCursors{}, Webhook: true, WebhookURL: "https://x.example.org/tg"})
+	_, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone, Webhook: true, WebhookURL: "https://x.example.org/tg"})
 	if err == nil || !strings.Contains(err.Error(), "webhook_secret") {
 		t.Fatalf("New in webhook mode without a secret: %v, want an error naming webhook_secret", err)
 	}
-	if _, err := New(Options{Token: "t", Cursors: nopCursors{}, Webhook: true, WebhookURL: "https://x.example.org/tg", WebhookSecret: "abc"}); err != nil {
+	if _, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone, Webhook: true, WebhookURL: "https://x.example.org/tg", WebhookSecret: "abc"}); err != nil {
 		t.Fatalf("New with a secret: %v", err)
 	}
 }
@@ -106,3 +108,25 @@ type nopCursors struct{}
 
 func (nopCursors) Cursor(context.Context, string) (string, error)  { return "", nil }
 func (nopCursors) SetCursor(context.Context, string, string) error { return nil }
+
+// TestNewNeedsAnAuthorizer: without an allow-list to ask, the adapter is
+// not built, rather than admitting everyone.
+func TestNewNeedsAnAuthorizer(t *testing.T) {
+	if _, err := New(Options{Token: "t", Cursors: nopCursors{}}); err == nil || !strings.Contains(err.Error(), "authorizer") {
+		t.Fatalf("New without an Authorizer: %v, want an error naming it", err)
+	}
+}
+
+// TestPlatformLimits: the limits Platform says a section configures are
+// the ones the adapter declares.
+func TestPlatformLimits(t *testing.T) {
+	c := DefaultConfig()
+	c.Token = "t"
+	a, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Platform.Limits(&c), a.Capabilities().Limits; !reflect.DeepEqual(got, want) || len(got) == 0 {
+		t.Errorf("Platform.Limits = %+v, the adapter declares %+v", got, want)
+	}
+}

@@ -46,7 +46,7 @@ func newConformanceEnv(t *testing.T, rich bool) adaptertest.Env {
 	srv := telegramtest.NewServer(t, telegramtest.Options{RichMessages: rich})
 	forum := srv.NewForum("Conformance")
 	a, err := telegram.New(telegram.Options{Token: srv.Token, APIURL: srv.URL, ChatID: forum,
-		Cursors: &cursors{m: map[string]string{}}, Logger: slog.New(slog.DiscardHandler)})
+		Cursors: &cursors{m: map[string]string{}}, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@
 // (downloaded up to 20 MB under sanitised names) and button clicks (answered
 // exactly once) become commands. Edited messages are not sent again: the
 // agent may already be acting on the original. The General topic only
-// explains /new. Unauthorized people are ignored silently: the handler's
-// allow-list (core.Authorizer) is asked before anything else, so no topic
+// explains /new. Unauthorized people are ignored silently: the allow-list
+// (Options.Authorizer, given explicitly) is asked before anything else, so no topic
 // is created, no file fetched and nothing said for them.
 //
 // What the adapter says to people (refusals in the handler's words, /help,

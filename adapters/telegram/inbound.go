@@ -69,7 +69,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	// The allow-list first: before a topic is created or a file fetched
 	// for someone the handler would refuse, and before anything is said
 	// to them.
-	if az, ok := h.(core.Authorizer); ok && !az.Authorized(core.Origin(Name), actor(m.From)) {
+	if !a.opts.Authorizer.Authorized(core.Origin(Name), actor(m.From)) {
 		a.log.Debug("ignoring a message from someone not allowed", "user", m.From.ID, "chat", m.Chat.ID)
 		if m.Chat.Type == models.ChatTypePrivate && core.Pairs(h) {
 			// With pairing on, the handler answers with a one-time code

@@ -8,6 +8,7 @@ import (
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 // TestCheckLearnsRichMessages: the adapter knows whether the server speaks
@@ -19,7 +20,7 @@ func TestCheckLearnsRichMessages(t *testing.T) {
 		srv := telegramtest.NewServer(t, telegramtest.Options{RichMessages: rich})
 		forum := srv.NewForum("Team")
 		cur := &cursors{m: map[string]string{}}
-		a, err := telegram.New(telegram.Options{Token: srv.Token, APIURL: srv.URL, ChatID: forum, Cursors: cur,
+		a, err := telegram.New(telegram.Options{Token: srv.Token, APIURL: srv.URL, ChatID: forum, Cursors: cur, Authorizer: adaptertest.Everyone,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 // The daemon starts the adapter with Check and retries it while parley
@@ -24,7 +25,7 @@ import (
 func newStartAdapter(t *testing.T, token, url string, chat int64) *telegram.Adapter {
 	t.Helper()
 	a, err := telegram.New(telegram.Options{Token: token, APIURL: url, ChatID: chat,
-		Cursors: &cursors{m: map[string]string{}}, Logger: slog.New(slog.DiscardHandler)})
+		Cursors: &cursors{m: map[string]string{}}, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func (botAPIDown) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestRunEndsWhenTheBotAPIStaysDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, err := telegram.New(telegram.Options{Token: "1:x", APIURL: "http://bot.invalid", HTTPClient: &http.Client{Transport: botAPIDown{}},
-			Cursors: &cursors{m: map[string]string{}}, Logger: slog.New(slog.DiscardHandler)})
+			Cursors: &cursors{m: map[string]string{}}, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

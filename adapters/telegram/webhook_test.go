@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/adapters/telegram"
+	"github.com/parley-chat/parley/core/adaptertest"
 )
 
 // TestWebhookNotTaken: an update that no Run takes — none runs, as while
@@ -18,7 +19,7 @@ import (
 // would drop the update.
 func TestWebhookNotTaken(t *testing.T) {
 	a, err := telegram.New(telegram.Options{Token: "123:abc", APIURL: "http://127.0.0.1:1", ChatID: -100, Webhook: true,
-		WebhookURL: "https://x.example.org/tg", WebhookSecret: "s3cret-token", Cursors: &cursors{m: map[string]string{}}, Logger: slog.New(slog.DiscardHandler)})
+		WebhookURL: "https://x.example.org/tg", WebhookSecret: "s3cret-token", Cursors: &cursors{m: map[string]string{}}, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

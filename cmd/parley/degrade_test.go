@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/core"
@@ -25,7 +26,7 @@ import (
 
 // startServing opens and runs a Main on cfg (and table, when set) and
 // stops it at the end of the test.
-func startServing(t *testing.T, cfg config.Config, table []platform) *Main {
+func startServing(t *testing.T, cfg config.Config, table []platform.Platform) *Main {
 	t.Helper()
 	return serveMain(t, &Main{Config: cfg, table: table})
 }
@@ -105,8 +106,8 @@ func TestTelegramDownAtStartDegrades(t *testing.T) {
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
 	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
 	st.start()
 	addr := st.m.Addr()
 
@@ -177,13 +178,13 @@ func TestTelegramDownAtStartDegrades(t *testing.T) {
 // failure is reported, and the platform's check is tried again.
 func TestPlatformCheckFailureKeepsServing(t *testing.T) {
 	checks := 0
-	probe := platformOf("probe", func(config.Config) probeSection { return probeSection{on: true} },
-		func(context.Context, probeSection, deps) (core.Adapter, error) {
+	probe := testPlatform("probe", probeSection{on: true},
+		func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 			return probeAdapter{Adapter: fake.New("probe", core.Capabilities{}), checks: &checks, checkErr: core.Permanent(errors.New("probe: token refused"))}, nil
 		})
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	m := startServing(t, cfg, []platform{probe})
+	m := startServing(t, cfg, []platform.Platform{probe})
 	err := waitDown(t, m, "probe", core.PlatformRefused)
 	if !strings.Contains(err.Error(), "probe: token refused") {
 		t.Errorf("error %v", err)
@@ -207,7 +208,7 @@ func TestDoctorSaysWhichPlatformTheRunningParleyLacks(t *testing.T) {
 	ln.Close()
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.ChatID, cfg.Telegram.AllowedUsers = "1:x", closed, -1, []int64{1}
+	telegramConfig(&cfg).Token, telegramConfig(&cfg).APIURL, telegramConfig(&cfg).ChatID, telegramConfig(&cfg).AllowedUsers = "1:x", closed, -1, []int64{1}
 	m := startServing(t, cfg, nil)
 	waitDown(t, m, "telegram", core.PlatformUnreachable)
 	_, fs := runDoctor(t, "PARLEY_DATA_DIR="+cfg.DataDir, "PARLEY_HTTP_LISTEN="+m.Addr(), "PARLEY_TELEGRAM_TOKEN=1:x",

@@ -81,7 +81,7 @@ func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) i
 		if f, bad := exposedSecrets(*configPath, cfg); bad {
 			findings = append(findings, f)
 		}
-		for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG")) {
+		for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), knownPlatforms(platforms())) {
 			findings = append(findings, finding{Check: "config", OK: true,
 				Detail: "warning: " + name + " matches no key and is ignored (misspelt?)"})
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/core"
@@ -39,7 +40,7 @@ const (
 // serve the ones that need no platform (preflight) before it starts.
 type checkup struct {
 	cfg   config.Config
-	table []platform
+	table []platform.Platform
 	// serving is set by serve: a parley already on the address or the
 	// data directory is then in the way, not a finding to report as fine.
 	serving bool
@@ -92,11 +93,12 @@ type platformReport struct {
 func (c *checkup) checkReported() []finding {
 	var out []finding
 	for _, row := range c.table {
-		r, ok := c.reported[row.name]
+		name := string(row.Name)
+		r, ok := c.reported[name]
 		if !ok || r.Up {
 			continue
 		}
-		problem := fmt.Sprintf("the parley serving %s reports %s down", c.cfg.HTTP.Listen, row.name)
+		problem := fmt.Sprintf("the parley serving %s reports %s down", c.cfg.HTTP.Listen, name)
 		if !r.Since.IsZero() {
 			problem += " since " + r.Since.Local().Format(time.DateTime)
 		}
@@ -111,11 +113,11 @@ func (c *checkup) checkReported() []finding {
 		case core.PlatformStarting:
 			fix = "wait a few seconds and run parley doctor again"
 		case core.PlatformRefused:
-			fix = fmt.Sprintf("%s refused parley's configuration: do what the %s finding above (or that parley's log) says; a fix on %s's side is picked up at the next try, a change to the configuration needs a restart of parley serve", row.name, row.name, row.name)
+			fix = fmt.Sprintf("%s refused parley's configuration: do what the %s finding above (or that parley's log) says; a fix on %s's side is picked up at the next try, a change to the configuration needs a restart of parley serve", name, name, name)
 		default:
-			fix = fmt.Sprintf("check that the machine parley runs on reaches %s (network, DNS, proxy); if the %s finding above passed, it is back: that parley picks it up at its next try, or restart it", row.name, row.name)
+			fix = fmt.Sprintf("check that the machine parley runs on reaches %s (network, DNS, proxy); if the %s finding above passed, it is back: that parley picks it up at its next try, or restart it", name, name)
 		}
-		out = append(out, finding{Check: row.name, Problem: problem, Fix: fix})
+		out = append(out, finding{Check: name, Problem: problem, Fix: fix})
 	}
 	return out
 }
@@ -291,7 +293,7 @@ func (c *checkup) health(ctx context.Context, addr string) (ok bool, status int,
 func (c *checkup) checkPlatforms(ctx context.Context) []finding {
 	var out []finding
 	for _, row := range c.table {
-		if row.section == nil || !row.section(c.cfg).Enabled() {
+		if s := sectionOf(&c.cfg, row); s == nil || !s.Enabled() {
 			continue
 		}
 		out = append(out, c.checkPlatform(ctx, row)...)
@@ -311,8 +313,9 @@ func (c *checkup) checkPlatforms(ctx context.Context) []finding {
 // store, or there is none yet, the Check gets a throwaway store, so doctor
 // never creates or waits on the real one. Received files would go to a
 // throwaway directory; a Check writes none.
-func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
-	fail := func(err error) []finding { return []finding{failed(row.name, err)} }
+func (c *checkup) checkPlatform(ctx context.Context, row platform.Platform) []finding {
+	name := string(row.Name)
+	fail := func(err error) []finding { return []finding{failed(name, err)} }
 	dir, err := os.MkdirTemp("", "parley-doctor-")
 	if err != nil {
 		return fail(core.WithFix(fmt.Errorf("doctor: scratch directory: %w", err), "make the temporary directory ($TMPDIR, else /tmp) writable"))
@@ -333,14 +336,14 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 	cfg := c.cfg
 	cfg.DataDir = dir
 	log := slog.New(slog.DiscardHandler)
-	m := &Main{Config: cfg, Logger: log, table: []platform{row}}
+	m := &Main{Config: cfg, Logger: log, table: []platform.Platform{row}}
 	ctx, cancel := context.WithTimeout(ctx, platformTimeout)
 	defer cancel()
-	adapters, err := m.buildAdapters(ctx, daemon.Deps{Store: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Pacer: directPacer{}, Logger: log}, true)
+	adapters, err := m.buildAdapters(ctx, daemon.Deps{Store: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Authorizer: admitNobody, Pacer: directPacer{}, Logger: log}, true)
 	if err != nil {
 		var out []finding
 		for _, e := range splitErr(err) {
-			out = append(out, failed(row.name, e))
+			out = append(out, failed(name, e))
 		}
 		return out
 	}
@@ -356,11 +359,11 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform) []finding {
 				return fail(err)
 			}
 			for _, n := range found {
-				notes = append(notes, finding{Check: row.name, OK: true, Detail: n})
+				notes = append(notes, finding{Check: name, OK: true, Detail: n})
 			}
 		}
 	}
-	return append([]finding{{Check: row.name, OK: true, Detail: detail}}, notes...)
+	return append([]finding{{Check: name, OK: true, Detail: detail}}, notes...)
 }
 
 // diagnoser is an adapter that can say, after its Check, what works only
@@ -376,6 +379,10 @@ type diagnoser interface {
 var refuseCommands = core.HandlerFunc(func(context.Context, core.Command) (core.Result, error) {
 	return core.Result{}, errors.New("doctor: adapters are only checked")
 })
+
+// admitNobody is the allow-list of adapters doctor builds: they are never
+// run, so nobody is admitted.
+var admitNobody = core.AuthorizerFunc(func(core.Origin, core.Actor) bool { return false })
 
 // directPacer runs an operation at once, for a Check that goes through
 // its pacer: doctor makes a handful of calls, no outbox is needed.

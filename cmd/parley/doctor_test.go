@@ -18,6 +18,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
@@ -170,27 +171,27 @@ func (j joinedChecker) Check(context.Context) error { return errors.Join(j.errs.
 // of the table and its adapter's Check alone, and a Check that joins
 // several problems gives one finding each.
 func TestDoctorPlatformFromTheTable(t *testing.T) {
-	row := func(errs ...error) platform {
-		return platformOf("fake", func(c config.Config) config.Fake { return c.Fake },
-			func(context.Context, config.Fake, deps) (core.Adapter, error) {
+	row := func(errs ...error) platform.Platform {
+		return testPlatform("fake", probeSection{on: true},
+			func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 				return joinedChecker{Adapter: fake.New("fake", core.Capabilities{}), errs: errs}, nil
 			})
 	}
 	cfg := config.Default()
-	cfg.DataDir, cfg.HTTP.Listen, cfg.Fake.Enable = t.TempDir(), "127.0.0.1:0", true
+	cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
 
-	c := &checkup{cfg: cfg, table: []platform{row(errors.New("fake: the room is gone: recreate it"), errors.New("fake: no power: grant it"))}}
+	c := &checkup{cfg: cfg, table: []platform.Platform{row(errors.New("fake: the room is gone: recreate it"), errors.New("fake: no power: grant it"))}}
 	fs := only(c.run(context.Background()), "fake")
 	if len(fs) != 2 || fs[0].OK || fs[1].OK || fs[0].Problem != "fake: the room is gone: recreate it" || fs[1].Problem != "fake: no power: grant it" {
 		t.Errorf("findings %+v, want the two problems apart", fs)
 	}
 
-	c = &checkup{cfg: cfg, table: []platform{row()}}
+	c = &checkup{cfg: cfg, table: []platform.Platform{row()}}
 	wantFinding(t, c.run(context.Background()), "fake", true, "passed")
 
 	// A row whose adapter has no Check is configured, not checked.
-	plain := platformOf("fake", func(c config.Config) config.Fake { return c.Fake }, buildFake)
-	c = &checkup{cfg: cfg, table: []platform{plain}}
+	plain := fakePlatform()
+	c = &checkup{cfg: cfg, table: []platform.Platform{plain}}
 	wantFinding(t, c.run(context.Background()), "fake", true, "no checks")
 }
 
@@ -520,17 +521,17 @@ func (c cursorChecker) Check(ctx context.Context) error {
 // directory's store when no parley holds it, so what it keeps there is
 // what serve finds; doctor creates no store, and waits on none in use.
 func TestDoctorPlatformsUseTheFreeStore(t *testing.T) {
-	row := platformOf("fake", func(c config.Config) config.Fake { return c.Fake },
-		func(_ context.Context, _ config.Fake, d deps) (core.Adapter, error) {
+	row := testPlatform("fake", probeSection{on: true},
+		func(_ context.Context, _ probeSection, d platform.Deps) (core.Adapter, error) {
 			return cursorChecker{Adapter: fake.New("fake", core.Capabilities{}), st: d.Store}, nil
 		})
 	cfg := config.Default()
-	cfg.HTTP.Listen, cfg.Fake.Enable = "127.0.0.1:0", true
+	cfg.HTTP.Listen = "127.0.0.1:0"
 	db := func(dir string) string { return filepath.Join(dir, daemon.DBFile) }
 
 	// No database yet: none is created.
 	cfg.DataDir = t.TempDir()
-	wantFinding(t, (&checkup{cfg: cfg, table: []platform{row}}).run(context.Background()), "fake", true)
+	wantFinding(t, (&checkup{cfg: cfg, table: []platform.Platform{row}}).run(context.Background()), "fake", true)
 	if _, err := os.Stat(db(cfg.DataDir)); err == nil {
 		t.Error("doctor created the database")
 	}
@@ -541,7 +542,7 @@ func TestDoctorPlatformsUseTheFreeStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	wantFinding(t, (&checkup{cfg: cfg, table: []platform{row}}).run(context.Background()), "fake", true)
+	wantFinding(t, (&checkup{cfg: cfg, table: []platform.Platform{row}}).run(context.Background()), "fake", true)
 	st, err = bolt.Open(db(cfg.DataDir), bolt.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -552,7 +553,7 @@ func TestDoctorPlatformsUseTheFreeStore(t *testing.T) {
 	}
 
 	// Held by another parley: the Check still runs, on a throwaway store.
-	fs := (&checkup{cfg: cfg, table: []platform{row}, lockTimeout: 50 * time.Millisecond}).run(context.Background())
+	fs := (&checkup{cfg: cfg, table: []platform.Platform{row}, lockTimeout: 50 * time.Millisecond}).run(context.Background())
 	wantFinding(t, fs, "fake", true)
 	wantFinding(t, fs, "data_dir", false, "another parley is using")
 }

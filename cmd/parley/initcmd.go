@@ -32,7 +32,7 @@ func initConfig(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "parley init: one PATH at most, got %d arguments\n", fset.NArg())
 		return exitUsage
 	}
-	example := config.Example(env)
+	example := config.Example(env, knownPlatforms(platforms()))
 	path := fset.Arg(0)
 	if path == "" || path == "-" {
 		if _, err := stdout.Write(example); err != nil {

@@ -26,7 +26,7 @@ func TestInitWritesTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(data, config.Example(env)) {
+	if !bytes.Equal(data, config.Example(env, knownPlatforms(platforms()))) {
 		t.Error("the file is not config.Example")
 	}
 	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
@@ -70,7 +70,7 @@ func TestInitToStdout(t *testing.T) {
 		if code := Run(context.Background(), args, env, nil, &out, &bytes.Buffer{}); code != exitOK {
 			t.Fatalf("%v: exit %d", args, code)
 		}
-		if !bytes.Equal(out.Bytes(), config.Example(env)) {
+		if !bytes.Equal(out.Bytes(), config.Example(env, knownPlatforms(platforms()))) {
 			t.Errorf("%v printed something else than the example", args)
 		}
 	}

@@ -108,8 +108,8 @@ func mxBenchStreaming(b *testing.B, limit bool, n int) mxBenchResult {
 	}
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = b.TempDir(), "127.0.0.1:0"
-	cfg.Matrix.Homeserver, cfg.Matrix.UserID, cfg.Matrix.AccessToken = proxy.URL, string(bot.ID), bot.AccessToken
-	cfg.Matrix.AllowedUsers = []string{string(ann.User.ID)}
+	matrixConfig(&cfg).Homeserver, matrixConfig(&cfg).UserID, matrixConfig(&cfg).AccessToken = proxy.URL, string(bot.ID), bot.AccessToken
+	matrixConfig(&cfg).AllowedUsers = []string{string(ann.User.ID)}
 	m := &Main{Config: cfg}
 	ctx := context.Background()
 	if err := m.Open(ctx); err != nil {

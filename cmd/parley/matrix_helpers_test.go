@@ -81,8 +81,8 @@ func newMXStackConfig(t *testing.T, opts mxOptions) *mxStack {
 	}
 	st.cfg = config.Default()
 	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	st.cfg.Matrix.Homeserver, st.cfg.Matrix.UserID, st.cfg.Matrix.AccessToken = url, string(st.bot.ID), st.bot.AccessToken
-	st.cfg.Matrix.AllowedUsers = []string{string(st.ann.User.ID)}
+	matrixConfig(&st.cfg).Homeserver, matrixConfig(&st.cfg).UserID, matrixConfig(&st.cfg).AccessToken = url, string(st.bot.ID), st.bot.AccessToken
+	matrixConfig(&st.cfg).AllowedUsers = []string{string(st.ann.User.ID)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", tail(st.log.String(), 80))
@@ -94,7 +94,7 @@ func newMXStackConfig(t *testing.T, opts mxOptions) *mxStack {
 // mxEnv is the stack's configuration as the environment of a `parley
 // serve` child process.
 func (st *mxStack) mxEnv() []string {
-	c := st.cfg.Matrix
+	c := *matrixConfig(&st.cfg)
 	return []string{
 		"PARLEY_MATRIX_HOMESERVER=" + c.Homeserver, "PARLEY_MATRIX_USER_ID=" + c.UserID,
 		"PARLEY_MATRIX_ACCESS_TOKEN=" + c.AccessToken,

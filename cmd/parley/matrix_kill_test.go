@@ -26,7 +26,7 @@ import (
 // event it made — and both of Ann's messages reach the agent exactly once.
 func TestMatrixKilledMidStream(t *testing.T) {
 	st := newMXStackConfig(t, mxOptions{})
-	st.cfg.Matrix.MessagesPerMinute, st.cfg.Matrix.MessageBurst = 60, 10
+	matrixConfig(&st.cfg).MessagesPerMinute, matrixConfig(&st.cfg).MessageBurst = 60, 10
 	env := st.mxEnv()
 	dir, listen := t.TempDir(), freeAddr(t)
 	d := startTGDaemon(t, dir, listen, env)

@@ -24,8 +24,8 @@ func TestTelegramPairing(t *testing.T) {
 	st.cfg = config.Default()
 	st.cfg.DataDir = t.TempDir()
 	st.cfg.HTTP.Listen = "127.0.0.1:0"
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
 	st.cfg.Access.Pairing = true
 	st.start()
 

@@ -14,47 +14,64 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/adapters/matrix"
+	"github.com/parley-chat/parley/adapters/platform"
+	"github.com/parley-chat/parley/adapters/slack"
+	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
-	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
-// TestPlatformTable checks the table against config.Config: a platform of
-// this build has its section there under its name, with the row's section
-// type; a platform this build lacks has none.
+// TestPlatformTable checks the table: each platform of this build makes
+// its section and has a constructor, and its section is the
+// configuration's under its name; a platform this build lacks has neither
+// and no section.
 func TestPlatformTable(t *testing.T) {
-	fieldByTag := map[string]reflect.Type{}
-	ct := reflect.TypeFor[config.Config]()
-	for i := range ct.NumField() {
-		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("toml"), ",")
-		fieldByTag[name] = ct.Field(i).Type
+	cfg, err := loadConfig("", []string{"HOME=/home/ada"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	seen := map[string]bool{}
+	seen := map[core.AdapterName]bool{}
 	for _, p := range platforms() {
-		if seen[p.name] {
-			t.Errorf("%s: two rows", p.name)
+		if seen[p.Name] {
+			t.Errorf("%s: two rows", p.Name)
 		}
-		seen[p.name] = true
-		ft, inConfig := fieldByTag[p.name]
-		if p.section == nil {
-			if inConfig {
-				t.Errorf("%s: absent from this build, but config.Config has a [%s] section", p.name, p.name)
+		seen[p.Name] = true
+		s, inConfig := cfg.PlatformSection(string(p.Name))
+		if p.Section == nil {
+			if inConfig || p.New != nil {
+				t.Errorf("%s: absent from this build, but has a section or a constructor", p.Name)
 			}
 			continue
 		}
-		if st := reflect.TypeOf(p.section(config.Default())); !inConfig || st != ft {
-			t.Errorf("%s: section %v, config.Config's [%s] is %v", p.name, st, p.name, ft)
+		if st := reflect.TypeOf(p.Section()); !inConfig || reflect.TypeOf(s) != st {
+			t.Errorf("%s: section %v, the configuration's [%s] is %T", p.Name, st, p.Name, s)
 		}
-		if p.build == nil {
-			t.Errorf("%s: no constructor", p.name)
+		if p.New == nil || p.Doc == "" || len(p.KeyDocs) == 0 {
+			t.Errorf("%s: no constructor, or no descriptions for parley init's example", p.Name)
 		}
 	}
 	got := knownPlatforms(platforms())
-	want := config.Platforms{Present: []string{"telegram", "slack", "matrix"}, Absent: []string{"discord"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("knownPlatforms = %+v, want %+v", got, want)
+	var names []string
+	for _, p := range got.Present {
+		names = append(names, string(p.Name))
 	}
+	if want := []string{"telegram", "slack", "matrix"}; !slices.Equal(names, want) || !slices.Equal(got.Absent, []string{"discord"}) {
+		t.Errorf("knownPlatforms = %q, absent %q; want %q, absent discord", names, got.Absent, want)
+	}
+}
+
+// telegramConfig, slackConfig and matrixConfig are c's sections of the
+// platforms, added with their defaults when c has none (config.Default).
+func telegramConfig(c *config.Config) *telegram.Config {
+	return c.SectionFor(telegram.Platform).(*telegram.Config)
+}
+
+func slackConfig(c *config.Config) *slack.Config { return c.SectionFor(slack.Platform).(*slack.Config) }
+
+func matrixConfig(c *config.Config) *matrix.Config {
+	return c.SectionFor(matrix.Platform).(*matrix.Config)
 }
 
 // probeSection is a test platform's configuration section.
@@ -66,6 +83,24 @@ type probeSection struct {
 func (s probeSection) Enabled() bool                  { return s.on }
 func (s probeSection) Allowed() []string              { return s.users }
 func (s probeSection) Validate(func(key, msg string)) {}
+
+// testPlatform is a platform of tests' tables. The configuration has no
+// section for it, so the table uses s, its defaults.
+func testPlatform(name core.AdapterName, s probeSection, build func(context.Context, probeSection, platform.Deps) (core.Adapter, error)) platform.Platform {
+	return platform.Of(platform.Def[probeSection]{Name: name, Default: func() probeSection { return s }, New: build})
+}
+
+// fakePlatform is the in-memory adapter (adapters/fake) as a platform
+// named fake, enabled, admitting everyone: what tests add to a table for a
+// platform that needs no server. It is not in the binary's table.
+func fakePlatform() platform.Platform {
+	return testPlatform("fake", probeSection{on: true}, func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
+		return fake.New("fake", core.Capabilities{Markup: core.MarkupMarkdown, Buttons: true, DeleteOthers: true}), nil
+	})
+}
+
+// admitAll is the allow-list tests give the adapters they build directly.
+var admitAll = core.AuthorizerFunc(func(core.Origin, core.Actor) bool { return true })
 
 // probeAdapter is the fake adapter with a Check, counting its calls.
 type probeAdapter struct {
@@ -81,22 +116,22 @@ func (a probeAdapter) Check(context.Context) error { *a.checks++; return a.check
 // alone.
 func TestTableDrivesConstruction(t *testing.T) {
 	dir := t.TempDir()
-	var got deps
+	var got platform.Deps
 	checks := 0
-	probe := platformOf("probe", func(config.Config) probeSection { return probeSection{on: true, users: []string{"u1"}} },
-		func(_ context.Context, s probeSection, d deps) (core.Adapter, error) {
+	probe := testPlatform("probe", probeSection{on: true, users: []string{"u1"}},
+		func(_ context.Context, s probeSection, d platform.Deps) (core.Adapter, error) {
 			got = d
-			d.route("/probe/hook", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "probed") }))
+			d.Route("/probe/hook", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "probed") }))
 			return probeAdapter{Adapter: fake.New("probe", core.Capabilities{Markup: core.MarkupMarkdown}), checks: &checks}, nil
 		})
-	off := platformOf("off", func(config.Config) probeSection { return probeSection{} },
-		func(context.Context, probeSection, deps) (core.Adapter, error) {
+	off := testPlatform("off", probeSection{},
+		func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 			t.Error("a disabled platform was built")
 			return nil, errors.New("disabled")
 		})
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = dir, "127.0.0.1:0"
-	m := &Main{Config: cfg, table: []platform{probe, off, {name: "absent"}}}
+	m := &Main{Config: cfg, table: []platform.Platform{probe, off, {Name: "absent"}}}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +158,7 @@ func TestTableDrivesConstruction(t *testing.T) {
 	if checks != 1 {
 		t.Errorf("Check called %d times, want 1", checks)
 	}
-	if got.dataDir != dir || got.log == nil || got.Store == nil || got.Handler == nil || got.transcriber != nil {
+	if got.DataDir != dir || got.Logger == nil || got.Store == nil || got.Handler == nil || got.Authorizer == nil || got.Transcriber != nil {
 		t.Errorf("deps: %+v", got)
 	}
 	for actor, want := range map[string]bool{"u1": true, "intruder": false} {
@@ -146,16 +181,15 @@ func TestTableDrivesConstruction(t *testing.T) {
 }
 
 func TestTableConstructionFailures(t *testing.T) {
-	enabled := func(config.Config) probeSection { return probeSection{on: true} }
 	tests := []struct {
 		name  string
-		build func(context.Context, probeSection, deps) (core.Adapter, error)
+		build func(context.Context, probeSection, platform.Deps) (core.Adapter, error)
 		want  string
 	}{
-		{"constructor fails", func(context.Context, probeSection, deps) (core.Adapter, error) {
+		{"constructor fails", func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 			return nil, errors.New("probe: no token")
 		}, "probe: no token"},
-		{"adapter misnamed", func(context.Context, probeSection, deps) (core.Adapter, error) {
+		{"adapter misnamed", func(context.Context, probeSection, platform.Deps) (core.Adapter, error) {
 			return fake.New("prob", core.Capabilities{}), nil
 		}, "platform probe built an adapter named prob"},
 	}
@@ -163,7 +197,7 @@ func TestTableConstructionFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-			m := &Main{Config: cfg, table: []platform{platformOf("probe", enabled, tt.build)}}
+			m := &Main{Config: cfg, table: []platform.Platform{testPlatform("probe", probeSection{on: true}, tt.build)}}
 			err := m.Open(context.Background())
 			if err == nil {
 				m.Close()
@@ -247,8 +281,8 @@ func TestConfigSlackFromEnv(t *testing.T) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
 	var routes []string
-	a, err := buildSlack(context.Background(), cfg.Slack, deps{dataDir: t.TempDir(),
-		route: func(path string, _ http.Handler) { routes = append(routes, path) }})
+	a, err := slack.Platform.New(context.Background(), slackConfig(&cfg), platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll,
+		Route: func(path string, _ http.Handler) { routes = append(routes, path) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,14 +310,14 @@ func TestConfigMatrixFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	a, err := buildMatrix(context.Background(), cfg.Matrix, deps{Deps: daemon.Deps{Store: st}, dataDir: t.TempDir()})
+	a, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{Store: st, DataDir: t.TempDir(), Authorizer: admitAll})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Name() != "matrix" {
 		t.Errorf("built %s", a.Name())
 	}
-	if _, err := buildMatrix(context.Background(), cfg.Matrix, deps{dataDir: t.TempDir()}); err == nil {
+	if _, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll}); err == nil {
 		t.Error("built the Matrix adapter without a store for its sync position")
 	}
 }

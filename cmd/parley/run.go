@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
@@ -133,7 +134,7 @@ func serve(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := newLogger(cfg.Log, stderr)
-	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG")) {
+	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), knownPlatforms(platforms())) {
 		log.Warn("unknown environment variable ignored", "name", name)
 	}
 	// The checks doctor makes of the address, the data directory and the
@@ -193,7 +194,7 @@ type Main struct {
 	// added.
 	Adapters []core.Adapter
 	// table replaces the table of platforms (tests add their own rows).
-	table []platform
+	table []platform.Platform
 
 	daemon  *daemon.Daemon
 	routes  []route

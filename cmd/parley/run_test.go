@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 )
 
 func TestVersion(t *testing.T) {
@@ -53,12 +56,16 @@ func TestServeRefusesBadConfigNamingTheKey(t *testing.T) {
 	}
 }
 
-// TestServeStartsAndStopsGracefully runs the daemon with a config file and
-// stops it as SIGTERM would (by ending the context).
+// TestServeStartsAndStopsGracefully runs the daemon with a config file
+// enabling a platform (Telegram, on its fake Bot API) and stops it as
+// SIGTERM would (by ending the context).
 func TestServeStartsAndStopsGracefully(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "parley.toml")
-	if err := os.WriteFile(cfg, []byte("[log]\nformat = \"json\"\n[fake]\nenabled = true\n"), 0o600); err != nil {
+	srv := telegramtest.NewServer(t, telegramtest.Options{})
+	forum := srv.NewForum("Team")
+	file := fmt.Sprintf("[log]\nformat = \"json\"\n[telegram]\ntoken = %q\napi_url = %q\nchat_id = %d\nallowed_users = [1]\n", srv.Token, srv.URL, forum)
+	if err := os.WriteFile(cfg, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -128,8 +135,8 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "data", "parley.db")); err != nil {
 		t.Errorf("no database in the data directory: %v", err)
 	}
-	if !strings.Contains(errOut.String(), `"adapters":["fake","web"]`) {
-		t.Errorf("fake adapter not started: %s", errOut.String())
+	if !strings.Contains(errOut.String(), `"adapters":["telegram","web"]`) {
+		t.Errorf("configured adapter not started: %s", errOut.String())
 	}
 }
 

@@ -94,7 +94,7 @@ func slBenchStreaming(b *testing.B, n int, stream bool) slBenchResult {
 	srv := slacktest.NewServer(b, slacktest.Options{Limits: true, Streaming: stream})
 	channel := srv.NewChannel("bench")
 	cfg := slConfig(b, srv, channel, srv.NewUser("Ann"))
-	cfg.Slack.Stream = stream
+	slackConfig(&cfg).Stream = stream
 	m := &Main{Config: cfg}
 	ctx := context.Background()
 	if err := m.Open(ctx); err != nil {

@@ -34,8 +34,8 @@ func TestSlackTelegramAndWebShareASession(t *testing.T) {
 	slAnn := sl.NewUser("Ann")
 	st := &tgStack{t: t, srv: tg, forum: tg.NewForum("Team")}
 	st.cfg = slConfig(t, sl, channel, slAnn)
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = tg.Token, tg.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = tg.Token, tg.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
 	log := &syncBuffer{}
 	st.logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	t.Cleanup(func() {

@@ -25,11 +25,11 @@ const slackEventsSecret = "e2e0signing0secret0000000000abcd"
 func newSlackEventsStack(t *testing.T, opts slacktest.Options, adjust ...func(*slacktest.EventsAPI)) *slackStack {
 	t.Helper()
 	st := newSlackStackConfig(t, opts)
-	st.cfg.Slack.Mode = slack.ModeEvents
-	st.cfg.Slack.AppToken = "" // no Socket Mode
-	st.cfg.Slack.SigningSecret = slackEventsSecret
+	slackConfig(&st.cfg).Mode = slack.ModeEvents
+	slackConfig(&st.cfg).AppToken = "" // no Socket Mode
+	slackConfig(&st.cfg).SigningSecret = slackEventsSecret
 	st.start()
-	url := "http://" + st.m.Addr() + st.cfg.Slack.EventsPath
+	url := "http://" + st.m.Addr() + slackConfig(&st.cfg).EventsPath
 	cfg := slacktest.EventsAPI{URL: url, SigningSecret: slackEventsSecret}
 	for _, f := range adjust {
 		f(&cfg)

@@ -57,8 +57,8 @@ func newSlackStackConfig(t *testing.T, opts slacktest.Options) *slackStack {
 	st.cfg = config.Default()
 	st.cfg.DataDir = t.TempDir()
 	st.cfg.HTTP.Listen = "127.0.0.1:0"
-	st.cfg.Slack.BotToken, st.cfg.Slack.AppToken, st.cfg.Slack.APIURL = srv.BotToken, srv.AppToken, srv.URL
-	st.cfg.Slack.Channel, st.cfg.Slack.AllowedUsers = st.channel, []string{st.ann.ID, st.bob.ID}
+	slackConfig(&st.cfg).BotToken, slackConfig(&st.cfg).AppToken, slackConfig(&st.cfg).APIURL = srv.BotToken, srv.AppToken, srv.URL
+	slackConfig(&st.cfg).Channel, slackConfig(&st.cfg).AllowedUsers = st.channel, []string{st.ann.ID, st.bob.ID}
 	return st
 }
 

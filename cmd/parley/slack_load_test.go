@@ -53,10 +53,10 @@ func newSLStack(t *testing.T, opts slacktest.Options) *slStack {
 func slConfig(tb testing.TB, srv *slacktest.Server, channel string, allowed ...slacktest.User) config.Config {
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = tb.TempDir(), "127.0.0.1:0"
-	cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.APIURL = srv.BotToken, srv.AppToken, srv.URL
-	cfg.Slack.Channel = channel
+	slackConfig(&cfg).BotToken, slackConfig(&cfg).AppToken, slackConfig(&cfg).APIURL = srv.BotToken, srv.AppToken, srv.URL
+	slackConfig(&cfg).Channel = channel
 	for _, u := range allowed {
-		cfg.Slack.AllowedUsers = append(cfg.Slack.AllowedUsers, u.ID)
+		slackConfig(&cfg).AllowedUsers = append(slackConfig(&cfg).AllowedUsers, u.ID)
 	}
 	return cfg
 }

@@ -45,10 +45,10 @@ func TestSlackStartupErrorsNameTheFix(t *testing.T) {
 			st := newSlackStackConfig(t, tt.opts)
 			if tt.noBot {
 				st.channel = st.srv.NewChannelWithoutBot("agents")
-				st.cfg.Slack.Channel = st.channel
+				slackConfig(&st.cfg).Channel = st.channel
 			}
 			if tt.botToken != "" {
-				st.cfg.Slack.BotToken = tt.botToken
+				slackConfig(&st.cfg).BotToken = tt.botToken
 			}
 			// parley serves without Slack, which is refused (and
 			// retried slowly), with the error and its fix in the log.

@@ -18,7 +18,7 @@ import (
 func newSlackStreamStack(t *testing.T, opts slacktest.Options) *slackStack {
 	t.Helper()
 	st := newSlackStackConfig(t, opts)
-	st.cfg.Slack.Stream = true
+	slackConfig(&st.cfg).Stream = true
 	st.start()
 	return st
 }

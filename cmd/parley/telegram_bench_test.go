@@ -134,7 +134,7 @@ func threadOf(p core.Place) int {
 func benchConfig(tb testing.TB, srv *telegramtest.Server, forum int64) config.Config {
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = tb.TempDir(), "127.0.0.1:0"
-	cfg.Telegram.Token, cfg.Telegram.APIURL = srv.Token, srv.URL
-	cfg.Telegram.ChatID, cfg.Telegram.AllowedUsers = forum, []int64{ann.ID}
+	telegramConfig(&cfg).Token, telegramConfig(&cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&cfg).ChatID, telegramConfig(&cfg).AllowedUsers = forum, []int64{ann.ID}
 	return cfg
 }

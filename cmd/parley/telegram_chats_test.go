@@ -64,11 +64,11 @@ func TestTelegramWebhookMode(t *testing.T) {
 	st.cfg = config.Default()
 	listen := freeAddr(t)
 	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
-	st.cfg.Telegram.Mode = "webhook"
-	st.cfg.Telegram.WebhookURL = "http://" + listen + "/telegram/webhook"
-	st.cfg.Telegram.WebhookSecret = "s3cret_token"
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).Mode = "webhook"
+	telegramConfig(&st.cfg).WebhookURL = "http://" + listen + "/telegram/webhook"
+	telegramConfig(&st.cfg).WebhookSecret = "s3cret_token"
 	st.start()
 	topic := st.newTopic("hooked")
 	st.srv.SendText(st.forum, topic, ann, "through the webhook")
@@ -95,12 +95,12 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 	st.cfg = config.Default()
 	listen := freeAddr(t)
 	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
-	st.cfg.Telegram.Mode = "webhook"
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).Mode = "webhook"
 	hook := "http://" + listen + "/telegram/webhook"
-	st.cfg.Telegram.WebhookURL = hook
-	st.cfg.Telegram.WebhookSecret = "s3cret_token"
+	telegramConfig(&st.cfg).WebhookURL = hook
+	telegramConfig(&st.cfg).WebhookSecret = "s3cret_token"
 	st.start()
 
 	forge := func(id int, secret string) int {
@@ -150,9 +150,9 @@ func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
 	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
-	st.cfg.Telegram.NewFromGeneral = true
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).NewFromGeneral = true
 	st.start()
 	st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")
 	r := st.heard("")

@@ -74,7 +74,7 @@ func TestTelegramStartupErrorsNameTheFix(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-			cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.ChatID, cfg.Telegram.AllowedUsers = tt.token, srv.URL, tt.chat, []int64{1}
+			telegramConfig(&cfg).Token, telegramConfig(&cfg).APIURL, telegramConfig(&cfg).ChatID, telegramConfig(&cfg).AllowedUsers = tt.token, srv.URL, tt.chat, []int64{1}
 			// parley serves without Telegram, which is refused (and
 			// retried slowly), with the error and its fix in the log.
 			m := startServing(t, cfg, nil)
@@ -183,8 +183,8 @@ func TestTelegramVoiceNotes(t *testing.T) {
 		st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 		st.cfg = config.Default()
 		st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-		st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-		st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+		telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+		telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
 		st.cfg.Transcription.APIURL = whisper.URL + "/v1"
 		st.start()
 		topic := st.newTopic("voice")

@@ -37,8 +37,8 @@ func faultStack(t *testing.T, opts telegramtest.Options) (*tgStack, *syncBuffer)
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
 	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	st.cfg.Telegram.Token, st.cfg.Telegram.APIURL = srv.Token, srv.URL
-	st.cfg.Telegram.ChatID, st.cfg.Telegram.AllowedUsers = st.forum, []int64{ann.ID}
+	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
 	st.logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st.start()
 	t.Cleanup(func() {

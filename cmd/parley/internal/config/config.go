@@ -16,12 +16,16 @@
 // key and how to fix it. Unknown keys in the file are errors, since a
 // misspelt key would otherwise silently leave its default in place.
 //
-// A platform's section is defined by the platform's adapter package
-// (telegram.Config) and only listed here as a field of Config: its keys,
-// variables, redaction and URL checks follow from its tags like any other
-// section's, and its own rules from its Validate method (Section). A
-// platform parley knows of but this build lacks (Platforms.Absent, from
-// cmd/parley's table) is refused by name, section or variables alike,
+// A platform's section is defined by the platform's package
+// (telegram.Config) and is not a field of Config: Load and Example are
+// given the platforms this build has (Platforms.Present, from cmd/parley's
+// table) and hold one section of each in Config.Platforms, made by the
+// platform with its defaults. Its keys, variables, redaction and URL checks
+// follow from its tags like any other section's, its own rules from its
+// Validate method (Section), and its descriptions in the example from the
+// platform (Doc, KeyDocs); so adding a platform does not touch this
+// package. A platform parley knows of but this build lacks
+// (Platforms.Absent) is refused by name, section or variables alike,
 // rather than reported as unknown keys or silently ignored.
 //
 // Secrets (tokens, API keys, webhook secrets) never appear in errors, and
@@ -50,9 +54,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/parley-chat/parley/adapters/matrix"
-	"github.com/parley-chat/parley/adapters/slack"
-	"github.com/parley-chat/parley/adapters/telegram"
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/mcp"
 )
 
@@ -86,20 +88,15 @@ type Config struct {
 	// Agent is the agent parley runs for each session itself; none by
 	// default, agents connecting on their own.
 	Agent Agent `toml:"agent"`
-	// Telegram is the Telegram adapter's section, defined and validated by
-	// the adapter; enabled when its token is set.
-	Telegram telegram.Config `toml:"telegram"`
-	// Slack is the Slack adapter's section, defined and validated by the
-	// adapter; enabled when its bot token is set.
-	Slack slack.Config `toml:"slack"`
-	// Matrix is the Matrix adapter's section, defined and validated by the
-	// adapter; enabled when its homeserver is set.
-	Matrix matrix.Config `toml:"matrix"`
+	// Platforms are the sections of the chat platforms this build has
+	// ([telegram], [slack], …), in the order of the Platforms Load was
+	// given, each defined, defaulted and validated by its platform's
+	// package. Their keys come here, between [agent] and [transcription],
+	// in the file's order of sections, the example's and the log's.
+	Platforms []PlatformSection `toml:"-"`
 	// Transcription turns voice messages into text; enabled when api_url is
 	// set.
 	Transcription Transcription `toml:"transcription"`
-	// Fake is the in-memory test adapter.
-	Fake Fake `toml:"fake"`
 }
 
 // HTTP configures the HTTP listener.
@@ -245,21 +242,47 @@ func (t Transcription) Validate(report func(key, problem string)) {
 	}
 }
 
-// Fake configures the in-memory test adapter. It is a platform section like
-// telegram.Config, with nothing to check and no allow-list.
-type Fake struct {
-	// Enable adds the fake adapter, for tests and demos. Default false.
-	Enable bool `toml:"enabled"`
+// PlatformSection is one platform's section of a Config.
+type PlatformSection struct {
+	// Name is the platform's name, the section's: "telegram".
+	Name string
+	// Section is the section, a pointer to the platform's section type
+	// (*telegram.Config). Copies of a Config share it.
+	Section platform.Section
 }
 
-// Enabled reports whether the fake adapter is on.
-func (f Fake) Enabled() bool { return f.Enable }
+// newSections makes a section of each platform, with its defaults.
+func newSections(present []platform.Platform) []PlatformSection {
+	out := make([]PlatformSection, 0, len(present))
+	for _, p := range present {
+		out = append(out, PlatformSection{Name: string(p.Name), Section: p.Section()})
+	}
+	return out
+}
 
-// Allowed is nil: the fake's origin admits everyone.
-func (f Fake) Allowed() []string { return nil }
+// PlatformSection returns c's section of the platform name ([telegram]),
+// or false when c has none: a Config made by Default, or a platform this
+// build does not configure, such as a test's.
+func (c *Config) PlatformSection(name string) (platform.Section, bool) {
+	for _, ps := range c.Platforms {
+		if ps.Name == name {
+			return ps.Section, true
+		}
+	}
+	return nil, false
+}
 
-// Validate implements Section: a boolean has nothing left to check.
-func (f Fake) Validate(func(key, problem string)) {}
+// SectionFor returns c's section of p, first adding one with p's defaults
+// when c has none (a Config made by Default): what a program that builds
+// its configuration in code sets p's keys in.
+func (c *Config) SectionFor(p platform.Platform) platform.Section {
+	if s, ok := c.PlatformSection(string(p.Name)); ok {
+		return s
+	}
+	s := p.Section()
+	c.Platforms = append(slices.Clip(c.Platforms), PlatformSection{Name: string(p.Name), Section: s})
+	return s
+}
 
 // Section is a section of the configuration that checks its own keys,
 // beyond what Load checks of every key (that its value has the key's type,
@@ -275,13 +298,15 @@ type Section interface {
 	Validate(report func(key, problem string))
 }
 
-// Platforms tells Load which platforms parley knows of. A section (or
-// variable) of a platform this build lacks is then refused by the
-// platform's name before any of its keys, instead of as an unknown key.
-// cmd/parley derives it from its table of platforms.
+// Platforms tells Load which platforms parley knows of. The configuration
+// has a section for each platform this build has; a section (or variable)
+// of a platform this build lacks is refused by the platform's name before
+// any of its keys, instead of as an unknown key. cmd/parley derives it
+// from its table of platforms.
 type Platforms struct {
-	// Present are the platforms this build has, named in that error.
-	Present []string
+	// Present are the platforms this build has, with their sections, and
+	// named in that error.
+	Present []platform.Platform
 	// Absent are the platforms parley knows of that this build lacks:
 	// [matrix], PARLEY_MATRIX_* are refused with their name.
 	Absent []string
@@ -325,10 +350,13 @@ func (d Duration) String() string {
 
 // Default returns the configuration used when there is no file and no
 // variables: web page, API and MCP on 127.0.0.1:8765, no platform adapters.
-// DataDir comes from the process environment; Load(path, env) uses env.
-func Default() Config { return defaults(os.Environ()) }
+// It holds no platform sections (SectionFor adds one). DataDir comes from
+// the process environment; Load(path, env) uses env.
+func Default() Config { return defaults(os.Environ(), nil) }
 
-func defaults(env []string) Config {
+// defaults is the configuration with no file and no variables, with a
+// section of each of the present platforms.
+func defaults(env []string, present []platform.Platform) Config {
 	return Config{
 		DataDir:   DefaultDataDir(env),
 		Retention: Duration{30 * day},
@@ -338,12 +366,10 @@ func defaults(env []string) Config {
 			FlushInterval: Duration{time.Second},
 			DrainTimeout:  Duration{5 * time.Second},
 		},
-		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
-		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
-		Agent:    defaultAgent(),
-		Telegram: telegram.DefaultConfig(),
-		Slack:    slack.DefaultConfig(),
-		Matrix:   matrix.DefaultConfig(),
+		Cleanup:   Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
+		MCP:       MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
+		Agent:     defaultAgent(),
+		Platforms: newSections(present),
 	}
 }
 
@@ -367,7 +393,7 @@ func DefaultDataDir(env []string) string {
 // On error the returned Config is as far as it got, and the error lists
 // every problem found.
 func Load(path string, env []string, platforms Platforms) (Config, error) {
-	c := defaults(env)
+	c := defaults(env, platforms.Present)
 	errs := absentEnv(env, platforms)
 	if path != "" {
 		data, err := os.ReadFile(path)
@@ -381,7 +407,7 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 			return c, errors.Join(append(append(errs, fileError(path, err, false)), applyEnv(&c, env)...)...)
 		}
 		errs = append(absentSections(path, string(data), raw, platforms), errs...)
-		md, err := toml.Decode(string(data), &c)
+		md, err := c.decode(string(data))
 		// A value of the wrong type or form ends decoding at that key.
 		// To report every problem at once, the key is taken out and the
 		// rest decoded again, until all that is left decodes.
@@ -400,10 +426,10 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 			if err := toml.NewEncoder(&rest).Encode(raw); err != nil {
 				return c, errors.Join(append(errs, applyEnv(&c, env)...)...)
 			}
-			c = defaults(env)
-			md, err = toml.Decode(rest.String(), &c)
+			c = defaults(env, platforms.Present)
+			md, err = c.decode(rest.String())
 		}
-		errs = append(errs, unknownKeys(path, string(data), md, platforms.Absent)...)
+		errs = append(errs, unknownKeys(path, string(data), md, &c, platforms.Absent)...)
 	}
 	errs = append(errs, applyEnv(&c, env)...)
 	for _, p := range []*string{&c.DataDir, &c.Agent.Workdir} {
@@ -579,6 +605,13 @@ func fix(key string) string {
 // "***" and passwords in URLs masked (as url.URL.Redacted does), fit for
 // logging.
 func (c Config) Redacted() Config {
+	// The copy shares the platforms' sections with c: copy them too.
+	c.Platforms = slices.Clone(c.Platforms)
+	for i, ps := range c.Platforms {
+		v := reflect.New(reflect.TypeOf(ps.Section).Elem())
+		v.Elem().Set(reflect.ValueOf(ps.Section).Elem())
+		c.Platforms[i].Section = v.Interface().(platform.Section)
+	}
 	for _, f := range fields(&c) {
 		if f.v.Kind() == reflect.Slice && !f.v.IsNil() {
 			// Copy the lists, so the copy shares nothing mutable with c.
@@ -631,7 +664,9 @@ func redactURL(s string) string {
 // String returns the configuration as TOML, with secrets redacted.
 func (c Config) String() string {
 	var b strings.Builder
-	if err := toml.NewEncoder(&b).Encode(c.Redacted()); err != nil {
+	r := c.Redacted()
+	view, _ := r.tomlView()
+	if err := toml.NewEncoder(&b).Encode(view.Interface()); err != nil {
 		return "config: " + err.Error()
 	}
 	return b.String()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/matrix"
+	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/mcp"
@@ -24,7 +25,21 @@ var home = []string{"HOME=/home/ada"}
 
 // known is what cmd/parley's table tells Load in a build with Telegram
 // and Slack.
-var known = Platforms{Present: []string{"telegram", "slack"}, Absent: []string{"matrix", "discord"}}
+var known = Platforms{Present: []platform.Platform{telegram.Platform, slack.Platform}, Absent: []string{"matrix", "discord"}}
+
+// every is what it tells Load in a build with every platform.
+var every = Platforms{Present: []platform.Platform{telegram.Platform, slack.Platform, matrix.Platform}, Absent: []string{"discord"}}
+
+// telegramOf and slackOf are c's sections of the platforms.
+func telegramOf(c Config) *telegram.Config {
+	s, _ := c.PlatformSection("telegram")
+	return s.(*telegram.Config)
+}
+
+func slackOf(c Config) *slack.Config {
+	s, _ := c.PlatformSection("slack")
+	return s.(*slack.Config)
+}
 
 // writeFile writes a config file into a fresh temporary directory.
 func writeFile(tb testing.TB, text string) string {
@@ -78,12 +93,13 @@ func TestDefaults(t *testing.T) {
 			FlushInterval: Duration{time.Second},
 			DrainTimeout:  Duration{5 * time.Second},
 		},
-		Cleanup:  Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
-		MCP:      MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
-		Agent:    Agent{Command: "claude", Workdir: wd, Permissions: "ask", MaxRunning: 4},
-		Telegram: telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"},
-		Slack:    slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"},
-		Matrix:   matrix.Config{MessagesPerMinute: 12, MessageBurst: 10},
+		Cleanup: Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
+		MCP:     MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
+		Agent:   Agent{Command: "claude", Workdir: wd, Permissions: "ask", MaxRunning: 4},
+		Platforms: []PlatformSection{
+			{Name: "telegram", Section: &telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"}},
+			{Name: "slack", Section: &slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"}},
+		},
 	}
 	if got := load(t, "", home); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load with no file:\n got %#v\nwant %#v", got.Redacted(), want)
@@ -92,13 +108,13 @@ func TestDefaults(t *testing.T) {
 	if got := load(t, "# nothing\n", home); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load with an empty file: got %#v", got)
 	}
-	if got := defaults(home); !reflect.DeepEqual(got, want) {
+	if got := defaults(home, known.Present); !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults: got %#v", got)
 	}
 	if Default().HTTP.Listen != "127.0.0.1:8765" {
 		t.Errorf("Default().HTTP.Listen = %q", Default().HTTP.Listen)
 	}
-	for _, enabled := range []bool{want.Telegram.Enabled(), want.Slack.Enabled(), want.Transcription.Enabled(), want.Fake.Enabled()} {
+	for _, enabled := range []bool{telegramOf(want).Enabled(), slackOf(want).Enabled(), want.Transcription.Enabled()} {
 		if enabled {
 			t.Error("an adapter is enabled by default")
 		}
@@ -143,7 +159,7 @@ func TestLoadFile(t *testing.T) {
 		MCP:     MCP{NoAgentNotice: "Nobody reads this session yet; your message waits.", SendDirs: []string{"/srv/parley/out"}, MaxSessions: 16},
 		Agent: Agent{Kind: "claude-code", Command: "/opt/claude/bin/claude", Args: []string{"--model", "opus"}, Workdir: "/",
 			Permissions: "allow", MaxRunning: 2, Env: []string{"ANTHROPIC_API_KEY=sk-ant-agent-secret", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=8000"}},
-		Telegram: telegram.Config{
+		Platforms: []PlatformSection{{Name: "telegram", Section: &telegram.Config{
 			Token:          "123456:telegram-secret-token",
 			APIURL:         "http://127.0.0.1:8081",
 			ChatID:         -1001234567890,
@@ -152,8 +168,7 @@ func TestLoadFile(t *testing.T) {
 			WebhookURL:     "https://parley.example.org/telegram",
 			WebhookSecret:  "webhook-secret_1",
 			NewFromGeneral: true,
-		},
-		Slack: slack.Config{
+		}}, {Name: "slack", Section: &slack.Config{
 			BotToken:      "xoxb-slack-secret-token",
 			AppToken:      "xapp-slack-secret-token",
 			APIURL:        "http://127.0.0.1:9090/api/",
@@ -162,20 +177,18 @@ func TestLoadFile(t *testing.T) {
 			Mode:          "events",
 			SigningSecret: "slack-signing-secret",
 			EventsPath:    "/hooks/slack",
-		},
-		Matrix: matrix.DefaultConfig(),
+		}}},
 		Transcription: Transcription{
 			APIURL: "https://stt.example.org/v1",
 			APIKey: "sk-transcription-secret",
 			Model:  "whisper-1",
 		},
-		Fake: Fake{Enable: true},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load(full.toml):\n got %+v\nwant %+v", c.Redacted(), want.Redacted())
 	}
-	for name, enabled := range map[string]bool{"telegram": c.Telegram.Enabled(), "slack": c.Slack.Enabled(),
-		"transcription": c.Transcription.Enabled(), "fake": c.Fake.Enabled()} {
+	for name, enabled := range map[string]bool{"telegram": telegramOf(c).Enabled(), "slack": slackOf(c).Enabled(),
+		"transcription": c.Transcription.Enabled()} {
 		if !enabled {
 			t.Errorf("%s not enabled", name)
 		}
@@ -217,7 +230,6 @@ model = "file-model"
 		"PARLEY_TELEGRAM_NEW_FROM_GENERAL=true",
 		"PARLEY_TELEGRAM_API_URL=", // empty counts as unset
 		"PARLEY_TRANSCRIPTION_MODEL=whisper-2",
-		"PARLEY_FAKE_ENABLED=true",
 		"PARLEY_LOG_FORMAT=text",
 		"PARLEY_LOG_FORMAT=json", // the last one wins
 	)
@@ -234,16 +246,15 @@ model = "file-model"
 		{"outbox.drain_timeout", c.Outbox.DrainTimeout.Duration, time.Duration(0)},
 		{"cleanup.next_input", c.Cleanup.NextInput, false},
 		{"cleanup.next_notice (default kept)", c.Cleanup.NextNotice, true},
-		{"telegram.token (file kept)", c.Telegram.Token, "file-token"},
-		{"telegram.chat_id", c.Telegram.ChatID, int64(-1009)},
-		{"telegram.allowed_users", c.Telegram.AllowedUsers, []int64{7, 8, 9}},
-		{"telegram.mode", c.Telegram.Mode, "webhook"},
-		{"telegram.webhook_url", c.Telegram.WebhookURL, "https://parley.example.org/tg"},
-		{"telegram.new_from_general", c.Telegram.NewFromGeneral, true},
-		{"telegram.webhook_secret (file kept)", c.Telegram.WebhookSecret, "from-file"},
-		{"telegram.api_url (empty variable ignored)", c.Telegram.APIURL, "https://tg.example.org"},
+		{"telegram.token (file kept)", telegramOf(c).Token, "file-token"},
+		{"telegram.chat_id", telegramOf(c).ChatID, int64(-1009)},
+		{"telegram.allowed_users", telegramOf(c).AllowedUsers, []int64{7, 8, 9}},
+		{"telegram.mode", telegramOf(c).Mode, "webhook"},
+		{"telegram.webhook_url", telegramOf(c).WebhookURL, "https://parley.example.org/tg"},
+		{"telegram.new_from_general", telegramOf(c).NewFromGeneral, true},
+		{"telegram.webhook_secret (file kept)", telegramOf(c).WebhookSecret, "from-file"},
+		{"telegram.api_url (empty variable ignored)", telegramOf(c).APIURL, "https://tg.example.org"},
 		{"transcription.model", c.Transcription.Model, "whisper-2"},
-		{"fake.enabled", c.Fake.Enable, true},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -269,7 +280,7 @@ func lookup(c Config, key string) reflect.Value {
 // key added to Config without a way to set it from the environment fails.
 func TestEveryKeyHasAVariable(t *testing.T) {
 	names := map[string]string{}
-	for _, f := range fields(&Config{}) {
+	for _, f := range fields(&Config{Platforms: newSections(every.Present)}) {
 		if other, dup := names[f.env]; dup {
 			t.Errorf("%s and %s share the variable %s", f.key, other, f.env)
 		}
@@ -279,7 +290,7 @@ func TestEveryKeyHasAVariable(t *testing.T) {
 			t.Errorf("%s: variable %s", f.key, f.env)
 		}
 
-		def := lookup(defaults(home), f.key)
+		def := lookup(defaults(home, every.Present), f.key)
 		var value string
 		switch v := def.Interface().(type) {
 		case string:
@@ -302,7 +313,7 @@ func TestEveryKeyHasAVariable(t *testing.T) {
 		if err := setText(want, value); err != nil {
 			t.Fatalf("%s: %v", f.key, err)
 		}
-		c, _ := Load("", withHome(f.env+"="+value), known) // validation may object
+		c, _ := Load("", withHome(f.env+"="+value), every) // validation may object
 		got := lookup(c, f.key)
 		if !reflect.DeepEqual(got.Interface(), want.Interface()) || reflect.DeepEqual(got.Interface(), def.Interface()) {
 			t.Errorf("%s=%s: %s = %#v, want %#v (default %#v)", f.env, value, f.key, got, want, def)
@@ -442,7 +453,7 @@ func TestValidConfigs(t *testing.T) {
 // reported together, each at its line.
 func TestBadValuesDoNotHideOthers(t *testing.T) {
 	path := writeFile(t, "retention = \"a month\"\n[log]\nlevel = \"loud\"\n[outbox]\nflush_interval = \"soon\"\ndrain_timeout = 5\n[telegram]\nchat_id = \"x\"\n[lgo]\nlevel = 1\n")
-	_, err := Load(path, withHome(), Platforms{})
+	_, err := Load(path, withHome(), every)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -509,6 +520,19 @@ token = "x"
 	}
 }
 
+// TestNoTestAdapterSection: the in-memory test adapter is no platform
+// people can configure; its old section is an unknown one, and its
+// variable an unknown one too.
+func TestNoTestAdapterSection(t *testing.T) {
+	path, msg := loadErr(t, "[fake]\nenabled = true\n", home)
+	if want := path + ":1: unknown table [fake]"; !strings.Contains(msg, want) {
+		t.Errorf("error does not contain %q:\n%s", want, msg)
+	}
+	if got := UnknownEnv([]string{"PARLEY_FAKE_ENABLED=true"}, every); !reflect.DeepEqual(got, []string{"PARLEY_FAKE_ENABLED"}) {
+		t.Errorf("UnknownEnv = %q", got)
+	}
+}
+
 func TestFileErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -551,7 +575,7 @@ func TestRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := []string{
-		c.HTTP.Token, c.Telegram.Token, c.Telegram.WebhookSecret, c.Transcription.APIKey, "url-secret-password",
+		c.HTTP.Token, telegramOf(c).Token, telegramOf(c).WebhookSecret, c.Transcription.APIKey, "url-secret-password",
 		"sk-ant-agent-secret", "8000",
 	}
 	var text, js bytes.Buffer
@@ -563,7 +587,7 @@ func TestRedaction(t *testing.T) {
 		"%+v":            fmt.Sprintf("%+v", c),
 		"%#v":            fmt.Sprintf("%#v", c),
 		"%s of pointer":  fmt.Sprintf("%s", &c),
-		"Redacted %+v":   fmt.Sprintf("%+v", c.Redacted().Telegram),
+		"Redacted %+v":   fmt.Sprintf("%+v", *telegramOf(c.Redacted())),
 		"slog text":      text.String(),
 		"slog json":      js.String(),
 		"redacted field": c.Redacted().Transcription.APIKey,
@@ -593,8 +617,8 @@ func TestRedaction(t *testing.T) {
 		t.Errorf("Redacted changed the original: %q", c.HTTP.Token)
 	}
 	r := c.Redacted()
-	r.Telegram.AllowedUsers[0] = 0
-	if c.Telegram.AllowedUsers[0] == 0 {
+	telegramOf(r).AllowedUsers[0] = 0
+	if telegramOf(c).AllowedUsers[0] == 0 {
 		t.Error("Redacted shares slices with the original")
 	}
 	// An unset secret stays visibly unset.
@@ -628,7 +652,7 @@ func TestDataDirTilde(t *testing.T) {
 }
 
 func TestUnknownEnv(t *testing.T) {
-	got := UnknownEnv([]string{"PARLEY_HTTP_LISTEN=x", "PARLEY_HTTP_LISTN=x", "PARLEY_TELEGRAM_TOKEN=x", "PATH=/bin", "PARLEY_NOPE=1"})
+	got := UnknownEnv([]string{"PARLEY_HTTP_LISTEN=x", "PARLEY_HTTP_LISTN=x", "PARLEY_TELEGRAM_TOKEN=x", "PATH=/bin", "PARLEY_NOPE=1"}, known)
 	if want := []string{"PARLEY_HTTP_LISTN", "PARLEY_NOPE"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("UnknownEnv = %q, want %q", got, want)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // envPrefix starts every variable that overrides a key.
@@ -23,9 +25,14 @@ type field struct {
 
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 
-// fields lists the leaf keys of c in declaration order. A struct field is a
-// section unless its type unmarshals itself from text (like Duration); every
-// other field with a toml tag is a key.
+// platformsType is the type of Config.Platforms, whose sections the walks
+// below take in its place.
+var platformsType = reflect.TypeFor[[]PlatformSection]()
+
+// fields lists the leaf keys of c in declaration order, the platforms'
+// sections in the place of Config.Platforms. A struct field is a section
+// unless its type unmarshals itself from text (like Duration); every other
+// field with a toml tag is a key.
 func fields(c *Config) []field {
 	var out []field
 	var walk func(v reflect.Value, path []string)
@@ -33,6 +40,12 @@ func fields(c *Config) []field {
 		t := v.Type()
 		for i := range t.NumField() {
 			sf := t.Field(i)
+			if sf.Type == platformsType {
+				for _, ps := range c.Platforms {
+					walk(reflect.ValueOf(ps.Section).Elem(), []string{ps.Name})
+				}
+				continue
+			}
 			name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
 			if name == "" || name == "-" || !sf.IsExported() {
 				continue
@@ -68,6 +81,12 @@ func sections(c *Config) []section {
 	v := reflect.ValueOf(c).Elem()
 	for i := range v.NumField() {
 		sf := v.Type().Field(i)
+		if sf.Type == platformsType {
+			for _, ps := range c.Platforms {
+				out = append(out, section{name: ps.Name, v: reflect.ValueOf(ps.Section).Elem()})
+			}
+			continue
+		}
 		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
 		if name == "" || name == "-" || !sf.IsExported() ||
 			sf.Type.Kind() != reflect.Struct || reflect.PointerTo(sf.Type).Implements(textUnmarshaler) {
@@ -76,6 +95,45 @@ func sections(c *Config) []section {
 		out = append(out, section{name: name, v: v.Field(i)})
 	}
 	return out
+}
+
+// tomlView returns a struct of c's top-level keys and sections, the
+// platforms' sections in the place of Config.Platforms, each a field
+// tagged with its name, holding copies of c's values: what the TOML
+// decoder and encoder, which know struct fields only, read and write. dst
+// are c's values in the view's field order, to copy a decoded view back.
+func (c *Config) tomlView() (view reflect.Value, dst []reflect.Value) {
+	v := reflect.ValueOf(c).Elem()
+	var sfs []reflect.StructField
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		if sf.Type == platformsType {
+			for j, ps := range c.Platforms {
+				sv := reflect.ValueOf(ps.Section).Elem()
+				sfs = append(sfs, reflect.StructField{Name: fmt.Sprintf("Platform%d", j), Type: sv.Type(),
+					Tag: reflect.StructTag(fmt.Sprintf("toml:%q", ps.Name))})
+				dst = append(dst, sv)
+			}
+			continue
+		}
+		sfs = append(sfs, reflect.StructField{Name: sf.Name, Type: sf.Type, Tag: sf.Tag})
+		dst = append(dst, v.Field(i))
+	}
+	view = reflect.New(reflect.StructOf(sfs)).Elem()
+	for i, d := range dst {
+		view.Field(i).Set(d)
+	}
+	return view, dst
+}
+
+// decode decodes a TOML document into c, over what c holds.
+func (c *Config) decode(data string) (toml.MetaData, error) {
+	view, dst := c.tomlView()
+	md, err := toml.Decode(data, view.Addr().Interface())
+	for i, d := range dst {
+		d.Set(view.Field(i))
+	}
+	return md, err
 }
 
 // envName is the variable for a key path: PARLEY_ and the parts in upper
@@ -156,11 +214,12 @@ func setText(v reflect.Value, s string) error {
 }
 
 // UnknownEnv returns the names of the PARLEY_ variables in env that match no
-// configuration key, most likely misspelt, for the caller to warn about.
-// Variables parley reads for other purposes are the caller's to exclude.
-func UnknownEnv(env []string) []string {
+// configuration key of a build with the platforms p, most likely misspelt,
+// for the caller to warn about. Variables parley reads for other purposes
+// are the caller's to exclude.
+func UnknownEnv(env []string, p Platforms) []string {
 	known := map[string]bool{}
-	for _, f := range fields(&Config{}) {
+	for _, f := range fields(&Config{Platforms: newSections(p.Present)}) {
 		known[f.env] = true
 	}
 	var out []string

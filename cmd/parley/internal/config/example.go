@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // Example returns a commented example configuration file, as `parley init`
-// writes it: every key of Config but the test adapter's, section by section, each under its
+// writes it for a build with the platforms p: every key of Config, the
+// platforms' included, section by section, each under its
 // description, its environment variable and its default, written as a
 // commented-out assignment of the default ("# listen = "127.0.0.1:8765"").
 // The file therefore loads as the defaults, and a person uncomments what
@@ -19,10 +21,18 @@ import (
 //
 // It is generated from the same walk of Config's toml tags as Load and the
 // environment variables, so it cannot leave a key out; the descriptions are
-// the fields' Go doc comments, copied into keydocs.go by a test that fails
-// when they are stale.
-func Example(env []string) []byte {
-	def := defaults(env)
+// the fields' Go doc comments, copied into keydocs.go (and, for a platform's
+// section, into its package: Platform.KeyDocs) by a test that fails when
+// they are stale.
+func Example(env []string, p Platforms) []byte {
+	def := defaults(env, p.Present)
+	docs := maps.Clone(keyDocs)
+	for _, pl := range p.Present {
+		docs[string(pl.Name)] = pl.Doc
+		for k, d := range pl.KeyDocs {
+			docs[string(pl.Name)+"."+k] = d
+		}
+	}
 	var b bytes.Buffer
 	b.WriteString(`# parley configuration.
 #
@@ -38,19 +48,16 @@ func Example(env []string) []byte {
 		if !inSection {
 			section, name = "", f.key
 		}
-		if section == testOnly {
-			continue
-		}
 		if section != current {
 			current = section
 			b.WriteString("\n")
-			comment(&b, keyDocs[section])
+			comment(&b, docs[section])
 			fmt.Fprintf(&b, "[%s]\n", section)
 		}
 		b.WriteString("\n")
 		// Keys declared together share one doc comment ("A and B are
 		// …"): it is written once, above the first of them.
-		if doc := keyDocs[f.key]; doc != lastDoc {
+		if doc := docs[f.key]; doc != lastDoc {
 			comment(&b, doc)
 			lastDoc = doc
 		}
@@ -59,10 +66,6 @@ func Example(env []string) []byte {
 	}
 	return b.Bytes()
 }
-
-// testOnly is the section of the in-memory test adapter, which people have
-// no use for: the example leaves it out, though Load accepts it.
-const testOnly = "fake"
 
 // comment writes text as comment lines.
 func comment(b *bytes.Buffer, text string) {

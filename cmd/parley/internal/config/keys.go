@@ -24,7 +24,7 @@ func absentSections(path, data string, raw map[string]any, p Platforms) []error 
 			where = fmt.Sprintf("%s:%d", path, line)
 		}
 		errs = append(errs, fmt.Errorf("config: %s: [%s]: %s; remove the section or use a build that includes it",
-			where, name, noAdapter(name, p.Present)))
+			where, name, noAdapter(name, p.names())))
 	}
 	return errs
 }
@@ -52,9 +52,18 @@ func absentEnv(env []string, p Platforms) []error {
 			them = "it"
 		}
 		errs = append(errs, fmt.Errorf("config: %s: %s; unset %s or use a build that includes it",
-			strings.Join(set, ", "), noAdapter(name, p.Present), them))
+			strings.Join(set, ", "), noAdapter(name, p.names()), them))
 	}
 	return errs
+}
+
+// names are the names of the platforms present.
+func (p Platforms) names() []string {
+	out := make([]string, 0, len(p.Present))
+	for _, pl := range p.Present {
+		out = append(out, string(pl.Name))
+	}
+	return out
 }
 
 // noAdapter says that this build lacks the platform name and which it has.
@@ -74,15 +83,16 @@ func title(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:]
 }
 
-// unknownKeys reports the file's keys that Config does not have, each once
-// (not every key under an unknown table), with a suggestion.
+// unknownKeys reports the file's keys that c (a Config with its platforms'
+// sections) does not have, each once (not every key under an unknown
+// table), with a suggestion.
 //
 // Keys under an absent platform's section are left to absentSections, which
 // refuses the section as a whole; the absent platforms' names are offered as
 // suggestions, so that [slak] is told about slack.
-func unknownKeys(path, data string, md toml.MetaData, absent []string) []error {
+func unknownKeys(path, data string, md toml.MetaData, c *Config, absent []string) []error {
 	known := map[string]bool{}
-	for _, f := range fields(&Config{}) {
+	for _, f := range fields(c) {
 		known[f.key] = true
 		if section, _, ok := strings.Cut(f.key, "."); ok {
 			known[section] = true

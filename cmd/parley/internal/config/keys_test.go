@@ -38,7 +38,7 @@ func TestAbsentPlatforms(t *testing.T) {
 		{name: "build without platforms", env: []string{"PARLEY_MATRIX_USER_ID=@p:e"},
 			platforms: Platforms{Absent: []string{"matrix"}},
 			want:      []string{"config: PARLEY_MATRIX_USER_ID: this build of parley has no Matrix adapter (it has no platform adapters)"}},
-		{name: "not told it is absent", file: "[discord]\ntoken = \"x\"\n", platforms: Platforms{Present: []string{"telegram", "slack"}},
+		{name: "not told it is absent", file: "[discord]\ntoken = \"x\"\n", platforms: Platforms{Present: known.Present},
 			want: []string{"PATH:1: unknown table [discord]"}},
 		{name: "misspelt absent platform", file: "[matirx]\nroom = \"x\"\n",
 			want: []string{"PATH:1: unknown table [matirx] (did you mean matrix?)"}},

@@ -96,6 +96,9 @@ type Deps struct {
 	Store   core.Store
 	Bus     core.Bus
 	Handler core.Handler
+	// Authorizer is the allow-lists the Handler keeps, which every chat
+	// adapter asks before it acts on a person's input.
+	Authorizer core.Authorizer
 	// Pacer is the daemon's outbox, for calls an adapter makes itself. It
 	// is usable once Open returned (the outbox needs the adapters' limits,
 	// so it is built after them).
@@ -182,7 +185,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			store.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
