@@ -46,17 +46,13 @@ type PairingStore interface {
 	Admissions(ctx context.Context) ([]Admission, error)
 }
 
-// Pairer is an optional capability of a Handler (commands.Service) that
-// says whether it pairs strangers at all, so that an adapter sends
-// core.Pair, and looks anything up for a stranger, only when it does.
+// Pairer says whether the Handler (commands.Service) pairs strangers at
+// all, so that an adapter sends core.Pair, and looks anything up for a
+// stranger, only when it does. Adapters are given it explicitly
+// (platform.Deps.Pairer), not by asserting the Handler, which a wrapper
+// would hide.
 type Pairer interface {
 	// Pairing reports whether core.Pair commands are answered. It does
 	// not block.
 	Pairing() bool
-}
-
-// Pairs reports whether h answers core.Pair commands.
-func Pairs(h Handler) bool {
-	p, ok := h.(Pairer)
-	return ok && p.Pairing()
 }

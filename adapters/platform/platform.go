@@ -94,6 +94,10 @@ type Deps struct {
 	// Authorizer is the allow-lists, asked before the adapter acts on a
 	// person's input; never nil.
 	Authorizer core.Authorizer
+	// Pairer says whether strangers may ask to be paired (core.Pair); nil
+	// when nobody answers pairing requests, and the adapter then sends
+	// none.
+	Pairer core.Pairer
 	// Pacer is the daemon's outbox, for calls an adapter makes itself. It
 	// is usable once the daemon is open, not during construction.
 	Pacer core.Pacer

@@ -41,6 +41,9 @@ type Options struct {
 	// Authorizer decides whose input the adapter acts on, before it
 	// fetches, creates or says anything for them; required.
 	Authorizer core.Authorizer
+	// Pairer, when set, says whether a stranger writing in private is
+	// answered with a pairing code (core.Pair); nil sends no Pair.
+	Pairer core.Pairer
 	// FileDir is where received files are stored (one directory per
 	// conversation below FileDir/slack).
 	FileDir string

@@ -96,7 +96,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 	who := core.Actor{ID: m.User}
 	if !a.authorized(who) {
 		a.log.Debug("ignoring a message from someone not allowed", "user", m.User, "channel", m.Channel)
-		if isDM(m) && core.Pairs(h) {
+		if isDM(m) && a.pairs() {
 			// With pairing on, the handler answers with a one-time code
 			// for the operator, in the message's thread; otherwise it
 			// refuses silently. The channel never hears a word.
@@ -210,3 +210,7 @@ func (a *Adapter) cachedName(id string) string {
 	}
 	return ""
 }
+
+// pairs reports whether a stranger's private message is answered with a
+// pairing code.
+func (a *Adapter) pairs() bool { return a.opts.Pairer != nil && a.opts.Pairer.Pairing() }

@@ -25,7 +25,7 @@ var Platform = platform.Of(platform.Def[Config]{
 func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
 	opts.FileDir = filepath.Join(d.DataDir, "files")
-	opts.Authorizer = d.Authorizer
+	opts.Authorizer, opts.Pairer = d.Authorizer, d.Pairer
 	opts.Pacer = d.Pacer
 	opts.Logger = d.Logger
 	a, err := New(opts)

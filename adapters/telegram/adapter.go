@@ -57,6 +57,9 @@ type Options struct {
 	// Authorizer decides whose input the adapter acts on, before it
 	// creates a topic, fetches a file or says anything; required.
 	Authorizer core.Authorizer
+	// Pairer, when set, says whether a stranger writing in private is
+	// answered with a pairing code (core.Pair); nil sends no Pair.
+	Pairer core.Pairer
 	// Transcriber, when set, turns voice notes into text.
 	Transcriber Transcriber
 	// Pacer runs the calls the adapter makes itself (creating a topic for

@@ -71,7 +71,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	// to them.
 	if !a.opts.Authorizer.Authorized(core.Origin(Name), actor(m.From)) {
 		a.log.Debug("ignoring a message from someone not allowed", "user", m.From.ID, "chat", m.Chat.ID)
-		if m.Chat.Type == models.ChatTypePrivate && core.Pairs(h) {
+		if m.Chat.Type == models.ChatTypePrivate && a.pairs() {
 			// With pairing on, the handler answers with a one-time code
 			// for the operator; otherwise it refuses silently. Groups
 			// never hear a word.
@@ -264,3 +264,7 @@ func (a *Adapter) pair(ctx context.Context, h core.Handler, cmd core.Command) er
 	}
 	return err
 }
+
+// pairs reports whether a stranger's private message is answered with a
+// pairing code.
+func (a *Adapter) pairs() bool { return a.opts.Pairer != nil && a.opts.Pairer.Pairing() }

@@ -28,7 +28,7 @@ func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
 	opts.FileDir = filepath.Join(d.DataDir, "files")
 	opts.Cursors = d.Store
-	opts.Authorizer = d.Authorizer
+	opts.Authorizer, opts.Pairer = d.Authorizer, d.Pairer
 	opts.Transcriber = d.Transcriber
 	opts.Pacer = d.Pacer
 	opts.Logger = d.Logger

@@ -99,6 +99,8 @@ type Deps struct {
 	// Authorizer is the allow-lists the Handler keeps, which every chat
 	// adapter asks before it acts on a person's input.
 	Authorizer core.Authorizer
+	// Pairer is the Handler's pairing of strangers (commands.Service).
+	Pairer core.Pairer
 	// Pacer is the daemon's outbox, for calls an adapter makes itself. It
 	// is usable once Open returned (the outbox needs the adapters' limits,
 	// so it is built after them).
@@ -185,7 +187,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			store.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
