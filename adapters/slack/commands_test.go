@@ -148,7 +148,7 @@ func TestNewRootRefused(t *testing.T) {
 func TestSlashNewUntitled(t *testing.T) {
 	api := newFakeAPI(t)
 	api.on("chat.postMessage", posted("500.2"))
-	a := newTestAdapter(t, api)
+	a := newTestAdapter(t, api, withAuthorizer(newRecorder("U1")))
 	h := newRecorder("U1")
 	h.answer = func(core.Command) (core.Result, error) { return core.Result{Session: "S6"}, nil }
 	if _, err := a.onSlash(context.Background(), h, slack.SlashCommand{Command: "/parley", ChannelID: "C1", UserID: "U1", Text: "new", TriggerID: "tr10"}); err != nil {
