@@ -96,6 +96,6 @@ type MethodPacer interface {
 	// adapter's method limits that names it, and returns 0; or, when one
 	// of them has no room or a rate limit paused place's scope, counts
 	// nothing and returns how long until all have room. It never blocks.
-	// A method no limit names is always taken.
+	// A method no limit names is not paced: it always returns 0.
 	TakeMethod(adapter AdapterName, place Place, method string) (wait time.Duration)
 }

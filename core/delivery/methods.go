@@ -21,7 +21,9 @@ import (
 // already in flight when another one's 429 paused its workspace makes no
 // call Slack would refuse. A pause of some kinds only holds back operations
 // of those kinds, which then do not start; the calls of the operations
-// running meanwhile are not of them, and go on.
+// running meanwhile are not of them, and go on. A method no limit names is
+// not paced at all, pauses included: the adapter asks for every call it
+// might pace, and only its declarations decide.
 
 // methodLead is how much sooner than its window allows a method call is
 // let through. The outbox counts an operation when it starts and the
@@ -39,6 +41,10 @@ var _ core.MethodPacer = (*Outbox)(nil)
 func (o *Outbox) TakeMethod(a core.AdapterName, p core.Place, method string) time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	ws := o.methodWindows(a, p, method)
+	if len(ws) == 0 {
+		return 0 // a method not paced
+	}
 	now := time.Now()
 	until := now
 	for _, k := range scopesOf(core.Op{Adapter: a, Place: p}) {
@@ -46,7 +52,6 @@ func (o *Outbox) TakeMethod(a core.AdapterName, p core.Place, method string) tim
 			until = t
 		}
 	}
-	ws := o.methodWindows(a, p, method)
 	for _, w := range ws {
 		// Checked methodLead ahead: a slot whose take leaves the window
 		// within methodLead is free.

@@ -109,7 +109,8 @@ func TestOutboxMethodAndKindWindowsApart(t *testing.T) {
 
 // A rate limit pauses calls as it pauses operations: a whole scope's pause
 // holds back every call in it, to the millisecond; a pause of some kinds
-// holds back only operations of those kinds (which then make no call).
+// holds back only operations of those kinds (which then make no call). A
+// method no limit names is not paced, pauses included.
 func TestOutboxMethodTakesWaitForPauses(t *testing.T) {
 	topic1 := core.Place{Chat: "group", Thread: "1"}
 	topic2 := core.Place{Chat: "group", Thread: "2"}
@@ -146,6 +147,9 @@ func TestOutboxMethodTakesWaitForPauses(t *testing.T) {
 					}
 					if w := o.TakeMethod(a.Name(), p, "post"); w != want {
 						t.Errorf("call at %+v: wait %v, want %v", p, w, want)
+					}
+					if w := o.TakeMethod(a.Name(), p, "unpaced"); w != 0 {
+						t.Errorf("a method no limit names, at %+v: wait %v, want none", p, w)
 					}
 				}
 				drain(t, o)
