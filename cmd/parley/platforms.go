@@ -230,6 +230,7 @@ func buildSlack(_ context.Context, s slack.Config, d deps) (core.Adapter, error)
 	opts := s.Options()
 	opts.FileDir = filepath.Join(d.dataDir, "files")
 	opts.Pacer = d.Pacer
+	opts.MethodPacer = d.Methods
 	opts.Logger = d.log
 	a, err := slack.New(opts)
 	if err != nil {
