@@ -308,3 +308,24 @@ func TestStreamCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// With chat.startStream's 20 a minute spent, the next turn's output is
+// posted instead (the outbox paced it as a post), within the channel's
+// second: no call is refused.
+func TestStreamStartSpentPosts(t *testing.T) {
+	e := newStreamEnv(t, slacktest.Options{Streaming: true, Limits: true})
+	a := e.adapter(t)
+	n := len(e.srv.Calls())
+	for i := range 21 {
+		p := core.Place{Chat: e.channel, Thread: e.srv.Post(e.ann, e.channel, "", "Question")}
+		if _, err := a.Send(t.Context(), p, output("Answer")); err != nil {
+			t.Fatalf("output %d: %v", i+1, err)
+		}
+	}
+	if got := e.methods(n); !sameCounts(got, map[string]int{"chat.startStream": 20, "chat.postMessage": 1}) {
+		t.Fatalf("calls %v: want 20 starts, then a post", got)
+	}
+	if e.srv.RateLimited() != 0 {
+		t.Fatalf("%d 429s, want none", e.srv.RateLimited())
+	}
+}
