@@ -4,8 +4,9 @@
 // interfaces every other package meets through (Adapter and its optional
 // capabilities, Store, Bus, Handler, Authorizer, Presence). It also holds
 // the declarations adapters make and the delivery engine consumes: the
-// platform operations (Op, OpKind, Pacer), the rate limits per scope
-// (Limit, Scope, Rate, Learn), how a platform counts length (LengthUnit)
+// platform operations (Op, OpKind, Pacer, MethodPacer), the rate limits
+// per scope, on operation kinds or platform methods (Limit, Scope, Rate,
+// Learn), how a platform counts length (LengthUnit)
 // and the sentinel errors both sides speak.
 //
 // core is what the rest agree on, not how anything is done: the engine

@@ -51,14 +51,28 @@ type Rate struct {
 // Unlimited reports whether r imposes no limit.
 func (r Rate) Unlimited() bool { return r.N <= 0 || r.Per <= 0 }
 
-// Limit is one rate a platform enforces within a scope, on the operation
-// kinds it names (every kind when Kinds is empty). Slack limits
-// chat.postMessage per channel and chat.update per workspace; Telegram's
-// per-chat and per-group budgets count messages but not chat actions.
+// Limit is one rate a platform enforces within a scope, either on the
+// operation kinds it names (every kind when Kinds and Methods are empty) or
+// on the platform methods it names. Slack limits chat.postMessage per
+// channel and chat.update per workspace; Telegram's per-chat and per-group
+// budgets count messages but not chat actions.
+//
+// A limit on Methods counts calls, not operations: the outbox never holds
+// an operation back by it, and counts it only when the adapter asks
+// before a call (MethodPacer.TakeMethod). It is for platforms where one
+// operation becomes one of several methods the platform counts on its own,
+// chosen by the adapter at call time (with streaming on, a Slack output
+// edit is chat.appendStream while the text grows, chat.update for a
+// rewrite, chat.stopStream before it, chat.postMessage when the message is
+// gone). A Limit names Kinds or Methods, never both; Learn and SendShare
+// are for limits on kinds.
 type Limit struct {
 	Scope Scope    `json:"scope"`
 	Kinds []OpKind `json:"kinds,omitempty"`
-	Rate  Rate     `json:"rate"`
+	// Methods are the platform methods the limit counts, by the
+	// platform's own names ("chat.appendStream").
+	Methods []string `json:"methods,omitempty"`
+	Rate    Rate     `json:"rate"`
 	// Learn, when set, makes Rate where the budget starts rather than
 	// what it is: the outbox adjusts it to what the platform says (see
 	// Learn). Nil keeps Rate as it is.
@@ -70,8 +84,14 @@ type Limit struct {
 	SendShare float64 `json:"send_share,omitempty"`
 }
 
-// Applies reports whether the limit counts operations of kind k.
-func (l Limit) Applies(k OpKind) bool { return len(l.Kinds) == 0 || slices.Contains(l.Kinds, k) }
+// Applies reports whether the limit counts operations of kind k. A limit
+// on methods counts no operation.
+func (l Limit) Applies(k OpKind) bool {
+	return len(l.Methods) == 0 && (len(l.Kinds) == 0 || slices.Contains(l.Kinds, k))
+}
+
+// Names reports whether the limit counts calls of method.
+func (l Limit) Names(method string) bool { return slices.Contains(l.Methods, method) }
 
 // Learn is how a Limit's budget follows what its platform says, for
 // platforms whose limits are set per server and not published (a Matrix

@@ -83,3 +83,19 @@ type Pacer interface {
 	// included), or ctx's error when ctx ends first; op then still runs.
 	Do(ctx context.Context, op Op) error
 }
+
+// MethodPacer paces the platform calls an adapter chooses at call time, by
+// the adapter's limits on methods (Limit.Methods): one operation may
+// become any of several methods the platform counts on its own, which the
+// outbox cannot know when it starts the operation. The adapter asks before
+// each such call and, when told to wait, makes no call and returns a
+// *RateLimitError of the operation's conversation, so the outbox retries
+// it later. The Outbox is one.
+type MethodPacer interface {
+	// TakeMethod counts one call of method at place in every window of
+	// adapter's method limits that names it, and returns 0; or, when one
+	// of them has no room or a rate limit paused place's scope, counts
+	// nothing and returns how long until all have room. It never blocks.
+	// A method no limit names is not paced: it always returns 0.
+	TakeMethod(adapter AdapterName, place Place, method string) (wait time.Duration)
+}

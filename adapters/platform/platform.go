@@ -101,6 +101,10 @@ type Deps struct {
 	// Pacer is the daemon's outbox, for calls an adapter makes itself. It
 	// is usable once the daemon is open, not during construction.
 	Pacer core.Pacer
+	// Methods is the same outbox pacing the platform methods an adapter
+	// names in its limits (core.Limit.Methods), for an adapter that
+	// chooses the method at call time (Slack's streaming).
+	Methods core.MethodPacer
 	// Logger is scoped to the adapter: adapter=<name>.
 	Logger *slog.Logger
 	// DataDir is parley's data directory; received files go below it.

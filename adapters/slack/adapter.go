@@ -55,6 +55,10 @@ type Options struct {
 	// parley's outbox, so they are paced and wait out a 429 like every
 	// other call. Nil calls Slack directly.
 	Pacer core.Pacer
+	// MethodPacer paces the Slack methods the adapter picks per call
+	// with streaming on (stream.go: Pacing) by the limits it declares on
+	// them: parley's outbox, next to Pacer. Nil calls Slack unpaced.
+	MethodPacer core.MethodPacer
 	// HTTPClient makes every Web API call and download; default one with
 	// a 60 s timeout. The websocket is dialled separately.
 	HTTPClient *http.Client
@@ -215,16 +219,33 @@ var limits = []core.Limit{
 // the stalest thread went 50 s without news.
 var appendSteady = core.Rate{N: 5, Per: 3 * time.Second}
 
+// The workspace's rate tiers of the methods that carry a streamed output,
+// per method (Slack counts each method on its own).
+var (
+	startRate  = core.Rate{N: 20, Per: time.Minute}  // chat.startStream, Tier 2
+	appendRate = core.Rate{N: 100, Per: time.Minute} // chat.appendStream, Tier 4
+	stopRate   = core.Rate{N: 20, Per: time.Minute}  // chat.stopStream, Tier 2
+	updateRate = core.Rate{N: 50, Per: time.Minute}  // chat.update, Tier 3
+)
+
+// postRate is chat.postMessage's limit in a channel.
+var postRate = core.Rate{N: 1, Per: time.Second}
+
 // streamLimits replace limits with streaming on. An output edit is then
 // chat.appendStream (Tier 4, 100 a minute per workspace) while the text
 // grows: edits are paced at that budget, and the few that take chat.update
 // (rewrites, the tail past the length limit, a stream Slack ended) are kept
-// within chat.update's own 50 a minute by the adapter (budget.go), as are
+// within chat.update's own 50 a minute by its limit on the method, as are
 // renames, which share it. Edits leave the channel's one call a second to
 // posts and status changes: an append posts nothing, and the one edit that
 // may post — the output message gone, sent anew — is held to the channel's
-// second by the adapter itself (a.post). That lets threads of one channel
-// stream at appendStream's budget instead of the channel's second.
+// second by chat.postMessage's limit on the method (a.post). That lets
+// threads of one channel stream at appendStream's budget instead of the
+// channel's second.
+//
+// The limits on methods count the calls the adapter asks the outbox for
+// (stream.go: Pacing): every method an output edit may become, each at its
+// own budget.
 var streamLimits = []core.Limit{
 	{Scope: core.ScopeGroup, Kinds: []core.OpKind{core.OpSend, core.OpRename}, Rate: core.Rate{N: 1, Per: time.Second}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpSend}, Rate: core.Rate{N: 300, Per: time.Minute}},
@@ -234,6 +255,11 @@ var streamLimits = []core.Limit{
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpRename}, Rate: core.Rate{N: 20, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpDelete}, Rate: core.Rate{N: 50, Per: time.Minute}},
 	{Scope: core.ScopeAccount, Kinds: []core.OpKind{core.OpTyping}, Rate: core.Rate{N: 50, Per: time.Minute}},
+	{Scope: core.ScopeGroup, Methods: []string{"chat.postMessage"}, Rate: postRate},
+	{Scope: core.ScopeAccount, Methods: []string{"chat.startStream"}, Rate: startRate},
+	{Scope: core.ScopeAccount, Methods: []string{"chat.appendStream"}, Rate: appendRate},
+	{Scope: core.ScopeAccount, Methods: []string{"chat.stopStream"}, Rate: stopRate},
+	{Scope: core.ScopeAccount, Methods: []string{"chat.update"}, Rate: updateRate},
 }
 
 func (a *Adapter) limits() []core.Limit { return limitsFor(a.opts.Stream) }

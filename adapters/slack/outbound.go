@@ -68,16 +68,14 @@ func fit(m core.OutMessage) (payload, error) {
 }
 
 // post posts at p and checks that a reply landed in its thread. With
-// streaming on it keeps to the channel's one post a second itself (see
-// streamLimits).
+// streaming on it keeps to the channel's one post a second by asking the
+// outbox (see streamLimits).
 func (a *Adapter) post(ctx context.Context, p core.Place, opts []slack.MsgOption) (string, error) {
 	if p.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(p.Thread))
 	}
-	if a.opts.Stream {
-		if b := a.postBudget(p.Chat); !b.take(time.Now()) {
-			return "", spent("chat.postMessage", b)
-		}
+	if wait := a.pace(p, "chat.postMessage"); wait > 0 {
+		return "", spent("chat.postMessage", wait)
 	}
 	_, ts, msg, err := a.api.PostMessageWithResponseContext(ctx, p.Chat, opts...)
 	if err != nil {
@@ -137,10 +135,11 @@ func (a *Adapter) Edit(ctx context.Context, r core.MessageRef, m core.OutMessage
 
 // update is chat.update; its error is slack-go's, unclassified, or, with
 // streaming on, spent when chat.update's own budget has no room (see
-// budget.go).
+// Pacing in stream.go). The budget is the workspace's: the channel is
+// place enough.
 func (a *Adapter) update(ctx context.Context, channel, ts string, opts []slack.MsgOption) error {
-	if a.opts.Stream && !a.streams.update.take(time.Now()) {
-		return spent("chat.update", a.streams.update)
+	if wait := a.pace(core.Place{Chat: channel}, "chat.update"); wait > 0 {
+		return spent("chat.update", wait)
 	}
 	_, _, _, err := a.api.UpdateMessageContext(ctx, channel, ts, opts...)
 	return err

@@ -26,6 +26,7 @@ func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
 	opts.FileDir = filepath.Join(d.DataDir, "files")
 	opts.Authorizer, opts.Pairer = d.Authorizer, d.Pairer
+	opts.MethodPacer = d.Methods
 	opts.Pacer = d.Pacer
 	opts.Logger = d.Logger
 	a, err := New(opts)

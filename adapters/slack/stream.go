@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -38,15 +39,18 @@ import (
 // further, no second one is posted. Nothing stream-specific needs to be
 // kept with the binding.
 //
-// Pacing. The outbox knows operation kinds, not methods, so with
-// streaming on the adapter declares edits at chat.appendStream's budget
-// and outside the channel's one post a second (adapter.go: streamLimits),
-// and keeps every method within its own budget itself (budget.go):
-// chat.update for the edits and renames that need it, chat.startStream,
-// chat.stopStream, and chat.postMessage per channel. When the method an
-// operation needs has no room, the outbox is asked to retry the
-// conversation later, without a call. A start with no budget left posts
-// instead (the outbox paced the op as a post).
+// Pacing. The outbox paces operations by kind, and with streaming on one
+// output edit may become any of several methods Slack counts on its own,
+// chosen here at call time. So the adapter declares edits at
+// chat.appendStream's budget and outside the channel's one post a second
+// (adapter.go: streamLimits), and declares besides a limit on each method
+// it picks: chat.startStream, chat.appendStream, chat.stopStream and
+// chat.update per workspace, chat.postMessage per channel. Before each such
+// call it asks the outbox (Options.MethodPacer, pace), which counts the
+// calls in its windows with all the others. When the method an operation
+// needs has no room, no call is made and the outbox is asked to retry the
+// conversation later (spent). A start with no room posts instead (the
+// outbox paced the op as a post).
 
 // streamRefusals are the answers of a workspace or app that does not offer
 // the streaming methods (Slack documents no dedicated code).
@@ -77,12 +81,6 @@ type streamState struct {
 	// recipients are, per thread, the member who last wrote there: a
 	// stream in a channel is addressed to a person.
 	recipients map[string]string
-	// posts are chat.postMessage's windows per channel (see post).
-	posts  map[string]*budget
-	start  *budget
-	append *budget
-	stop   *budget
-	update *budget
 }
 
 // liveStream is one open stream: the markdown it shows.
@@ -95,24 +93,30 @@ func (s *streamState) init() {
 	s.open = map[string]*liveStream{}
 	s.refused = map[string]string{}
 	s.recipients = map[string]string{}
-	s.posts = map[string]*budget{}
-	s.start, s.append, s.stop, s.update = newBudget(startRate), newBudget(appendRate), newBudget(stopRate), newBudget(updateRate)
 }
 
 func streamKey(channel, ts string) string { return channel + "/" + ts }
 
-// postBudget is chat.postMessage's window in channel: with streaming on,
-// the outbox no longer counts edits against the channel's second, and an
-// edit whose message is gone posts a new one.
-func (a *Adapter) postBudget(channel string) *budget {
-	a.streams.mu.Lock()
-	defer a.streams.mu.Unlock()
-	b := a.streams.posts[channel]
-	if b == nil {
-		b = newBudget(postRate)
-		a.streams.posts[channel] = b
+// pace asks the outbox for one call of method at p, by the limits the
+// adapter declares on methods (see Pacing): 0 when the call may go now,
+// counted; else how long until it may, nothing counted. Without a
+// MethodPacer every call goes.
+func (a *Adapter) pace(p core.Place, method string) time.Duration {
+	if a.opts.MethodPacer == nil {
+		return 0
 	}
-	return b
+	return a.opts.MethodPacer.TakeMethod(Name, p, method)
+}
+
+// spent is the answer when method has no room for wait: a rate limit of
+// the operation's conversation only (all its kinds: the operation that
+// wanted the method may be of any), for as long as the method's windows
+// need, with no call made. The outbox holds the operation back and retries
+// it with the newest content.
+func spent(method string, wait time.Duration) error {
+	wait = max(wait, 100*time.Millisecond)
+	return &core.RateLimitError{RetryAfter: wait, Scope: core.ScopeConversation,
+		Err: fmt.Errorf("slack: %s: the workspace's budget for it is spent for %s (counted by parley; Slack was not called)", method, wait.Round(time.Millisecond))}
 }
 
 // heard records that member wrote in the thread at p, the recipient of
@@ -179,7 +183,7 @@ func (a *Adapter) startStream(ctx context.Context, p core.Place, m core.OutMessa
 		}
 		opts = append(opts, slack.MsgOptionRecipientTeamID(a.me().TeamID), slack.MsgOptionRecipientUserID(who))
 	}
-	if !a.streams.start.take(time.Now()) {
+	if a.pace(p, "chat.startStream") > 0 {
 		return "", false, nil // paced as a post: post it
 	}
 	_, ts, err = a.api.StartStreamContext(ctx, p.Chat, opts...)
@@ -226,8 +230,8 @@ func (a *Adapter) editStream(ctx context.Context, st *liveStream, m core.OutMess
 		return true, nil // nothing new
 	}
 	if grown, ok := strings.CutPrefix(m.Text, shown); ok && len(m.Buttons) == 0 {
-		if !a.streams.append.take(time.Now()) {
-			return true, spent("chat.appendStream", a.streams.append)
+		if wait := a.pace(core.Place{Chat: st.channel, Thread: st.thread}, "chat.appendStream"); wait > 0 {
+			return true, spent("chat.appendStream", wait)
 		}
 		_, _, err := a.api.AppendStreamContext(ctx, st.channel, st.ts, slack.MsgOptionMarkdownText(grown))
 		switch code := errorCode(err); {
@@ -261,8 +265,8 @@ func (a *Adapter) editStream(ctx context.Context, st *liveStream, m core.OutMess
 // stopStream ends st; the message then shows what was appended, until
 // chat.update replaces it. A stream Slack already ended counts as ended.
 func (a *Adapter) stopStream(ctx context.Context, st *liveStream) error {
-	if !a.streams.stop.take(time.Now()) {
-		return spent("chat.stopStream", a.streams.stop)
+	if wait := a.pace(core.Place{Chat: st.channel, Thread: st.thread}, "chat.stopStream"); wait > 0 {
+		return spent("chat.stopStream", wait)
 	}
 	_, _, err := a.api.StopStreamContext(ctx, st.channel, st.ts)
 	if err != nil && !hasCode(err, codeNotStreaming, codeStoppedByUser, codeMessageNotFound) {

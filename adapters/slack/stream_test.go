@@ -11,6 +11,7 @@ import (
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/adaptertest"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // streamEnv is a fake Slack with one channel, Ann in it, and a thread she
@@ -31,18 +32,29 @@ func newStreamEnv(t *testing.T, opts slacktest.Options) *streamEnv {
 }
 
 // adapter is a checked adapter with streaming on, addressing streams to
-// Ann.
+// Ann, its methods paced by an outbox of its own as the daemon's does.
 func (e *streamEnv) adapter(t *testing.T) *slack.Adapter {
 	t.Helper()
+	methods := &lateMethods{}
 	a, err := slack.New(slack.Options{BotToken: e.srv.BotToken, AppToken: e.srv.AppToken, APIURL: e.srv.URL, Channel: e.channel,
-		Stream: true, Recipients: []string{e.ann.ID}, Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		Stream: true, Recipients: []string{e.ann.ID}, Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), MethodPacer: methods})
 	if err != nil {
 		t.Fatal(err)
 	}
+	methods.o = delivery.NewOutbox(delivery.OutboxOptions{}, a)
+	t.Cleanup(methods.o.Close)
 	if err := a.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// lateMethods is the outbox as the adapter's MethodPacer: the outbox reads
+// the adapter's limits, so it is made after the adapter.
+type lateMethods struct{ o *delivery.Outbox }
+
+func (m *lateMethods) TakeMethod(a core.AdapterName, p core.Place, method string) time.Duration {
+	return m.o.TakeMethod(a, p, method)
 }
 
 // methods counts the calls made since call n, by method.
@@ -256,7 +268,7 @@ func TestStreamBudgetSpent(t *testing.T) {
 
 // The declared limits: with streaming, edits are paced at
 // chat.appendStream's budget, every second, and not against the channel's
-// one post a second.
+// one post a second; every method an edit may become has its own budget.
 func TestStreamCapabilities(t *testing.T) {
 	e := newStreamEnv(t, slacktest.Options{Streaming: true})
 	c := e.adapter(t).Capabilities()
@@ -264,7 +276,14 @@ func TestStreamCapabilities(t *testing.T) {
 		t.Errorf("EditInterval = %v, want 1s", c.EditInterval)
 	}
 	edits := 0
+	methods := map[string]core.Limit{}
 	for _, l := range c.Limits {
+		for _, m := range l.Methods {
+			methods[m] = l
+		}
+		if len(l.Methods) > 0 {
+			continue
+		}
 		if l.Scope == core.ScopeGroup && (l.Applies(core.OpEdit) || !l.Applies(core.OpSend)) {
 			t.Errorf("limit %+v: the channel's second is for posts, not appends", l)
 		}
@@ -277,5 +296,37 @@ func TestStreamCapabilities(t *testing.T) {
 	}
 	if edits != 100 {
 		t.Errorf("edits per minute = %d, want 100, chat.appendStream's", edits)
+	}
+	for m, want := range map[string]core.Limit{
+		"chat.postMessage":  {Scope: core.ScopeGroup, Rate: core.Rate{N: 1, Per: time.Second}},
+		"chat.startStream":  {Scope: core.ScopeAccount, Rate: core.Rate{N: 20, Per: time.Minute}},
+		"chat.appendStream": {Scope: core.ScopeAccount, Rate: core.Rate{N: 100, Per: time.Minute}},
+		"chat.stopStream":   {Scope: core.ScopeAccount, Rate: core.Rate{N: 20, Per: time.Minute}},
+		"chat.update":       {Scope: core.ScopeAccount, Rate: core.Rate{N: 50, Per: time.Minute}},
+	} {
+		if l, ok := methods[m]; !ok || l.Scope != want.Scope || l.Rate != want.Rate || len(l.Kinds) > 0 {
+			t.Errorf("limit on %s: %+v, want %v per %v scope, on the method only", m, l, want.Rate, want.Scope)
+		}
+	}
+}
+
+// With chat.startStream's 20 a minute spent, the next turn's output is
+// posted instead (the outbox paced it as a post), within the channel's
+// second: no call is refused.
+func TestStreamStartSpentPosts(t *testing.T) {
+	e := newStreamEnv(t, slacktest.Options{Streaming: true, Limits: true})
+	a := e.adapter(t)
+	n := len(e.srv.Calls())
+	for i := range 21 {
+		p := core.Place{Chat: e.channel, Thread: e.srv.Post(e.ann, e.channel, "", "Question")}
+		if _, err := a.Send(t.Context(), p, output("Answer")); err != nil {
+			t.Fatalf("output %d: %v", i+1, err)
+		}
+	}
+	if got := e.methods(n); !sameCounts(got, map[string]int{"chat.startStream": 20, "chat.postMessage": 1}) {
+		t.Fatalf("calls %v: want 20 starts, then a post", got)
+	}
+	if e.srv.RateLimited() != 0 {
+		t.Fatalf("%d 429s, want none", e.srv.RateLimited())
 	}
 }

@@ -95,7 +95,7 @@ func (m *Main) buildAdapters(ctx context.Context, dd daemon.Deps, check bool) ([
 			continue
 		}
 		a, err := p.New(ctx, s, platform.Deps{
-			Store: dd.Store, Bus: dd.Bus, Handler: dd.Handler, Authorizer: dd.Authorizer, Pairer: dd.Pairer, Pacer: dd.Pacer,
+			Store: dd.Store, Bus: dd.Bus, Handler: dd.Handler, Authorizer: dd.Authorizer, Pairer: dd.Pairer, Pacer: dd.Pacer, Methods: dd.Methods,
 			Logger: m.Logger.With("adapter", string(p.Name)), DataDir: c.DataDir, Transcriber: tr,
 			Route: func(path string, h http.Handler) {
 				m.routes = append(m.routes, route{path: path, handler: h, webhook: true})

@@ -19,7 +19,7 @@ var markupName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // checkCapabilities: what the adapter declares is sensible: a length limit
 // has a unit, the markup has a name, every rate limit has a scope and
-// a rate, and what Capabilities promises the interfaces can do.
+// a rate and counts kinds or methods, and what Capabilities promises the interfaces can do.
 func checkCapabilities(t *testing.T, e *env) {
 	a := e.Adapter
 	c := a.Capabilities()
@@ -58,6 +58,29 @@ func checkCapabilities(t *testing.T, e *env) {
 				t.Errorf("Limits[%d] counts unknown operation kind %v", i, k)
 			}
 		}
+		checkMethodLimit(t, i, l)
+	}
+}
+
+// checkMethodLimit: a limit counts operations by kind or calls by method,
+// never both (the outbox counts the two at different moments, and an
+// operation's calls are the adapter's to name); what a limit on methods
+// names is a method, and it neither learns nor keeps a share for new
+// messages, which are about operations.
+func checkMethodLimit(t *testing.T, i int, l core.Limit) {
+	if len(l.Methods) == 0 {
+		return
+	}
+	if len(l.Kinds) > 0 {
+		t.Errorf("Limits[%d] names kinds %v and methods %q: want one limit for each", i, l.Kinds, l.Methods)
+	}
+	for _, m := range l.Methods {
+		if m == "" {
+			t.Errorf("Limits[%d] names an empty method", i)
+		}
+	}
+	if l.Learn != nil || l.SendShare != 0 {
+		t.Errorf("Limits[%d] on methods %q learns or keeps a share for sends: those are for limits on kinds", i, l.Methods)
 	}
 }
 

@@ -5,7 +5,9 @@
 // tool progress message, a question with buttons, a typing indicator)
 // and enqueues it on the Outbox; the Outbox paces, coalesces and retries
 // every operation of every adapter by the limits the adapter declares
-// (core.Limit per core.Scope, learned where core.Learn says so). Long
+// (core.Limit per core.Scope, learned where core.Learn says so), and the
+// platform calls an adapter chooses itself by the limits it declares on
+// methods (core.MethodPacer, methods.go). Long
 // text is cut to a platform's length with Split and Tail, measured as the
 // platform counts (Measure). The English a person reads in chat ("✅ Done",
 // progress lines, a closed question) lives here, next to the operations

@@ -81,7 +81,8 @@ type OutboxStats struct {
 // ends an operation unsuccessfully; every run has a deadline. A Limit may
 // learn its platform's budget rather than take it as given (Limit.Learn,
 // learn.go) and keep a share of it for new messages (Limit.SendShare,
-// window.reserved).
+// window.reserved). Limits on platform methods count the calls adapters
+// ask for with TakeMethod, in the same windows (methods.go).
 //
 // Scheduling: whenever something could run, the outbox picks, among pending
 // ops whose limits all have room, whose scopes are not paused and whose
@@ -193,7 +194,7 @@ func NewOutbox(opts OutboxOptions, adapters ...core.Adapter) *Outbox {
 		c := a.Capabilities()
 		o.caps[a.Name()] = c
 		for _, l := range c.Limits {
-			o.learns = o.learns || l.Learn != nil
+			o.learns = o.learns || l.Learn != nil && len(l.Methods) == 0
 		}
 	}
 	o.wg.Add(1)
@@ -712,10 +713,12 @@ func (o *Outbox) pruneLocked(now time.Time) {
 			delete(o.lastRun, k)
 		}
 	}
-	var per time.Duration
+	var per time.Duration // of the limits on kinds, which competitors serves
 	for _, c := range o.caps {
 		for _, l := range c.Limits {
-			per = max(per, l.Rate.Per)
+			if len(l.Methods) == 0 {
+				per = max(per, l.Rate.Per)
+			}
 		}
 	}
 	for g, places := range o.recent {

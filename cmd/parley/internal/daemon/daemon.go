@@ -104,8 +104,11 @@ type Deps struct {
 	// Pacer is the daemon's outbox, for calls an adapter makes itself. It
 	// is usable once Open returned (the outbox needs the adapters' limits,
 	// so it is built after them).
-	Pacer  core.Pacer
-	Logger *slog.Logger
+	Pacer core.Pacer
+	// Methods is the same outbox pacing the platform methods an adapter
+	// picks per call by its limits on methods (Slack's streaming).
+	Methods core.MethodPacer
+	Logger  *slog.Logger
 }
 
 // latePacer forwards to the daemon's outbox, which exists only once every
@@ -113,6 +116,10 @@ type Deps struct {
 type latePacer struct{ d *Daemon }
 
 func (p latePacer) Do(ctx context.Context, op core.Op) error { return p.d.Outbox.Do(ctx, op) }
+
+func (p latePacer) TakeMethod(a core.AdapterName, place core.Place, method string) time.Duration {
+	return p.d.Outbox.TakeMethod(a, place, method)
+}
 
 // Daemon is a wired parley.
 type Daemon struct {
@@ -187,7 +194,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			store.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
