@@ -92,6 +92,7 @@ func slStart(t *testing.T, cfg config.Config, logger *slog.Logger) (*Main, *agen
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	t.Cleanup(func() {
+		holdOutbox(m)
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
