@@ -56,6 +56,7 @@ func TestServeRefusesBadConfigNamingTheKey(t *testing.T) {
 // TestServeStartsAndStopsGracefully runs the daemon with a config file and
 // stops it as SIGTERM would (by ending the context).
 func TestServeStartsAndStopsGracefully(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "parley.toml")
 	if err := os.WriteFile(cfg, []byte("[log]\nformat = \"json\"\n[fake]\nenabled = true\n"), 0o600); err != nil {
