@@ -32,9 +32,15 @@ CLAUDE_CODE_DIR ?= $(HOME)/.cache/parley/claude-code-$(CLAUDE_CODE_VERSION)
 run:
 	$(GO) run ./cmd/parley serve $(ARGS)
 
+# -parallel 8: cmd/parley's end-to-end tests that run in parallel spend
+# most of their time waiting out the platforms' pacing, not on the CPU, so
+# eight at a time overlap well even on two cores (the default is GOMAXPROCS),
+# and the few that take a minute or more start early. The tests that count
+# the 429s of a platform's rate limits in real time (Slack's, Matrix's,
+# Telegram's) do not run in parallel: load would move calls into windows.
 test: test-deps fmt-check vet
 	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
-		$(GO) test -race -count=1 -timeout 30m ./...
+		$(GO) test -race -count=1 -parallel 8 -timeout 30m ./...
 
 test-deps: dendrite claude-code
 	@command -v chromium >/dev/null 2>&1 || { \

@@ -19,6 +19,7 @@ import (
 // and archiving it (a POST without a body), with a token set and the page
 // opened as localhost.
 func TestBrowserPageThroughGuard(t *testing.T) {
+	t.Parallel()
 	const token = "0123456789abcdef0123456789abcdef"
 	ctx, console := webtest.Browser(t)
 	m := startMainWith(t, func(c *config.Config) { c.HTTP.Token = token })

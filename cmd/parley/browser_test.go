@@ -21,6 +21,7 @@ func startMain(t *testing.T) *Main { return startMainWith(t, nil) }
 // notified, reads the message and answers with a message and streamed
 // output, the page shows both live, and a reload shows the same timeline.
 func TestBrowserPersonAndMCPAgent(t *testing.T) {
+	t.Parallel()
 	ctx, console := webtest.Browser(t)
 	m := startMain(t)
 	base := "http://" + m.Addr()

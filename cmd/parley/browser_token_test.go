@@ -15,6 +15,7 @@ import (
 // knows no token, a wrong token refused, the right one let in, and the
 // person's first message naming the untitled session they started.
 func TestBrowserTokenBoxServe(t *testing.T) {
+	t.Parallel()
 	ctx, console := webtest.Browser(t)
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()

@@ -20,6 +20,7 @@ import (
 // opened on its output; a reload shows the same, and a call that ends
 // while the page is open changes live.
 func TestBrowserToolGroups(t *testing.T) {
+	t.Parallel()
 	ctx, console := webtest.Browser(t)
 	m := startMain(t)
 	base := "http://" + m.Addr()

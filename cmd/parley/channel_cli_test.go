@@ -23,6 +23,7 @@ import (
 // cannot run here), calls mcp__parley__reply, and the reply is in the
 // session.
 func TestChannelWithClaudeCode(t *testing.T) {
+	t.Parallel()
 	cli := claudetest.CLI(t)
 	dir, listen := t.TempDir(), freeAddr(t)
 	startDaemon(t, dir, listen)

@@ -155,6 +155,7 @@ func (p *channelProc) call(tool string, args map[string]any) string {
 // and restarted: the next message once; a permission prompt approved by a
 // person's answer in the chat; the reply in the session.
 func TestChannelEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir, listen := t.TempDir(), freeAddr(t)
 	d := startDaemon(t, dir, listen)
 	url := "http://" + listen + "/mcp"

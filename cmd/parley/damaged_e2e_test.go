@@ -23,6 +23,7 @@ import (
 // cleanly. Without the store's guard, bbolt's read of a page past the end
 // of the file kills the process with SIGBUS.
 func TestDamageWhileServingIsAnErrorPerRequest(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.HTTP.Listen = "127.0.0.1:0"

@@ -100,6 +100,7 @@ func waitDown(t *testing.T, m *Main, name string, state core.PlatformState) erro
 // the waiting answer is delivered, and a message from Telegram reaches the
 // session and its answer goes back.
 func TestTelegramDownAtStartDegrades(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	srv.InjectFaults(telegramtest.Faults{Exempt: []string{}}) // getMe and getUpdates fail too
 	srv.SetOutage(true)
@@ -200,6 +201,7 @@ func TestPlatformCheckFailureKeepsServing(t *testing.T) {
 // parley's /api/health, and a platform it reports down is a finding, with
 // when it is tried again and a fix.
 func TestDoctorSaysWhichPlatformTheRunningParleyLacks(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -165,6 +165,7 @@ func TestDoctorAgentHangs(t *testing.T) {
 // offline, in a HOME of its own: with an API key it passes and says the
 // version; without one (and no login in that HOME) it says how to log in.
 func TestDoctorAgentRealCLI(t *testing.T) {
+	t.Parallel()
 	claude := claudetest.CLI(t)
 	quiet := []string{"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ANTHROPIC_BASE_URL=http://127.0.0.1:9"}
 

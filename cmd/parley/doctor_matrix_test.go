@@ -11,6 +11,7 @@ import (
 // login and, in the rooms the bot is in, notes where its power is too low
 // to rename the room or remove people's messages, without failing.
 func TestDoctorMatrixFindings(t *testing.T) {
+	t.Parallel()
 	hs := matrixtest.Dendrite(t)
 	bot := hs.Register(t, "parley")
 	ann := hs.Register(t, "ann")

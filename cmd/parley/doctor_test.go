@@ -222,6 +222,7 @@ func TestDoctorConfigFindings(t *testing.T) {
 }
 
 func TestDoctorDataDirFindings(t *testing.T) {
+	t.Parallel()
 	t.Run("does not exist yet", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "a", "b")
 		_, fs := runDoctor(t, "PARLEY_DATA_DIR="+dir)
@@ -304,6 +305,7 @@ func startParley(t *testing.T, token string) config.Config {
 }
 
 func TestDoctorAgainstARunningParley(t *testing.T) {
+	t.Parallel()
 	cfg := startParley(t, "s3cret")
 	env := []string{"PARLEY_DATA_DIR=" + cfg.DataDir, "PARLEY_HTTP_LISTEN=" + cfg.HTTP.Listen}
 
@@ -397,6 +399,7 @@ func TestDoctorText(t *testing.T) {
 // TestServeStopsOnDoctorFindings: serve makes the same checks before it
 // starts, and stops with the finding and its fix.
 func TestServeStopsOnDoctorFindings(t *testing.T) {
+	t.Parallel()
 	other := httptest.NewServer(http.NotFoundHandler())
 	defer other.Close()
 	running := startParley(t, "")

@@ -166,6 +166,7 @@ func postChat(t *testing.T, listen, session, text string) string {
 // answer does not, and after kill -9 and a restart chat_read_since returns
 // exactly the messages after its watermark.
 func TestEndToEndAgentAndPeople(t *testing.T) {
+	t.Parallel()
 	dir, listen := t.TempDir(), freeAddr(t)
 	d := startDaemon(t, dir, listen)
 	a := connectAgent(t, listen)

@@ -18,6 +18,7 @@ import (
 // reaches the inbox once. A file Ann uploads arrives in the inbox as an
 // attachment stored under the data directory with a safe name.
 func TestMatrixQuestionsAndFiles(t *testing.T) {
+	t.Parallel()
 	st := newMXStack(t, mxOptions{})
 	lobby, _ := st.room("Lobby")
 	room, session := st.mxNew(lobby, "Deploy")

@@ -31,6 +31,7 @@ func (st *mxStack) mxInInbox(text string) {
 // logged as a warning or an error. The bot's own transient messages (a
 // !status answer, replaced by the next one) are redacted in both rooms.
 func TestMatrixRedactionByPower(t *testing.T) {
+	t.Parallel()
 	st := newMXStack(t, mxOptions{proxy: true})
 	lobby, _ := st.room("Lobby")
 	powered, _ := st.mxNew(lobby, "Powered")

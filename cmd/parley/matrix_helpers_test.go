@@ -129,7 +129,7 @@ func (st *mxStack) start() {
 			st.t.Errorf("close: %v", err)
 		}
 	}
-	st.t.Cleanup(st.stop)
+	st.t.Cleanup(finalStop(st.m, st.stop))
 	awaitStarted(st.t, st.m)
 	st.agent = mxAgent(st.t, st.m.Addr())
 }

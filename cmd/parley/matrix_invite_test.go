@@ -11,6 +11,7 @@ import (
 // by the room's name; a stranger's invite is declined — the bot leaves the room — and starts
 // nothing: no session, nothing in the inbox, no word to the agent.
 func TestMatrixInvites(t *testing.T) {
+	t.Parallel()
 	st := newMXStack(t, mxOptions{})
 	room, session := st.room("Plans")
 	s, _ := st.sessionAt(room)

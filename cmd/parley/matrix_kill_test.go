@@ -25,6 +25,7 @@ import (
 // under the same transaction id, which the homeserver answers with the
 // event it made — and both of Ann's messages reach the agent exactly once.
 func TestMatrixKilledMidStream(t *testing.T) {
+	t.Parallel()
 	st := newMXStackConfig(t, mxOptions{})
 	matrixConfig(&st.cfg).MessagesPerMinute, matrixConfig(&st.cfg).MessageBurst = 60, 10
 	env := st.mxEnv()

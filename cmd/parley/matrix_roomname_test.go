@@ -15,6 +15,7 @@ import (
 // redactions; it says once, in a notice, what power it needs. Once Ann
 // gives the bot power 50, the name follows the status.
 func TestMatrixRoomNameByPower(t *testing.T) {
+	t.Parallel()
 	st := newMXStack(t, mxOptions{proxy: true})
 	room, session := st.room("Plans")
 	st.ann.Send(t, room, "hello")

@@ -71,6 +71,7 @@ func (st *mxStack) mxShownOutput(p *matrixtest.Person, room id.RoomID) string {
 // typing while the agent works; !status answers
 // with the turn count; every event stays within 64 KiB.
 func TestMatrixPersonAndAgent(t *testing.T) {
+	t.Parallel()
 	st := newMXStack(t, mxOptions{})
 	lobby, _ := st.room("Lobby")
 	room, session := st.mxNew(lobby, "Flaky test")

@@ -19,6 +19,7 @@ import (
 // subscribes; the agent's question that times out shows expired, its
 // buttons off, the same after a reload.
 func TestBrowserPresenceAndExpiredQuestion(t *testing.T) {
+	t.Parallel()
 	ctx, console := webtest.Browser(t)
 	m := startMain(t)
 	a := connectAgent(t, m.Addr())

@@ -76,6 +76,7 @@ func awaitAgents(t *testing.T, ch <-chan core.AgentStatus, what string, ok func(
 // told so, Ann's next message gets no notice and reaches the agent, and
 // the agent's output deletes the notice like any other.
 func TestTelegramPresence(t *testing.T) {
+	t.Parallel()
 	st := newTGStack(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

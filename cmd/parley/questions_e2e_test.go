@@ -108,6 +108,7 @@ func people(t *testing.T, m *Main) []string {
 // expired, the page's state shows it closed, and Ann's late click gets "no
 // longer open" and reaches nothing.
 func TestTelegramQuestionExpires(t *testing.T) {
+	t.Parallel()
 	st := newTGStack(t, false)
 	topic := st.newTopic("Deploy")
 	st.srv.SendText(st.forum, topic, ann, "ship it")
@@ -157,6 +158,7 @@ func TestTelegramQuestionExpires(t *testing.T) {
 // buttons are Block Kit actions and a late click edits the question to say
 // it is no longer open.
 func TestSlackQuestionExpires(t *testing.T) {
+	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{Limits: true})
 	thread, session, _ := st.session("Ready to deploy?")
 	result := askInBackground(t, st.agent, session, "Deploy now?", 1, "Yes", "No")
@@ -195,6 +197,7 @@ func TestSlackQuestionExpires(t *testing.T) {
 // expired question is edited to say so (its numbered options gone), and
 // Ann's late reply and reaction reach nothing.
 func TestMatrixQuestionExpires(t *testing.T) {
+	t.Parallel()
 	st := newMXStack(t, mxOptions{})
 	lobby, _ := st.room("Lobby")
 	room, session := st.mxNew(lobby, "Deploy")

@@ -60,6 +60,7 @@ func TestServeRefusesBadConfigNamingTheKey(t *testing.T) {
 // enabling a platform (Telegram, on its fake Bot API) and stops it as
 // SIGTERM would (by ending the context).
 func TestServeStartsAndStopsGracefully(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "parley.toml")
 	srv := telegramtest.NewServer(t, telegramtest.Options{})

@@ -170,6 +170,7 @@ func TestSlackDirectMessageStranger(t *testing.T) {
 // session under a root the bot posts in the DM, and a question asked there
 // is answered by a click in the DM thread.
 func TestSlackDirectMessageSlashAndButtons(t *testing.T) {
+	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{Limits: true})
 	dm := st.srv.OpenDM(st.bob)
 	st.srv.Slash(st.bob, dm, "/parley", "new Weekly report")

@@ -145,6 +145,7 @@ func TestSlackEventsPersonAndAgent(t *testing.T) {
 // see (lost on the way back) with X-Slack-Retry-Num; parley acknowledges
 // the retry and appends nothing twice: one session, one message.
 func TestSlackEventsRetried(t *testing.T) {
+	t.Parallel()
 	st := newSlackEventsStack(t, slacktest.Options{})
 	st.srv.LoseNextAnswer()
 	thread, _, last := st.session("Deploy on Friday?")
@@ -203,6 +204,7 @@ func TestSlackEventsRetried(t *testing.T) {
 // append nothing — a forged message, a replay of a real one, an unsigned
 // one.
 func TestSlackEventsRefused(t *testing.T) {
+	t.Parallel()
 	st := newSlackEventsStack(t, slacktest.Options{})
 	thread, _, _ := st.session("A real question")
 	before := len(st.inbox())
@@ -254,6 +256,7 @@ func TestSlackEventsRefused(t *testing.T) {
 // an allowed person's click answers the agent's question while a
 // stranger's does nothing.
 func TestSlackEventsSlashAndClick(t *testing.T) {
+	t.Parallel()
 	st := newSlackEventsStack(t, slacktest.Options{Limits: true})
 	st.srv.Slash(st.ann, st.channel, "/parley", "new Release notes")
 	root := st.topLevel("Release notes")
@@ -330,6 +333,7 @@ func TestSlackEventsSlashAndClick(t *testing.T) {
 // conversation's lane, are recognised and acknowledged, and the reply is
 // appended once.
 func TestSlackEventsRetriedWhileHandled(t *testing.T) {
+	t.Parallel()
 	st := newSlackEventsStack(t, slacktest.Options{}, func(c *slacktest.EventsAPI) {
 		c.Timeout, c.RetryDelays = 300*time.Millisecond, []time.Duration{0, 0, 0}
 	})
@@ -389,6 +393,7 @@ func TestSlackEventsRetriedWhileHandled(t *testing.T) {
 // which recognises the stored reply by its channel and ts: acknowledged,
 // not appended again.
 func TestSlackEventsRetryAfterRestart(t *testing.T) {
+	t.Parallel()
 	st := newSlackEventsStack(t, slacktest.Options{}, func(c *slacktest.EventsAPI) {
 		c.RetryDelays = []time.Duration{0, 2 * time.Second, 5 * time.Second}
 	})
@@ -438,6 +443,7 @@ func TestSlackEventsRetryAfterRestart(t *testing.T) {
 // DM starts a session in its thread, and a stranger's is acknowledged
 // (200, so Slack does not retry it) and starts nothing.
 func TestSlackEventsDirectMessage(t *testing.T) {
+	t.Parallel()
 	st := newSlackEventsStack(t, slacktest.Options{})
 	strangerDM := st.srv.OpenDM(st.stranger)
 	st.srv.Post(st.stranger, strangerDM, "", "Let me in")

@@ -86,7 +86,7 @@ func (st *slackStack) start() {
 			st.t.Errorf("close: %v", err)
 		}
 	}
-	st.t.Cleanup(st.stop)
+	st.t.Cleanup(finalStop(st.m, st.stop))
 	awaitStarted(st.t, st.m)
 	st.agent = connectAgent(st.t, st.m.Addr())
 	sub, cancelSub := context.WithTimeout(context.Background(), 10*time.Second)

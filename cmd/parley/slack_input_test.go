@@ -57,6 +57,7 @@ func TestSlackFiles(t *testing.T) {
 // a file and runs /parley new: nothing reaches the inbox, no session
 // starts, and parley says nothing, while every envelope is acknowledged.
 func TestSlackStrangerIsIgnored(t *testing.T) {
+	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{})
 	thread, _, _ := st.session("Our session")
 	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
@@ -105,6 +106,7 @@ func TestSlackStrangerIsIgnored(t *testing.T) {
 // back from the agent; joins and bot messages (parley's own included) are
 // not input.
 func TestSlackEditsDeletionsJoinsAndBots(t *testing.T) {
+	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{})
 	thread, session, last := st.session("Fix the flaky test")
 	reply := st.srv.Post(st.ann, st.channel, thread, "It fails on Mondays")

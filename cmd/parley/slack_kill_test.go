@@ -21,7 +21,6 @@ import (
 // once — the first redelivered by Slack if parley died before acking it,
 // the second queued by Slack until a socket connected.
 func TestSlackKilledMidStream(t *testing.T) {
-	t.Parallel()
 	srv := slacktest.NewServer(t, slacktest.Options{Limits: true})
 	channel := srv.NewChannel("sessions")
 	ann := srv.NewUser("Ann")

@@ -92,6 +92,7 @@ func slStart(t *testing.T, cfg config.Config, logger *slog.Logger) (*Main, *agen
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	t.Cleanup(func() {
+		holdOutbox(m)
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
@@ -291,7 +292,6 @@ func slStream(session, steps int) string {
 // edited in place, showing its final text whole, and its answer once; no
 // edit repeats what a message shows, no message is posted twice.
 func TestSlackFiveSessionsStreamIntoOneChannel(t *testing.T) {
-	t.Parallel()
 	st := newSLStack(t, slacktest.Options{Limits: true})
 	const n, steps = 5, 100
 	roots := make([]string, n)

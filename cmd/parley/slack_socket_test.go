@@ -55,6 +55,7 @@ func (st *slackStack) deliveries(ts string) []slacktest.Envelope {
 // gives up on it after 1.5 s); the redelivery is acknowledged and the
 // message reaches the inbox once, in one session.
 func TestSlackRedeliveryIsDeduplicated(t *testing.T) {
+	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{AckTimeout: time.Second})
 	st.srv.InjectFaults(slacktest.Faults{Every: 1, Kinds: []slacktest.Fault{slacktest.FaultHang}, Exempt: slackExemptAllBut("users.info")})
 	ts := st.srv.Post(st.bob, st.channel, "", "Deploy the docs")
@@ -97,6 +98,7 @@ func TestSlackRedeliveryIsDeduplicated(t *testing.T) {
 // without warning; messages written before, during and after each arrive
 // in the inbox exactly once, in order.
 func TestSlackReconnectLosesNothing(t *testing.T) {
+	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{})
 	thread, _, _ := st.session("m0")
 	var want []string

@@ -13,6 +13,7 @@ import (
 // buttons, a stranger's click decides nothing and Ann's decides; the
 // progress reply is deleted when the turn completes, the question stays.
 func TestSlackToolActivity(t *testing.T) {
+	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{Limits: true})
 	thread, session, _ := st.session("Tidy the repository")
 	call := func(tool string, args map[string]any) {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestTelegramPrivateChatIsASession(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	dm := st.srv.NewPrivateChat(ann)
 	st.srv.SendText(dm, 0, ann, "hi from my phone")
@@ -35,6 +36,7 @@ func TestTelegramPrivateChatIsASession(t *testing.T) {
 }
 
 func TestTelegramTopicShowsStatusAndClosedSession(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	if cmds := st.srv.Commands()[telegramtest.CommandScope{Type: "chat", Chat: st.forum}]; len(cmds) == 0 {
 		t.Errorf("no commands registered for the group: %v", st.srv.Commands())
@@ -59,6 +61,7 @@ func TestTelegramTopicShowsStatusAndClosedSession(t *testing.T) {
 }
 
 func TestTelegramWebhookMode(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
@@ -90,6 +93,7 @@ func TestTelegramWebhookMode(t *testing.T) {
 // secret token header, or with a wrong one, is refused and creates no topic
 // and no session; the same update with the right token does.
 func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
@@ -146,6 +150,7 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 }
 
 func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
 	st.cfg = config.Default()
@@ -173,6 +178,7 @@ func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 // session's topic is told the same way. Someone not on the allow-list gets
 // no answer and cannot make the bot create a topic.
 func TestTelegramRepliesAreSessionNotices(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic := st.newTopic("work")
 	before := len(st.srv.Topics(st.forum))

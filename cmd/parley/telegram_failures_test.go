@@ -87,6 +87,7 @@ func TestTelegramStartupErrorsNameTheFix(t *testing.T) {
 }
 
 func TestTelegramDeletedTopicIsRecreated(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic, session, _ := st.session("hello")
 	st.srv.DeleteTopic(st.forum, topic)
@@ -107,6 +108,7 @@ func TestTelegramDeletedTopicIsRecreated(t *testing.T) {
 }
 
 func TestTelegramUnparsableHTMLFallsBackToPlainText(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic, session, _ := st.session("hello")
 	st.srv.FailNext("sendMessage", telegramtest.Error{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"})
@@ -118,6 +120,7 @@ func TestTelegramUnparsableHTMLFallsBackToPlainText(t *testing.T) {
 }
 
 func TestTelegramOutputMessageGoneAndRestart(t *testing.T) {
+	t.Parallel()
 	st := fast(t, true)
 	topic, session, _ := st.session("hello")
 	st.output(session, "first take")
@@ -139,6 +142,7 @@ func TestTelegramOutputMessageGoneAndRestart(t *testing.T) {
 }
 
 func TestTelegramRetryAfterIsHonored(t *testing.T) {
+	t.Parallel()
 	st := fast(t, true)
 	topic, session, _ := st.session("hello")
 	st.output(session, "v1")
@@ -154,6 +158,7 @@ func TestTelegramRetryAfterIsHonored(t *testing.T) {
 }
 
 func TestTelegramVoiceNotes(t *testing.T) {
+	t.Parallel()
 	t.Run("without transcription", func(t *testing.T) {
 		st := fast(t, false)
 		topic := st.newTopic("voice")
@@ -198,6 +203,7 @@ func TestTelegramVoiceNotes(t *testing.T) {
 }
 
 func TestTelegramFiles(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic := st.newTopic("files")
 	st.srv.SendDocument(st.forum, topic, ann, "../../.bashrc", "text/plain", []byte("echo pwned"))
@@ -222,6 +228,7 @@ func TestTelegramFiles(t *testing.T) {
 }
 
 func TestTelegramButtons(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic, session, _ := st.session("deploy?")
 	answer := make(chan string, 1)
@@ -255,6 +262,7 @@ func TestTelegramButtons(t *testing.T) {
 }
 
 func TestTelegramNoUpdateLostOrRepeatedAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic, _, _ := st.session("one")
 	st.srv.SendText(st.forum, topic, ann, "two")
@@ -273,6 +281,7 @@ func TestTelegramNoUpdateLostOrRepeatedAcrossRestarts(t *testing.T) {
 }
 
 func TestTelegramNotModifiedIsSuccess(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic, session, _ := st.session("hello")
 	st.output(session, "*v1*")
@@ -295,6 +304,7 @@ func TestTelegramNotModifiedIsSuccess(t *testing.T) {
 }
 
 func TestTelegramAgentSendsFiles(t *testing.T) {
+	t.Parallel()
 	st := fast(t, false)
 	topic, session, _ := st.session("send me the report")
 	report := filepath.Join(t.TempDir(), "report.csv")

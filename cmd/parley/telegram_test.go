@@ -85,7 +85,7 @@ func (st *tgStack) start() {
 			st.t.Errorf("close: %v", err)
 		}
 	}
-	st.t.Cleanup(st.stop)
+	st.t.Cleanup(finalStop(st.m, st.stop))
 	awaitStarted(st.t, st.m)
 	if st.noAgent {
 		return

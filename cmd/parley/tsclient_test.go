@@ -43,6 +43,7 @@ type tsLine struct {
 // TestEndToEndAgentAndPeople with the official TypeScript SDK as the agent,
 // against a real parley serve process.
 func TestEndToEndTypeScriptAgent(t *testing.T) {
+	t.Parallel()
 	node := needTSClient(t)
 	dir, listen := t.TempDir(), freeAddr(t)
 	d := startDaemon(t, dir, listen)
