@@ -167,3 +167,70 @@ func testWatermarkReader(t *testing.T, e Engine) {
 		t.Errorf("the event reader saw %d messages, %d were acknowledged", len(evMsgs), len(acked))
 	}
 }
+
+// testDuplicatesRace: the same platform update delivered to every instance
+// at once (Slack's Socket Mode gives each connection a copy) is stored
+// once; every other append returns that first message with Duplicate set,
+// never an error.
+func testDuplicatesRace(t *testing.T, e Engine) {
+	ctx := context.Background()
+	s, again := e.Open(t, Options{})
+	stores := []Store{s}
+	if e.Shared {
+		stores = append(stores, again(t, Options{}), again(t, Options{}))
+	}
+	sess := CreateSession(t, s, core.Session{}).ID
+	const keys, copies = 50, 4 // copies per key per instance
+	type result struct {
+		id  core.MessageID
+		dup bool
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		results = map[int][]result{}
+	)
+	for _, st := range stores {
+		for c := range copies {
+			wg.Go(func() {
+				for k := range keys {
+					res, err := st.Append(ctx, core.Append{
+						Message:  core.Message{Session: sess, Content: fmt.Sprint(k, "/", c)},
+						DedupKey: fmt.Sprint("slack\x00T1\x00", k),
+						Events:   []core.Event{{Kind: core.EventHumanMessage, Message: &core.Message{}}},
+					})
+					if err != nil {
+						t.Errorf("append of key %d: %v", k, err)
+						return
+					}
+					mu.Lock()
+					results[k] = append(results[k], result{res.Message.ID, res.Duplicate})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for k := range keys {
+		firsts := 0
+		for _, r := range results[k] {
+			if !r.dup {
+				firsts++
+			}
+			if r.id != results[k][0].id {
+				t.Errorf("key %d: ids %s and %s", k, results[k][0].id, r.id)
+			}
+		}
+		if firsts != 1 || len(results[k]) != len(stores)*copies {
+			t.Errorf("key %d: %d of %d appends stored, want 1", k, firsts, len(results[k]))
+		}
+	}
+	inbox, err := s.Inbox(ctx, sess, "", 0)
+	Must(t, err)
+	if len(inbox) != keys {
+		t.Errorf("the inbox holds %d messages, want %d", len(inbox), keys)
+	}
+	if last, _ := s.LastEventSeq(ctx); last != keys {
+		t.Errorf("%d events logged, want %d", last, keys)
+	}
+}

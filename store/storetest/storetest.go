@@ -65,6 +65,7 @@ func Run(t *testing.T, e Engine) {
 		{"IDsMonotonicConcurrent", testIDsMonotonicConcurrent},
 		{"IDsMonotonicClockBackwardsAndReopen", testIDsMonotonicClockBackwardsAndReopen},
 		{"WatermarkReaderSeesEveryMessageOnce", testWatermarkReader},
+		{"DuplicatesRace", testDuplicatesRace},
 		{"Deduped", testDeduped},
 		{"CanceledContextWritesNothing", testCanceledContextWritesNothing},
 		{"CreateSession", testCreateSession},
