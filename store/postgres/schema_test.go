@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -106,5 +108,49 @@ func must(tb testing.TB, err error) {
 	tb.Helper()
 	if err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// A write the database refuses (a dedup key too long for its index) fails
+// its own append only: its neighbours in the group are stored, and it
+// leaves no message, event or counter behind.
+func TestRefusedWriteFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.Start(t)
+	s := openURL(t, srv.URL, storetest.Options{})
+	sess := storetest.CreateSession(t, s, core.Session{})
+	long := make([]byte, 10000)
+	_, _ = rand.Read(long) // incompressible
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Go(func() {
+			key := fmt.Sprint("k", i)
+			if i == 7 {
+				key = string(long)
+			}
+			_, errs[i] = s.Append(ctx, core.Append{Message: core.Message{Session: sess.ID, Content: "x"}, DedupKey: key,
+				Events: []core.Event{{Kind: core.EventHumanMessage, Message: &core.Message{}}}})
+		})
+	}
+	wg.Wait()
+	t.Logf("the refused append: %.200v", errs[7])
+	for i, err := range errs {
+		if (err != nil) != (i == 7) {
+			t.Errorf("append %d: %v", i, err)
+		}
+	}
+	msgs, err := s.Inbox(ctx, "", "", 0)
+	must(t, err)
+	evs, err := s.EventsSince(ctx, 0, 0)
+	must(t, err)
+	last, err := s.LastEventSeq(ctx)
+	must(t, err)
+	if len(msgs) != 19 || len(evs) != 19 || last != 19 {
+		t.Errorf("%d messages, %d events, last seq %d; want 19 of each", len(msgs), len(evs), last)
+	}
+	// The connection that failed went back to the pool usable.
+	for range 10 {
+		storetest.AppendText(t, s, sess.ID, "after")
 	}
 }

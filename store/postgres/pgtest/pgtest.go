@@ -89,14 +89,27 @@ type Server struct {
 	Dir  string
 	Port int
 
-	bin string
+	bin     string
+	durable bool
 }
 
-// Start starts a fresh server for the test and stops and removes it when
+// Start starts a fresh server for the test, with fsync off, and stops and removes it when
 // the test ends. It skips the test when the PostgreSQL binaries are missing
 // (fails it when the CI variable is set) and fails it when the server does
 // not come up.
 func Start(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, false)
+}
+
+// StartDurable is Start with fsync on, as in production: for benchmarks of
+// durable commits.
+func StartDurable(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, true)
+}
+
+func start(tb testing.TB, durable bool) *Server {
 	tb.Helper()
 	bin := BinDir()
 	if _, err := os.Stat(filepath.Join(bin, "initdb")); bin == "" || err != nil {
@@ -117,7 +130,7 @@ func Start(tb testing.TB) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &Server{Dir: dir, bin: bin}
+	s := &Server{Dir: dir, bin: bin, durable: durable}
 	tb.Cleanup(func() {
 		_ = s.run("pg_ctl", "-D", s.data(), "-m", "immediate", "-w", "stop")
 		_ = os.RemoveAll(dir)
@@ -142,7 +155,10 @@ func (s *Server) data() string { return filepath.Join(s.Dir, "data") }
 
 // Start starts the server again after Stop, on the same port.
 func (s *Server) Start() error {
-	opts := fmt.Sprintf("-k %s -c listen_addresses=127.0.0.1 -p %d -c fsync=off", s.Dir, s.Port)
+	opts := fmt.Sprintf("-k %s -c listen_addresses=127.0.0.1 -p %d", s.Dir, s.Port)
+	if !s.durable {
+		opts += " -c fsync=off"
+	}
 	if err := s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(s.Dir, "log"), "-w", "-o", opts, "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.Dir, "log"))
 		return fmt.Errorf("pgtest: start postgres: %w\n%s", err, log)
