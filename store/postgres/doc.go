@@ -3,6 +3,8 @@
 // store/bolt, checked by the same suite (store/storetest): an append is
 // committed before it returns, a dedup key makes it happen once, and message
 // ids and event seqs increase in the order their transactions commit.
+// Acknowledged means flushed: connections run with synchronous_commit on
+// unless the URL sets it.
 //
 // # Layout
 //
@@ -45,11 +47,13 @@
 // lock is held from the first statement to the commit's WAL flush. Each
 // instance therefore writes through one committer goroutine that, like
 // store/bolt's, gathers every write queued while the previous transaction
-// committed into one transaction (group commit): one lock, four round trips
-// (begin, lock and reads, the rows of the whole group as multi-row inserts,
-// commit) and one flush for tens of appends. Throughput is then about
-// group size / (round trips + flush); instances take turns at the lock,
-// each with a group. BenchmarkAppend measures it. Writes that need no
+// committed into one transaction (group commit): one lock, two round trips
+// (begin, the lock and the reads in one batch; the rows of the whole group
+// as multi-row inserts and the commit in another) and one WAL flush for
+// tens of appends. Throughput is then about group size / (round trips +
+// flush); instances take turns at the lock, each with a group, so three
+// instances each bring a third of the writers to a turn. BenchmarkAppend
+// measures it. Writes that need no
 // place in the order (cursors, the cleanup ledger, delivery confirmations,
 // pairing, pruning) run in transactions of their own beside the committer,
 // and reads never wait for it. Nothing here publishes: telling other

@@ -75,6 +75,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	// Acknowledged means on disk, whatever the server's default; a URL
+	// that sets synchronous_commit itself is the operator's choice.
+	if _, ok := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !ok {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
