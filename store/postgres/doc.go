@@ -53,7 +53,9 @@
 // tens of appends. Throughput is then about group size / (round trips +
 // flush); instances take turns at the lock, each with a group, so three
 // instances each bring a third of the writers to a turn. BenchmarkAppend
-// measures it. Writes that need no
+// measures it: on two shared cores with fsync on, about 1,500 appends/s for
+// one writer, 21,000/s for 64 writers on one instance and 9,000/s for 64
+// spread over three (bbolt: 34,000/s at 64 writers). Writes that need no
 // place in the order (cursors, the cleanup ledger, delivery confirmations,
 // pairing, pruning) run in transactions of their own beside the committer,
 // and reads never wait for it. Nothing here publishes: telling other

@@ -141,14 +141,21 @@ func start(tb testing.TB, durable bool) *Server {
 	if out, err := exec.Command("cp", "-a", filepath.Join(templateDir, "data"), s.data()).CombinedOutput(); err != nil {
 		tb.Fatalf("pgtest: copy the template: %v: %s", err, out)
 	}
-	if s.Port, err = freePort(); err != nil {
-		tb.Fatal(err)
+	// Another process may take the port between freePort and the
+	// server's bind: then another port.
+	for attempt := 0; ; attempt++ {
+		if s.Port, err = freePort(); err != nil {
+			tb.Fatal(err)
+		}
+		s.URL = fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", User, s.Port)
+		err := s.Start()
+		if err == nil {
+			return s
+		}
+		if attempt == 2 || !strings.Contains(err.Error(), "could not bind") {
+			tb.Fatal(err)
+		}
 	}
-	s.URL = fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", User, s.Port)
-	if err := s.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }
 
 func (s *Server) data() string { return filepath.Join(s.Dir, "data") }
