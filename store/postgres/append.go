@@ -126,7 +126,7 @@ func (op *appendOp) apply(g *group) error {
 	op.sessRaw = r.raw
 	op.id = g.ids.next(op.now)
 	id := []byte(op.id)
-	g.msgs[0], g.msgs[1], g.msgs[2] = append(g.msgs[0], id), append(g.msgs[1], op.sid), append(g.msgs[2], op.body)
+	g.msgs.ids, g.msgs.sessions, g.msgs.datas = append(g.msgs.ids, id), append(g.msgs.sessions, op.sid), append(g.msgs.datas, op.body)
 	if len(op.dedupKey) > 0 {
 		g.dedups[0], g.dedups[1] = append(g.dedups[0], op.dedupKey), append(g.dedups[1], id)
 		g.dedup[string(op.dedupKey)] = dedupRow{id: id, data: op.body, session: op.sid}
