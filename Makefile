@@ -3,7 +3,8 @@
 #   make test  — installs what the tests need, then everything CI checks:
 #                formatting, vet, and the race-enabled tests
 # On a fresh machine with Go 1.26 and Node.js, `make test` installs the rest:
-# Debian's chromium (the web page is tested in a real browser) and the
+# Debian's chromium (the web page is tested in a real browser) and
+# postgresql (the PostgreSQL store is tested against a real server), the
 # official MCP TypeScript SDK (an independent MCP client for the tests),
 # Claude Code's command line (the agent parley runs is tested against the
 # real one, offline, talking to a fake Messages API), and builds a Dendrite
@@ -46,6 +47,9 @@ test-deps: dendrite claude-code
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "installing chromium for the browser tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "installing PostgreSQL for the store tests"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
 	@if [ -f $(TSCLIENT)/package-lock.json ] && [ ! -d $(TSCLIENT)/node_modules ]; then \
 		echo "installing the MCP TypeScript SDK for the client tests"; \
 		npm ci --prefix $(TSCLIENT) --no-audit --no-fund --loglevel=error; fi

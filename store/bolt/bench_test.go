@@ -19,10 +19,10 @@ import (
 
 // BenchmarkAppend measures durable appends (fsync on every commit) of a
 // ~200-byte message with a unique dedup key and one event, spread over 64
-// sessions, by 1, 16 and 256 concurrent writers; b.N is the total number of
+// sessions, by 1, 16, 64 and 256 concurrent writers; b.N is the total number of
 // appends.
 func BenchmarkAppend(b *testing.B) {
-	for _, writers := range []int{1, 16, 256} {
+	for _, writers := range []int{1, 16, 64, 256} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			benchAppend(b, writers)
 		})

@@ -3,7 +3,6 @@ package bolt
 import (
 	"context"
 	"errors"
-	"reflect"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -22,75 +21,6 @@ func appendEvents(tb testing.TB, s *Store, n int) []core.Event {
 		tb.Fatalf("AppendEvents: %v", err)
 	}
 	return got
-}
-
-func TestEventSeq(t *testing.T) {
-	ctx := context.Background()
-	clk := newClock()
-	s, _ := openTemp(t, Options{Now: clk.Now})
-	if last, err := s.LastEventSeq(ctx); err != nil || last != 0 {
-		t.Fatalf("LastEventSeq of an empty log = %d, %v", last, err)
-	}
-	if evs, err := s.EventsSince(ctx, 0, 0); err != nil || len(evs) != 0 {
-		t.Fatalf("EventsSince of an empty log = %+v, %v", evs, err)
-	}
-	notice := core.Message{Role: core.RoleSystem, Content: "🎤 Transcribing…"}
-	got, err := s.AppendEvents(ctx,
-		core.Event{Kind: core.EventOutput, Session: "s", Text: "a"},
-		core.Event{Kind: core.EventNotice, Session: "s", Message: &notice, Options: []string{"x"}},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	notice.Content = "changed after the call"
-	if len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 2 || !got[0].Time.Equal(clk.Now()) {
-		t.Fatalf("AppendEvents = %+v", got)
-	}
-	got = append(got, appendEvents(t, s, 3)...)
-	for i, e := range got {
-		if e.Seq != uint64(i+1) {
-			t.Errorf("event %d has seq %d", i, e.Seq)
-		}
-	}
-	if last, _ := s.LastEventSeq(ctx); last != 5 {
-		t.Errorf("LastEventSeq = %d, want 5", last)
-	}
-	stored, err := s.EventsSince(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(stored, got) {
-		t.Errorf("stored %+v\nreturned %+v", stored, got)
-	}
-	if stored[1].Message == nil || stored[1].Message.Content != "🎤 Transcribing…" {
-		t.Errorf("inline message = %+v", stored[1].Message)
-	}
-
-	tests := []struct {
-		after uint64
-		limit int
-		want  []uint64
-	}{
-		{0, 2, []uint64{1, 2}},
-		{2, 0, []uint64{3, 4, 5}},
-		{3, 1, []uint64{4}},
-		{5, 0, nil},
-		{9, 0, nil},
-	}
-	for _, tt := range tests {
-		evs, err := s.EventsSince(ctx, tt.after, tt.limit)
-		if err != nil {
-			t.Errorf("EventsSince(%d, %d): %v", tt.after, tt.limit, err)
-			continue
-		}
-		var seqs []uint64
-		for _, e := range evs {
-			seqs = append(seqs, e.Seq)
-		}
-		if !reflect.DeepEqual(seqs, tt.want) {
-			t.Errorf("EventsSince(%d, %d) = %v, want %v", tt.after, tt.limit, seqs, tt.want)
-		}
-	}
 }
 
 func TestEventLogBounded(t *testing.T) {

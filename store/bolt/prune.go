@@ -9,41 +9,25 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/parley-chat/parley/store"
 )
 
-// Defaults for PruneOptions.
-const (
-	// DefaultPruneBatch is how many records one prune transaction deletes
-	// at most: a few milliseconds of the committer, so appends queued
-	// behind it wait no longer than behind a busy group.
-	DefaultPruneBatch = 1000
-	// pruneScan is how many keys one read transaction looks at, so that a
-	// long bucket with little to prune does not pin one read transaction
-	// (and the pages it sees) for the whole walk.
-	pruneScan = 8192
-)
+// DefaultPruneBatch is store.DefaultPruneBatch: a few milliseconds of the
+// committer, so appends queued behind a prune transaction wait no longer
+// than behind a busy group.
+const DefaultPruneBatch = store.DefaultPruneBatch
 
-// PruneOptions say what Prune removes.
-type PruneOptions struct {
-	// Before is the cut-off: records made before it are removed.
-	Before time.Time
-	// CursorPrefixes name the cursors that are reservations rather than
-	// positions: their value is a time-ordered id (core.EncodeID, a
-	// session id) whose time says when they were made, and a cursor whose
-	// name starts with one of them is removed like a dedup key. Other
-	// cursors (a Telegram offset) are never removed.
-	CursorPrefixes []string
-	// Batch bounds the deletions of one write transaction. Zero means
-	// DefaultPruneBatch.
-	Batch int
-}
+// pruneScan is how many keys one read transaction looks at, so that a long
+// bucket with little to prune does not pin one read transaction (and the
+// pages it sees) for the whole walk.
+const pruneScan = 8192
+
+// PruneOptions say what Prune removes (see store.PruneOptions).
+type PruneOptions = store.PruneOptions
 
 // PruneStats counts what Prune removed.
-type PruneStats struct {
-	Dedup   int // dedup keys
-	Cursors int // reservation cursors
-	Ledger  int // cleanup-ledger rows
-}
+type PruneStats = store.PruneStats
 
 // Prune removes what is only kept to recognise a repeat or to finish a
 // deletion, once it is older than opts.Before:

@@ -14,6 +14,7 @@ import (
 	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // SchemaVersion is the layout version this code writes. Open refuses a file
@@ -103,7 +104,7 @@ type Store struct {
 	closeErr  error
 }
 
-var _ core.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // Open opens or creates the store at path. It fails with an error wrapping
 // core.ErrSchemaTooNew when the file was written by a newer parley, and
