@@ -104,11 +104,7 @@ func TestTelegramDownAtStartDegrades(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	srv.InjectFaults(telegramtest.Faults{Exempt: []string{}}) // getMe and getUpdates fail too
 	srv.SetOutage(true)
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st := newTGStackOn(t, srv)
 	st.start()
 	addr := st.m.Addr()
 

@@ -24,9 +24,7 @@ import (
 // the default configuration changed by edit.
 func startMainWith(t *testing.T, edit func(*config.Config)) *Main {
 	t.Helper()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg := testConfig(t)
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,9 +50,7 @@ func TestMemoryAfterManySessions(t *testing.T) {
 	if err != nil || n < 1 {
 		t.Fatalf("PARLEY_MEMLOAD_SESSIONS=%q is not a positive number", s)
 	}
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg := testConfig(t)
 
 	t.Logf("before: %s", memFigures())
 	stop := runMain(t, cfg)
@@ -159,20 +156,9 @@ type runningMain struct {
 func runMain(t *testing.T, cfg config.Config) runningMain {
 	t.Helper()
 	m := &Main{Config: cfg}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	stop := launch(t, m)
 	awaitStarted(t, m)
-	return runningMain{m: m, addr: m.Addr(), stop: func() error {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		return m.Close()
-	}}
+	return runningMain{m: m, addr: m.Addr(), stop: stop}
 }
 
 // memFigures forces a collection, returns what it freed to the system and

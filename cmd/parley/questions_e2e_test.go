@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/core"
@@ -19,20 +17,11 @@ import (
 // try calls a tool and returns its text and whether it is an error result.
 func (a *agent) try(t *testing.T, tool string, args map[string]any) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: tool, Arguments: args}})
+	text, isErr, err := a.callText(30*time.Second, tool, args)
 	if err != nil {
 		t.Errorf("%s: %v", tool, err)
-		return "", true
 	}
-	var text string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcpgo.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	return text, res.IsError
+	return text, isErr
 }
 
 // askInBackground has the agent call ui.ask with a timeout; the tool's

@@ -8,20 +8,6 @@ import (
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 )
 
-// ask has the agent call ui.ask in the background; the answer arrives on
-// the returned channel.
-func (st *slackStack) ask(session, question string, options ...string) <-chan string {
-	answer := make(chan string, 1)
-	go func() {
-		var out struct {
-			Answer string `json:"answer"`
-		}
-		st.agent.call(st.t, "ui.ask", map[string]any{"session_id": session, "question": question, "options": options}, &out)
-		answer <- out.Answer
-	}()
-	return answer
-}
-
 // TestSlackButtons: ui.ask shows the options as Block Kit buttons. A
 // stranger's click answers nothing and posts nothing; an allowed person's
 // click answers once, and the question then shows the answer without

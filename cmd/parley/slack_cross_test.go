@@ -28,21 +28,13 @@ import (
 // answer is broadcast, and Slack and Telegram each make it a thread.
 func TestSlackTelegramAndWebShareASession(t *testing.T) {
 	t.Parallel()
-	tg := telegramtest.NewServer(t, telegramtest.Options{RichMessages: true})
+	st := newTGStackStopped(t, telegramtest.Options{RichMessages: true})
+	tg := st.srv
 	sl := slacktest.NewServer(t, slacktest.Options{})
 	channel := sl.NewChannel("sessions")
 	slAnn := sl.NewUser("Ann")
-	st := &tgStack{t: t, srv: tg, forum: tg.NewForum("Team")}
-	st.cfg = slConfig(t, sl, channel, slAnn)
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = tg.Token, tg.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
-	log := &syncBuffer{}
-	st.logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log (warnings and errors):\n%s", tail(log.String(), 60))
-		}
-	})
+	slackSection(&st.cfg, sl, channel, slAnn)
+	st.captureLog(slog.LevelWarn)
 	st.start()
 	listen := st.m.Addr()
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
 func TestTelegramPrivateChatIsASession(t *testing.T) {
@@ -63,12 +62,9 @@ func TestTelegramTopicShowsStatusAndClosedSession(t *testing.T) {
 func TestTelegramWebhookMode(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
+	st := newTGStackOn(t, srv)
 	listen := freeAddr(t)
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st.cfg.HTTP.Listen = listen
 	telegramConfig(&st.cfg).Mode = "webhook"
 	telegramConfig(&st.cfg).WebhookURL = "http://" + listen + "/telegram/webhook"
 	telegramConfig(&st.cfg).WebhookSecret = "s3cret_token"
@@ -95,12 +91,9 @@ func TestTelegramWebhookMode(t *testing.T) {
 func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
+	st := newTGStackOn(t, srv)
 	listen := freeAddr(t)
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st.cfg.HTTP.Listen = listen
 	telegramConfig(&st.cfg).Mode = "webhook"
 	hook := "http://" + listen + "/telegram/webhook"
 	telegramConfig(&st.cfg).WebhookURL = hook
@@ -152,11 +145,7 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st := newTGStackOn(t, srv)
 	telegramConfig(&st.cfg).NewFromGeneral = true
 	st.start()
 	st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")

@@ -25,27 +25,15 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
 // faultStack is a tgStack whose daemon logs JSON (warnings and errors) to
 // the returned buffer, for the outbox's verdicts.
 func faultStack(t *testing.T, opts telegramtest.Options) (*tgStack, *syncBuffer) {
 	t.Helper()
-	log := &syncBuffer{}
-	srv := telegramtest.NewServer(t, opts)
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
-	st.logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st := newTGStackStopped(t, opts)
+	log := st.captureLog(slog.LevelWarn)
 	st.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log (warnings and errors):\n%s", tail(log.String(), 60))
-		}
-	})
 	return st, log
 }
 

@@ -88,28 +88,11 @@ func benchStream(b *testing.B, rich bool, n int) (late, final []time.Duration, l
 	forum := srv.NewForum("Bench")
 	m := &Main{Config: benchConfig(b, srv, forum)}
 	ctx := context.Background()
-	if err := m.Open(ctx); err != nil {
-		b.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	defer func() { cancel(); <-done; m.Close() }()
+	defer launch(b, m)()
 	awaitStarted(b, m)
 
-	ids := make([]core.SessionID, n)
-	for i := range ids {
-		res, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = res.Session
-	}
-	post := func(id core.SessionID, text string, final bool) {
-		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ids := benchSessions(b, m, n)
+	post := func(id core.SessionID, text string, final bool) { benchOutput(b, m, id, text, final) }
 	// Warm up: the topics exist and are renamed before the stream starts,
 	// then the group's minute is left untouched.
 	for _, id := range ids {
