@@ -29,8 +29,13 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 	"github.com/parley-chat/parley/core"
 )
+
+// Main is the wiring the tests run, named as in package main, where it was
+// before it moved to package serve.
+type Main = serve.Main
 
 // stack is the part of every platform's driver that does not depend on the
 // platform. Set cfg, logger and noAgent before start.
@@ -76,7 +81,7 @@ func testConfig(tb testing.TB) config.Config {
 // start and connects the agent. The test's end stops it (finalStop).
 func (st *stack) start() {
 	st.t.Helper()
-	st.m = &Main{Config: st.cfg, Logger: st.logger}
+	st.m = &Main{Config: st.cfg, Logger: st.logger, Platforms: platforms()}
 	st.stop = reportClose(st.t, launch(st.t, st.m))
 	st.t.Cleanup(finalStop(st.m, st.stop))
 	awaitStarted(st.t, st.m)
@@ -198,7 +203,7 @@ func (st *stack) idle() {
 	st.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := st.m.daemon.WaitIdle(ctx); err != nil {
+	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
 		st.t.Fatalf("waiting for the daemon to be idle: %v", err)
 	}
 }
@@ -206,7 +211,7 @@ func (st *stack) idle() {
 // inbox is every message in the store's inbox, all sessions, oldest first.
 func (st *stack) inbox() []core.Message {
 	st.t.Helper()
-	msgs, err := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, err := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	if err != nil {
 		st.t.Fatal(err)
 	}
@@ -216,7 +221,7 @@ func (st *stack) inbox() []core.Message {
 // sessions are every session in the store.
 func (st *stack) sessions() []core.Session {
 	st.t.Helper()
-	all, err := st.m.daemon.Store.Sessions(st.t.Context())
+	all, err := st.m.Daemon().Store.Sessions(st.t.Context())
 	if err != nil {
 		st.t.Fatal(err)
 	}
@@ -271,7 +276,7 @@ func benchSessions(tb testing.TB, m *Main, n int) []core.SessionID {
 	tb.Helper()
 	ids := make([]core.SessionID, n)
 	for i := range ids {
-		res, err := m.daemon.Service.Handle(context.Background(), core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
+		res, err := m.Daemon().Service.Handle(context.Background(), core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -283,7 +288,7 @@ func benchSessions(tb testing.TB, m *Main, n int) []core.SessionID {
 // benchOutput has m's service take text as the session's live output, as
 // the agent's session.output does, without MCP in between.
 func benchOutput(tb testing.TB, m *Main, id core.SessionID, text string, final bool) {
-	if _, err := m.daemon.Service.Handle(context.Background(), core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
+	if _, err := m.Daemon().Service.Handle(context.Background(), core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -297,7 +302,7 @@ func benchOutput(tb testing.TB, m *Main, id core.SessionID, text string, final b
 func awaitStarted(tb testing.TB, m *Main) {
 	tb.Helper()
 	pollUntil(tb, 60*time.Second, "the platforms' first start", func() bool {
-		for _, s := range m.daemon.Health().Platforms() {
+		for _, s := range m.Daemon().Health().Platforms() {
 			if s.State == core.PlatformStarting {
 				return false
 			}
@@ -313,11 +318,11 @@ func awaitStarted(tb testing.TB, m *Main) {
 // 3 s a stack). Held operations stay journaled, as when a platform is
 // down at shutdown. A stop inside a test (a restart) still drains.
 func holdOutbox(m *Main) {
-	if m == nil || m.daemon == nil {
+	if m == nil || m.Daemon() == nil {
 		return
 	}
-	for name := range m.daemon.Health().Platforms() {
-		m.daemon.Outbox.Hold(name, true)
+	for name := range m.Daemon().Health().Platforms() {
+		m.Daemon().Outbox.Hold(name, true)
 	}
 }
 

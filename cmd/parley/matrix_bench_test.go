@@ -107,7 +107,7 @@ func mxBenchStreaming(b *testing.B, limit bool, n int) mxBenchResult {
 	}
 	cfg := testConfig(b)
 	matrixSection(&cfg, proxy.URL, bot, ann)
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	ctx := context.Background()
 	defer launch(b, m)()
 	awaitStarted(b, m)
@@ -119,13 +119,13 @@ func mxBenchStreaming(b *testing.B, limit bool, n int) mxBenchResult {
 	}
 	warm, stop := context.WithTimeout(ctx, time.Duration(n)*20*time.Second+2*time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	rooms := make([]id.RoomID, n)
 	outputs := make([]id.EventID, n)
 	for i, sid := range ids {
-		s, err := m.daemon.Store.Session(ctx, sid)
+		s, err := m.Daemon().Store.Session(ctx, sid)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -79,7 +79,7 @@ func questionItem(t *testing.T, s uistate.UISnapshot, text string) uistate.UIIte
 // people are the inbox messages people wrote, all sessions.
 func people(t *testing.T, m *Main) []string {
 	t.Helper()
-	msgs, err := m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, err := m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestTelegramQuestionExpires(t *testing.T) {
 	if a := st.srv.CallbackAnswers(click); a[0].Text != "This question is no longer open." {
 		t.Fatalf("the late click was answered %+v", a)
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if after := people(t, st.m); len(after) != len(before) {
@@ -171,7 +171,7 @@ func TestSlackQuestionExpires(t *testing.T) {
 		m, _ := st.srv.Message(st.channel, q.TS)
 		return strings.Contains(slackShown(m), "no longer open")
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if after := people(t, st.m); len(after) != len(before) {

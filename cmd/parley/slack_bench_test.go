@@ -95,7 +95,7 @@ func slBenchStreaming(b *testing.B, n int, stream bool) slBenchResult {
 	channel := srv.NewChannel("bench")
 	cfg := slConfig(b, srv, channel, srv.NewUser("Ann"))
 	slackConfig(&cfg).Stream = stream
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	ctx := context.Background()
 	defer launch(b, m)()
 	awaitStarted(b, m)
@@ -111,12 +111,12 @@ func slBenchStreaming(b *testing.B, n int, stream bool) slBenchResult {
 	}
 	warm, stop := context.WithTimeout(ctx, time.Duration(n)*5*time.Second+time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	outputs := make([]core.MessageRef, n)
 	for i, id := range ids {
-		s, err := m.daemon.Store.Session(ctx, id)
+		s, err := m.Daemon().Store.Session(ctx, id)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,13 +22,13 @@ func TestSlackButtons(t *testing.T) {
 		t.Fatalf("the question shows buttons %+v, want Yes and No", buttons)
 	}
 
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	before := len(st.srv.Calls())
 	st.srv.Click(st.stranger, st.channel, q.TS, buttons[1].ActionID, buttons[1].Value)
 	st.acked("interactive")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range st.srv.Calls()[before:] {
@@ -56,7 +56,7 @@ func TestSlackButtons(t *testing.T) {
 	if n := st.acked("interactive"); n != 3 {
 		t.Errorf("%d click envelopes, want 3 (each delivered once, in time)", n)
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	st.await("the question showing the answer", func() bool {

@@ -64,7 +64,7 @@ func TestSlackTelegramAndWebShareASession(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := st.m.daemon.WaitIdle(ctx); err != nil {
+		if err := st.m.Daemon().WaitIdle(ctx); err != nil {
 			t.Fatalf("waiting for the daemon to be idle: %v", err)
 		}
 	}
@@ -148,7 +148,7 @@ func TestSlackTelegramAndWebShareASession(t *testing.T) {
 	if shown != 1 {
 		t.Errorf("the web page shows Reply E %d times, want once", shown)
 	}
-	if ops := st.m.daemon.Outbox.Stats().Ops["web"]; len(ops) != 0 {
+	if ops := st.m.Daemon().Outbox.Stats().Ops["web"]; len(ops) != 0 {
 		t.Errorf("the outbox made operations for the web page: %v", ops)
 	}
 	if top := sl.Messages(channel); len(top) != 1 {

@@ -38,7 +38,7 @@ func TestSlackToolActivity(t *testing.T) {
 	}
 	st.srv.Click(st.stranger, st.channel, q.TS, buttons[0].ActionID, buttons[0].Value)
 	st.acked("interactive")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	select {

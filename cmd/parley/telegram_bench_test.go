@@ -39,7 +39,7 @@ func benchStreaming(b *testing.B, n int) {
 	srv := telegramtest.NewServer(b, telegramtest.Options{RichMessages: true, Limits: true})
 	forum := srv.NewForum("Bench")
 	cfg := benchConfig(b, srv, forum)
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	ctx := context.Background()
 	defer launch(b, m)()
 	awaitStarted(b, m)
@@ -52,7 +52,7 @@ func benchStreaming(b *testing.B, n int) {
 	}
 	warm, stop := context.WithTimeout(ctx, time.Duration(n)*20*time.Second+time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	// The group's budget is a sliding minute: let the warm-up's calls
@@ -74,7 +74,7 @@ func benchStreaming(b *testing.B, n int) {
 	srv.Await(b, time.Duration(n)*15*time.Second+time.Minute, "every session's last text", func() bool {
 		stale = stale[:0]
 		for _, id := range ids {
-			s, err := m.daemon.Store.Session(ctx, id)
+			s, err := m.Daemon().Store.Session(ctx, id)
 			if err != nil {
 				return false
 			}

@@ -78,7 +78,7 @@ func TestTelegramWebhookMode(t *testing.T) {
 	if n := st.srv.Polling(); n != 0 {
 		t.Errorf("%d getUpdates calls in webhook mode", n)
 	}
-	msgs, _ := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, _ := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	if len(msgs) != 1 {
 		t.Errorf("inbox has %d messages, want 1", len(msgs))
 	}
@@ -127,7 +127,7 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 			t.Errorf("forged update with secret %q: HTTP %d, want 403", secret, code)
 		}
 	}
-	sessions, err := st.m.daemon.Store.Sessions(context.Background())
+	sessions, err := st.m.Daemon().Store.Sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func TestTelegramFiles(t *testing.T) {
 	if len(r.Messages) != 1 {
 		t.Fatalf("agent read %+v", r.Messages)
 	}
-	msgs, err := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, err := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	if err != nil || len(msgs) != 1 || len(msgs[0].Attachments) != 1 {
 		t.Fatalf("inbox %+v %v", msgs, err)
 	}
@@ -259,7 +259,7 @@ func TestTelegramNoUpdateLostOrRepeatedAcrossRestarts(t *testing.T) {
 	st.restart()
 	st.srv.SendText(st.forum, topic, ann, "three")
 	st.heard("")
-	msgs, _ := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, _ := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	var got []string
 	for _, m := range msgs {
 		got = append(got, m.Content)
@@ -278,7 +278,7 @@ func TestTelegramNotModifiedIsSuccess(t *testing.T) {
 	// Different markdown, the same rendering: Telegram answers "message is
 	// not modified", which is success, not something to retry.
 	st.output(session, "_v1_")
-	st.m.daemon.WaitIdle(context.Background())
+	st.m.Daemon().WaitIdle(context.Background())
 	st.output(session, "v3")
 	st.showing(topic, "v3")
 	notModified := 0

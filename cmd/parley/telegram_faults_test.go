@@ -262,7 +262,7 @@ func TestTelegramOutboxUnderFaults(t *testing.T) {
 	// Whatever is still queued lands now: a duplicate would show.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := st.m.daemon.WaitIdle(ctx); err != nil {
+	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
 		t.Errorf("daemon not idle: %v", err)
 	}
 	calls := 0
@@ -346,7 +346,7 @@ func TestTelegramAnswerSurvivesOutage(t *testing.T) {
 	pollUntil(t, 3*time.Minute, "the answer after the outage", delivered, stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := st.m.daemon.WaitIdle(ctx); err != nil {
+	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
 		t.Errorf("daemon not idle: %v", err)
 	}
 	for _, want := range []string{note, final} {

@@ -86,7 +86,7 @@ func streamStep(i int) string {
 func benchStream(b *testing.B, rich bool, n int) (late, final []time.Duration, limited int) {
 	srv := telegramtest.NewServer(b, telegramtest.Options{RichMessages: rich, Limits: true})
 	forum := srv.NewForum("Bench")
-	m := &Main{Config: benchConfig(b, srv, forum)}
+	m := &Main{Config: benchConfig(b, srv, forum), Platforms: platforms()}
 	ctx := context.Background()
 	defer launch(b, m)()
 	awaitStarted(b, m)
@@ -100,18 +100,18 @@ func benchStream(b *testing.B, rich bool, n int) (late, final []time.Duration, l
 	}
 	warm, stop := context.WithTimeout(ctx, 2*time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	threads := make([]int, n)
 	for i, id := range ids {
-		s, err := m.daemon.Store.Session(ctx, id)
+		s, err := m.Daemon().Store.Session(ctx, id)
 		if err != nil {
 			b.Fatal(err)
 		}
 		threads[i] = threadOf(s.Bindings["telegram"].Place)
 	}
-	if err := m.daemon.Outbox.Drain(warm); err != nil {
+	if err := m.Daemon().Outbox.Drain(warm); err != nil {
 		b.Fatal(err)
 	}
 	time.Sleep(time.Minute)
