@@ -49,7 +49,7 @@ func TestBrowserPageThroughGuard(t *testing.T) {
 	// The page lists the session as archived once the POST was answered,
 	// and the answer comes after the store closed the session.
 	waitJS(`document.getElementById('archived-count').textContent === '(1)'`)
-	list, err := m.daemon.Store.Sessions(context.Background())
+	list, err := m.Daemon().Store.Sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/adapters/web/webtest"
 )
@@ -25,12 +23,7 @@ func TestBrowserPersonAndMCPAgent(t *testing.T) {
 	ctx, console := webtest.Browser(t)
 	m := startMain(t)
 	base := "http://" + m.Addr()
-	a := connectAgent(t, m.Addr())
-	sub, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := a.Subscribe(sub, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
-		t.Fatal(err)
-	}
+	a := subscribedAgent(t, m.Addr())
 
 	do := func(steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

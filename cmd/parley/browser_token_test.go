@@ -21,7 +21,7 @@ func TestBrowserTokenBoxServe(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.HTTP.Token = "correct horse"
-	m := serveMain(t, &Main{Config: cfg})
+	m := serveMain(t, &Main{Config: cfg, Platforms: platforms()})
 
 	do := func(steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

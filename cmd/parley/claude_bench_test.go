@@ -169,7 +169,7 @@ func benchCCOverhead(b *testing.B, messages int, wait time.Duration) ccRun {
 	cfg := benchConfig(b, bn.srv, bn.forum)
 	cfg.Agent = config.Agent{Kind: config.AgentClaudeCode, Command: cli, Workdir: b.TempDir(),
 		Permissions: config.PermissionsAsk, MaxRunning: 4, Env: claudetest.Env(b, bn.api.URL)}
-	bn.m = serveMain(b, &Main{Config: cfg})
+	bn.m = serveMain(b, &Main{Config: cfg, Platforms: platforms()})
 	awaitStarted(b, bn.m)
 
 	ref, err := claudecode.NewRunner(claudecode.Options{Command: cli, Workdir: b.TempDir(),
@@ -250,12 +250,12 @@ func (bn *ccBench) turn(tag string) ccSample {
 	}
 	session := bn.sessionID()
 	bn.srv.Await(b, time.Minute, "the turn's end", func() bool {
-		s, err := bn.m.daemon.Store.Session(context.Background(), session)
+		s, err := bn.m.Daemon().Store.Session(context.Background(), session)
 		return err == nil && s.Status == core.StatusIdle
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := bn.m.daemon.WaitIdle(ctx); err != nil {
+	if err := bn.m.Daemon().WaitIdle(ctx); err != nil {
 		b.Fatal(err)
 	}
 	var ahead []telegramtest.Call
@@ -335,7 +335,7 @@ func modelRequest(tb testing.TB, api *claudetest.API, question string) time.Time
 }
 
 func (bn *ccBench) sessionID() core.SessionID {
-	ss, err := bn.m.daemon.Store.Sessions(context.Background())
+	ss, err := bn.m.Daemon().Store.Sessions(context.Background())
 	if err != nil || len(ss) != 1 {
 		bn.b.Fatalf("sessions %v: %v", ss, err)
 	}

@@ -51,7 +51,7 @@ func newCCStack(t *testing.T, configure func(*config.Agent)) *ccStack {
 // sessionID is the id of the stack's only session.
 func (cc *ccStack) sessionID() string {
 	cc.t.Helper()
-	ss, err := cc.m.daemon.Store.Sessions(context.Background())
+	ss, err := cc.m.Daemon().Store.Sessions(context.Background())
 	if err != nil || len(ss) != 1 {
 		cc.t.Fatalf("sessions %v: %v", ss, err)
 	}
@@ -282,7 +282,7 @@ func TestClaudeCodeMissingCommand(t *testing.T) {
 // status is the session's status as the store has it.
 func (cc *ccStack) status(session string) core.Status {
 	cc.t.Helper()
-	s, err := cc.m.daemon.Store.Session(context.Background(), core.SessionID(session))
+	s, err := cc.m.Daemon().Store.Session(context.Background(), core.SessionID(session))
 	if err != nil {
 		cc.t.Fatal(err)
 	}

@@ -49,8 +49,8 @@ func TestClaudeCodeKilledMidTurn(t *testing.T) {
 		// test environment's values holds a comma.
 		"PARLEY_AGENT_ENV=" + strings.Join(claudetest.Env(t, api.URL), ","),
 	}
-	d := startTGDaemon(t, dir, listen, env)
-	cc := &ccStack{tgStack: &tgStack{t: t, srv: srv, forum: forum}, api: api, workdir: workdir}
+	d := startDaemon(t, dir, listen, env...)
+	cc := &ccStack{tgStack: &tgStack{stack: stackOf(t, nil), srv: srv, forum: forum}, api: api, workdir: workdir}
 	topic := cc.newTopic("work")
 
 	// The model first starts a command that never ends, in the background
@@ -109,7 +109,7 @@ func TestClaudeCodeKilledMidTurn(t *testing.T) {
 	// The model's answer to the message handed again.
 	const answer = "The build is slow because of the race detector. RESTARTED-RUN-END"
 	api.Say(claudetest.Chunks(50*time.Millisecond, "The build is slow", " because of the race detector.", " RESTARTED-RUN-END"))
-	startTGDaemon(t, dir, listen, env)
+	startDaemon(t, dir, listen, env...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logRequests(t, api)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/core"
 )
@@ -24,9 +23,7 @@ import (
 // of the file kills the process with SIGBUS.
 func TestDamageWhileServingIsAnErrorPerRequest(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg := testConfig(t)
 	run := runMain(t, cfg)
 	stopped := false
 	defer func() {

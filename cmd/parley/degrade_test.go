@@ -24,11 +24,14 @@ import (
 	"github.com/parley-chat/parley/core"
 )
 
-// startServing opens and runs a Main on cfg (and table, when set) and
-// stops it at the end of the test.
+// startServing opens and runs a Main on cfg (and table, when set, else
+// the built-in platforms) and stops it at the end of the test.
 func startServing(t *testing.T, cfg config.Config, table []platform.Platform) *Main {
 	t.Helper()
-	return serveMain(t, &Main{Config: cfg, table: table})
+	if table == nil {
+		table = platforms()
+	}
+	return serveMain(t, &Main{Config: cfg, Platforms: table})
 }
 
 // healthBody is GET /api/health's answer.
@@ -83,7 +86,7 @@ func waitDown(t *testing.T, m *Main, name string, state core.PlatformState) erro
 	if p := h.Platforms[name]; !h.OK || p.Since.IsZero() || p.NextRetry.IsZero() || p.NextRetry.Before(p.Since) {
 		t.Errorf("health: %s", raw)
 	}
-	err := m.daemon.PlatformError(core.AdapterName(name))
+	err := m.Daemon().PlatformError(core.AdapterName(name))
 	if err == nil {
 		t.Fatalf("%s down without an error", name)
 	}
@@ -104,11 +107,7 @@ func TestTelegramDownAtStartDegrades(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	srv.InjectFaults(telegramtest.Faults{Exempt: []string{}}) // getMe and getUpdates fail too
 	srv.SetOutage(true)
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st := newTGStackOn(t, srv)
 	st.start()
 	addr := st.m.Addr()
 
@@ -154,7 +153,7 @@ func TestTelegramDownAtStartDegrades(t *testing.T) {
 
 	srv.SetOutage(false)
 	waitHealth(t, addr, "telegram up", func(h healthBody) bool { return h.Platforms["telegram"].Up })
-	if err := st.m.daemon.PlatformError("telegram"); err != nil {
+	if err := st.m.Daemon().PlatformError("telegram"); err != nil {
 		t.Errorf("up, with error %v", err)
 	}
 	// What waited is delivered: the page's session gets its topic, with

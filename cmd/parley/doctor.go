@@ -24,7 +24,7 @@ import (
 // The checks, in order (checkup.run): the configuration loads and is
 // valid (one finding per problem: Load names the key and the fix); the
 // data directory; the listen address; every enabled platform, through the
-// very code serve starts it with (Main.buildAdapters: build the adapter,
+// very code serve starts it with (serve.Main.BuildAdapters: build the adapter,
 // then its Check, so a platform added to the table is checked without code
 // here); the transcription endpoint; the agent parley runs for each
 // session, when [agent] kind names one (its command runs, its version, its

@@ -24,6 +24,7 @@ import (
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
 )
@@ -293,7 +294,7 @@ func (c *checkup) health(ctx context.Context, addr string) (ok bool, status int,
 func (c *checkup) checkPlatforms(ctx context.Context) []finding {
 	var out []finding
 	for _, row := range c.table {
-		if s := sectionOf(&c.cfg, row); s == nil || !s.Enabled() {
+		if s := serve.SectionOf(&c.cfg, row); s == nil || !s.Enabled() {
 			continue
 		}
 		out = append(out, c.checkPlatform(ctx, row)...)
@@ -306,7 +307,7 @@ func (c *checkup) checkPlatforms(ctx context.Context) []finding {
 }
 
 // checkPlatform builds row's adapter and runs its Check exactly as serve
-// does (Main.buildAdapters, on a table of this one row), on the data
+// does (serve.Main.BuildAdapters, on a table of this one row), on the data
 // directory's store when it is free: what a Check keeps there (a Matrix
 // password login's token, reused rather than making a new device at every
 // login) is then what serve will find. When a running parley holds the
@@ -336,10 +337,10 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform.Platform) []fi
 	cfg := c.cfg
 	cfg.DataDir = dir
 	log := slog.New(slog.DiscardHandler)
-	m := &Main{Config: cfg, Logger: log, table: []platform.Platform{row}}
+	m := &serve.Main{Config: cfg, Logger: log, Platforms: []platform.Platform{row}}
 	ctx, cancel := context.WithTimeout(ctx, platformTimeout)
 	defer cancel()
-	adapters, err := m.buildAdapters(ctx, daemon.Deps{Store: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Authorizer: admitNobody, Pacer: directPacer{}, Logger: log}, true)
+	adapters, err := m.BuildAdapters(ctx, daemon.Deps{Store: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Authorizer: admitNobody, Pacer: directPacer{}, Logger: log}, true)
 	if err != nil {
 		var out []finding
 		for _, e := range splitErr(err) {
@@ -350,7 +351,7 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform.Platform) []fi
 	detail := "connected; the adapter's checks of its configuration passed"
 	var notes []finding
 	if len(adapters) == 1 {
-		if _, ok := adapters[0].(checker); !ok {
+		if _, ok := adapters[0].(serve.Checker); !ok {
 			detail = "configured; this adapter has no checks against its platform"
 		}
 		if d, ok := adapters[0].(diagnoser); ok {

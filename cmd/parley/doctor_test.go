@@ -297,7 +297,7 @@ func startParley(t *testing.T, token string) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen, cfg.HTTP.Token = t.TempDir(), "127.0.0.1:0", token
-	m := serveMain(t, &Main{Config: cfg})
+	m := serveMain(t, &Main{Config: cfg, Platforms: platforms()})
 	// The page answers /api/health once the web platform started.
 	awaitStarted(t, m)
 	cfg.HTTP.Listen = m.Addr()

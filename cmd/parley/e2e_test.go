@@ -12,10 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestDaemonChild is the daemon process of the end-to-end test; it runs
@@ -28,45 +24,54 @@ func TestDaemonChild(t *testing.T) {
 	os.Exit(Run(context.Background(), []string{"serve", "--data-dir", dir, "--listen", listen}, os.Environ(), nil, os.Stdout, os.Stderr))
 }
 
+// daemonProc is a `parley serve` child process (TestDaemonChild), so that
+// a test can kill it like kill -9 while the fakes and the real homeserver
+// in the test process keep what they were sent.
 type daemonProc struct {
-	t      *testing.T
-	dir    string
-	listen string
-	cmd    *exec.Cmd
-	log    bytes.Buffer
+	cmd *exec.Cmd
+	log *syncBuffer
 }
 
-func startDaemon(t *testing.T, dir, listen string) *daemonProc {
+// startDaemon starts the child daemon with the data directory, listen
+// address and extra environment (its configuration), and waits until it
+// answers on /api/health.
+func startDaemon(t *testing.T, dir, listen string, env ...string) *daemonProc {
 	t.Helper()
-	p := &daemonProc{t: t, dir: dir, listen: listen}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^TestDaemonChild$")
-	p.cmd.Env = append(os.Environ(), "PARLEY_E2E_DIR="+dir, "PARLEY_E2E_LISTEN="+listen)
-	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
-	if err := p.cmd.Start(); err != nil {
+	d := &daemonProc{log: &syncBuffer{}}
+	d.cmd = exec.Command(os.Args[0], "-test.run=^TestDaemonChild$")
+	d.cmd.Env = append(append(os.Environ(), "PARLEY_E2E_DIR="+dir, "PARLEY_E2E_LISTEN="+listen), env...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.kill() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	t.Cleanup(d.kill)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon %d log:\n%s", d.cmd.Process.Pid, tail(d.log.String(), 40))
+		}
+	})
+	healthy := func() bool {
 		resp, err := http.Get("http://" + listen + "/api/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon not up: %v\n%s", err, p.log.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a process that is starting
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	}
+	pollUntil(t, 30*time.Second, "the daemon to start", healthy, func() string {
+		if d.cmd.ProcessState != nil {
+			return "it exited: " + d.log.String()
+		}
+		return ""
+	})
+	return d
 }
 
-// kill stops the daemon like kill -9: no shutdown, no Close.
-func (p *daemonProc) kill() {
-	if p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
+// kill stops the daemon with SIGKILL: no shutdown, no drain, no Close.
+func (d *daemonProc) kill() {
+	if d.cmd.ProcessState == nil {
+		_ = d.cmd.Process.Kill()
+		_ = d.cmd.Wait()
 	}
 }
 
@@ -78,69 +83,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-type agent struct {
-	*client.Client
-	notes chan mcpgo.JSONRPCNotification
-}
-
-func connectAgent(t *testing.T, listen string) *agent {
-	t.Helper()
-	tr, err := transport.NewStreamableHTTP("http://"+listen+"/mcp", transport.WithContinuousListening())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &agent{Client: client.NewClient(tr), notes: make(chan mcpgo.JSONRPCNotification, 100)}
-	a.OnNotification(func(n mcpgo.JSONRPCNotification) {
-		if n.Method == mcpgo.MethodNotificationResourceUpdated {
-			a.notes <- n
-		}
-	})
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := a.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "e2e", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-type readResult struct {
-	LastID   string `json:"last_id"`
-	Messages []struct {
-		ID        string `json:"id"`
-		SessionID string `json:"session_id"`
-		Author    string `json:"author"`
-		Content   string `json:"content"`
-	} `json:"messages"`
-}
-
-func (a *agent) call(t *testing.T, tool string, args map[string]any, out any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: tool, Arguments: args}})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	var text string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcpgo.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	if res.IsError {
-		t.Fatalf("%s: %s", tool, text)
-	}
-	if out != nil {
-		if err := json.Unmarshal([]byte(text), out); err != nil {
-			t.Fatalf("%s: %v in %s", tool, err, text)
-		}
-	}
 }
 
 func postChat(t *testing.T, listen, session, text string) string {
@@ -169,12 +111,7 @@ func TestEndToEndAgentAndPeople(t *testing.T) {
 	t.Parallel()
 	dir, listen := t.TempDir(), freeAddr(t)
 	d := startDaemon(t, dir, listen)
-	a := connectAgent(t, listen)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := a.Subscribe(ctx, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
-		t.Fatal(err)
-	}
+	a := subscribedAgent(t, listen)
 
 	session := postChat(t, listen, "", "hello agent")
 	select {

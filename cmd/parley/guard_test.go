@@ -1,21 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
-	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/uistate"
 )
@@ -24,13 +18,11 @@ import (
 // the default configuration changed by edit.
 func startMainWith(t *testing.T, edit func(*config.Config)) *Main {
 	t.Helper()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg := testConfig(t)
 	if edit != nil {
 		edit(&cfg)
 	}
-	return serveMain(t, &Main{Config: cfg})
+	return serveMain(t, &Main{Config: cfg, Platforms: platforms()})
 }
 
 // send makes one request to a running parley, with the given Host (empty:
@@ -72,7 +64,7 @@ func send(t *testing.T, addr, method, path, host, body string, header map[string
 // sessions lists the ids of the sessions parley has, from its store.
 func sessions(t *testing.T, m *Main) []core.SessionID {
 	t.Helper()
-	list, err := m.daemon.Store.Sessions(context.Background())
+	list, err := m.Daemon().Store.Sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,78 +234,5 @@ func TestAllowedHosts(t *testing.T) {
 	}
 	if status, _ := send(t, addr, "GET", "/api/sessions", "other.example.org", "", nil); status != http.StatusForbidden {
 		t.Fatalf("another host: %d", status)
-	}
-}
-
-// TestWebhooksSkipTheGuard: a platform posts to its webhook under its
-// public name, Slack as a form; the route is answered while parley's own
-// routes refuse that name.
-func TestWebhooksSkipTheGuard(t *testing.T) {
-	hook := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mine := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	h, err := newHTTPServer(serverOptions{Listen: "127.0.0.1:0"}, web.New(web.Options{}), nil, metrics.New(metrics.Sources{}),
-		route{path: "/slack/events", handler: hook, webhook: true}, route{path: "/api/pairing", handler: mine})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.ln.Close()
-	r := httptest.NewRequest("POST", "/slack/events", strings.NewReader("payload=%7B%7D"))
-	r.Host = "bot.example.org"
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	w := httptest.NewRecorder()
-	h.srv.Handler.ServeHTTP(w, r)
-	if w.Code != http.StatusNoContent {
-		t.Errorf("webhook: %d %s", w.Code, w.Body)
-	}
-	r = httptest.NewRequest("POST", "/api/pairing", strings.NewReader("{}"))
-	r.Host = "bot.example.org"
-	r.Header.Set("Content-Type", "application/json")
-	w = httptest.NewRecorder()
-	h.srv.Handler.ServeHTTP(w, r)
-	if w.Code != http.StatusForbidden {
-		t.Errorf("pairing under the webhook's name: %d %s", w.Code, w.Body)
-	}
-}
-
-// TestIdleConnectionClosed: a keep-alive connection left idle is closed
-// after the configured IdleTimeout, instead of being held forever.
-func TestIdleConnectionClosed(t *testing.T) {
-	h, err := newHTTPServer(serverOptions{Listen: "127.0.0.1:0", IdleTimeout: 100 * time.Millisecond},
-		web.New(web.Options{}), nil, metrics.New(metrics.Sources{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.serve(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	c, err := net.Dial("tcp", h.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.Close {
-		t.Fatal("the server closed the connection after the response; nothing to test")
-	}
-	// Without an idle timeout the server would hold the connection and
-	// this read would hit its deadline instead of the end of the stream.
-	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	n, err := br.Read(make([]byte, 1))
-	if !errors.Is(err, io.EOF) {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatal("the idle connection was still open after 20s")
-		}
-		t.Fatalf("read %d bytes, %v; want the server to close the connection", n, err)
 	}
 }

@@ -12,8 +12,10 @@
 //
 // Configuration comes from one TOML file, every key overridable by a
 // PARLEY_<SECTION>_<KEY> environment variable; the flags override both.
-// main only parses arguments and hands over to Main, which an end-to-end
-// test can run in-process.
+// main only parses arguments, loads the configuration and hands it, with
+// the one list of platforms (platforms.go), to the wiring in
+// internal/serve (serve.Main: Open, Run, Close), which an end-to-end test
+// can run in-process.
 package main
 
 import (

@@ -26,7 +26,7 @@ func TestMatrixQuestionsAndFiles(t *testing.T) {
 	st.eve.WaitInvite(t, st.ann.User.ID, mxWait)
 	st.eve.Join(t, room)
 
-	answer := st.ask(session, "Deploy now?", "Yes", "No")
+	answer := st.ask(string(session), "Deploy now?", "Yes", "No")
 	q := st.mxShowing(st.ann, room, "Deploy now?")
 	if text := st.ann.Edited(room, q.ID); !strings.Contains(text, "1️⃣ Yes") || !strings.Contains(text, "2️⃣ No") {
 		t.Errorf("the question shows %q, want its options numbered with their emoji", text)
@@ -46,7 +46,7 @@ func TestMatrixQuestionsAndFiles(t *testing.T) {
 		t.Fatal("ui.ask did not return after Ann's reply")
 	}
 
-	answer = st.ask(session, "Roll back?", "Yes", "No")
+	answer = st.ask(string(session), "Roll back?", "Yes", "No")
 	q2 := st.mxShowing(st.ann, room, "Roll back?")
 	st.eve.React(t, room, q2.ID, "1️⃣")
 	st.ann.React(t, room, q2.ID, "2️⃣")

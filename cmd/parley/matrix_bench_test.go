@@ -14,7 +14,6 @@ import (
 
 	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/adapters/matrix/matrixtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -106,46 +105,27 @@ func mxBenchStreaming(b *testing.B, limit bool, n int) mxBenchResult {
 	if limit {
 		proxy.SetMessageLimit(0.2, 10)
 	}
-	cfg := config.Default()
-	cfg.DataDir, cfg.HTTP.Listen = b.TempDir(), "127.0.0.1:0"
-	matrixConfig(&cfg).Homeserver, matrixConfig(&cfg).UserID, matrixConfig(&cfg).AccessToken = proxy.URL, string(bot.ID), bot.AccessToken
-	matrixConfig(&cfg).AllowedUsers = []string{string(ann.User.ID)}
-	m := &Main{Config: cfg}
+	cfg := testConfig(b)
+	matrixSection(&cfg, proxy.URL, bot, ann)
+	m := &Main{Config: cfg, Platforms: platforms()}
 	ctx := context.Background()
-	if err := m.Open(ctx); err != nil {
-		b.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	defer func() { cancel(); <-done; m.Close() }()
+	defer launch(b, m)()
 	awaitStarted(b, m)
 
-	post := func(id core.SessionID, text string, final bool) {
-		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var ids []core.SessionID
-	for i := range n {
-		res, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids = append(ids, res.Session)
-	}
+	post := func(id core.SessionID, text string, final bool) { benchOutput(b, m, id, text, final) }
+	ids := benchSessions(b, m, n)
 	for _, id := range ids {
 		post(id, "warming up", false)
 	}
 	warm, stop := context.WithTimeout(ctx, time.Duration(n)*20*time.Second+2*time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	rooms := make([]id.RoomID, n)
 	outputs := make([]id.EventID, n)
 	for i, sid := range ids {
-		s, err := m.daemon.Store.Session(ctx, sid)
+		s, err := m.Daemon().Store.Session(ctx, sid)
 		if err != nil {
 			b.Fatal(err)
 		}

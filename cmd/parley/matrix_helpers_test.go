@@ -1,14 +1,10 @@
 package main
 
-// Helpers shared by the Matrix end-to-end tests: an mxStack is `parley
-// serve` (Main, built from configuration) against a real Dendrite, with the
-// people's side played by matrixtest.Person clients and an MCP agent, as
-// slackStack and tgStack are for the fakes of Slack and Telegram. Every
-// name here starts with mx so that it sits beside the other platforms'
-// helpers.
+// The Matrix driver of the end-to-end harness (harness_test.go) and the
+// helpers shared by the Matrix end-to-end tests. Every name here starts
+// with mx so that it sits beside the other platforms' helpers.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -17,7 +13,6 @@ import (
 	"time"
 	"unicode"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -32,10 +27,10 @@ import (
 // that spends the burst takes tens of seconds to show whole.
 const mxWait = 2 * time.Minute
 
-// mxStack is parley serve, wired from configuration, against a Dendrite,
-// plus an MCP agent subscribed to the inbox.
+// mxStack is the harness's Matrix driver: parley serve against a real
+// Dendrite, with the people's side played by matrixtest.Person clients.
 type mxStack struct {
-	t  *testing.T
+	*stack
 	hs *matrixtest.Homeserver
 	// proxy, when set, stands between parley and Dendrite (the people
 	// talk to Dendrite directly).
@@ -43,10 +38,6 @@ type mxStack struct {
 	bot   *matrixtest.User
 	// ann is allowed (matrix.allowed_users); eve is not.
 	ann, eve *matrixtest.Person
-	cfg      config.Config
-	m        *Main
-	agent    *agent
-	stop     func()
 	// log receives the daemon's log at Info and above, JSON lines.
 	log *syncBuffer
 }
@@ -71,7 +62,8 @@ func newMXStack(t *testing.T, opts mxOptions) *mxStack {
 func newMXStackConfig(t *testing.T, opts mxOptions) *mxStack {
 	t.Helper()
 	hs := matrixtest.Dendrite(t)
-	st := &mxStack{t: t, hs: hs, bot: hs.Register(t, "parley"), log: &syncBuffer{}}
+	st := &mxStack{stack: newStack(t), hs: hs, bot: hs.Register(t, "parley")}
+	st.wait = mxWait
 	st.ann = matrixtest.NewPerson(t, hs.URL, hs.Register(t, "ann"))
 	st.eve = matrixtest.NewPerson(t, hs.URL, hs.Register(t, "eve"))
 	url := hs.URL
@@ -79,16 +71,20 @@ func newMXStackConfig(t *testing.T, opts mxOptions) *mxStack {
 		st.proxy = matrixtest.NewProxy(t, hs.URL)
 		url = st.proxy.URL
 	}
-	st.cfg = config.Default()
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	matrixConfig(&st.cfg).Homeserver, matrixConfig(&st.cfg).UserID, matrixConfig(&st.cfg).AccessToken = url, string(st.bot.ID), st.bot.AccessToken
-	matrixConfig(&st.cfg).AllowedUsers = []string{string(st.ann.User.ID)}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", tail(st.log.String(), 80))
-		}
-	})
+	matrixSection(&st.cfg, url, st.bot, st.ann)
+	st.log = st.captureLog(slog.LevelInfo)
 	return st
+}
+
+// matrixSection configures the Matrix adapter: the homeserver (or a proxy
+// in front of it), the bot's account, and the people allowed in.
+func matrixSection(cfg *config.Config, homeserver string, bot *matrixtest.User, allowed ...*matrixtest.Person) {
+	c := matrixConfig(cfg)
+	c.Homeserver, c.UserID, c.AccessToken = homeserver, string(bot.ID), bot.AccessToken
+	c.AllowedUsers = nil
+	for _, p := range allowed {
+		c.AllowedUsers = append(c.AllowedUsers, string(p.User.ID))
+	}
 }
 
 // mxEnv is the stack's configuration as the environment of a `parley
@@ -102,57 +98,6 @@ func (st *mxStack) mxEnv() []string {
 		fmt.Sprintf("PARLEY_MATRIX_MESSAGES_PER_MINUTE=%d", c.MessagesPerMinute),
 		fmt.Sprintf("PARLEY_MATRIX_MESSAGE_BURST=%d", c.MessageBurst),
 		"PARLEY_LOG_FORMAT=json",
-	}
-}
-
-// start opens and runs parley in this process and connects the agent.
-func (st *mxStack) start() {
-	st.t.Helper()
-	st.m = &Main{Config: st.cfg, Logger: slog.New(slog.NewJSONHandler(st.log, &slog.HandlerOptions{Level: slog.LevelInfo}))}
-	if err := st.m.Open(context.Background()); err != nil {
-		st.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.m.Run(ctx) }()
-	stopped := false
-	st.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			st.t.Errorf("run: %v", err)
-		}
-		if err := st.m.Close(); err != nil {
-			st.t.Errorf("close: %v", err)
-		}
-	}
-	st.t.Cleanup(finalStop(st.m, st.stop))
-	awaitStarted(st.t, st.m)
-	st.agent = mxAgent(st.t, st.m.Addr())
-}
-
-// mxAgent connects an MCP agent to parley at addr, subscribed to the inbox.
-func mxAgent(t *testing.T, addr string) *agent {
-	t.Helper()
-	a := connectAgent(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := a.Subscribe(ctx, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// idle waits until the daemon has nothing left to do.
-func (st *mxStack) idle() {
-	st.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := st.m.daemon.WaitIdle(ctx); err != nil {
-		st.t.Fatalf("waiting for the daemon to be idle: %v", err)
 	}
 }
 
@@ -181,91 +126,6 @@ func (st *mxStack) sessionAt(room id.RoomID) (core.Session, bool) {
 		}
 	}
 	return core.Session{}, false
-}
-
-// sessions are every session in the store.
-func (st *mxStack) sessions() []core.Session {
-	st.t.Helper()
-	all, err := st.m.daemon.Store.Sessions(st.t.Context())
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	return all
-}
-
-// inbox is every message in the store's inbox, all sessions, oldest first.
-func (st *mxStack) inbox() []core.Message {
-	st.t.Helper()
-	msgs, err := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	return msgs
-}
-
-// heard waits for the agent's notification and reads the messages after
-// the watermark after.
-func (st *mxStack) heard(after string) readResult {
-	st.t.Helper()
-	select {
-	case <-st.agent.notes:
-	case <-time.After(mxWait):
-		st.t.Fatal("the agent was not notified")
-	}
-	var r readResult
-	st.agent.call(st.t, "chat_read_since", map[string]any{"after_id": after}, &r)
-	return r
-}
-
-// output streams text as the session's live output.
-func (st *mxStack) output(session core.SessionID, text string) {
-	st.t.Helper()
-	st.agent.call(st.t, "session.output", map[string]any{"session_id": string(session), "content": text}, nil)
-}
-
-// ask has the agent call ui.ask in the background; the answer arrives on
-// the returned channel.
-func (st *mxStack) ask(session core.SessionID, question string, options ...string) <-chan string {
-	answer := make(chan string, 1)
-	go func() {
-		var out struct {
-			Answer string `json:"answer"`
-		}
-		if err := st.agent.mxCall("ui.ask", map[string]any{"session_id": string(session), "question": question, "options": options}, &out); err != nil {
-			st.t.Error(err)
-			close(answer)
-			return
-		}
-		answer <- out.Answer
-	}()
-	return answer
-}
-
-// mxCall is agent.call for goroutines other than the test's, with a longer
-// deadline (ui.ask waits for a person): it returns the tool's failure
-// instead of ending the test.
-func (a *agent) mxCall(tool string, args map[string]any, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: tool, Arguments: args}})
-	if err != nil {
-		return fmt.Errorf("%s: %w", tool, err)
-	}
-	var text string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcpgo.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	if res.IsError {
-		return fmt.Errorf("%s: %s", tool, text)
-	}
-	if out != nil {
-		if err := json.Unmarshal([]byte(text), out); err != nil {
-			return fmt.Errorf("%s: %v in %s", tool, err, text)
-		}
-	}
-	return nil
 }
 
 // mxMessages are the messages sender posted in room as p saw them, oldest

@@ -30,8 +30,8 @@ func TestMatrixKilledMidStream(t *testing.T) {
 	matrixConfig(&st.cfg).MessagesPerMinute, matrixConfig(&st.cfg).MessageBurst = 60, 10
 	env := st.mxEnv()
 	dir, listen := t.TempDir(), freeAddr(t)
-	d := startTGDaemon(t, dir, listen, env)
-	a := mxAgent(t, listen)
+	d := startDaemon(t, dir, listen, env...)
+	a := subscribedAgent(t, listen)
 
 	lobby := st.ann.CreateRoom(t, "Lobby", st.bot.ID)
 	st.ann.WaitMembership(t, lobby, st.bot.ID, event.MembershipJoin, mxWait)
@@ -81,8 +81,8 @@ func TestMatrixKilledMidStream(t *testing.T) {
 	}
 	st.ann.Send(t, room, "are you still there?")
 
-	d = startTGDaemon(t, dir, listen, env)
-	a = mxAgent(t, listen)
+	d = startDaemon(t, dir, listen, env...)
+	a = subscribedAgent(t, listen)
 	slRead(t, a, watermark, "one more thing", "are you still there?")
 	for i := 51; i <= steps; i++ {
 		output(a, i)
@@ -142,12 +142,7 @@ func TestMatrixKilledMidStream(t *testing.T) {
 	}
 	var r readResult
 	a.call(t, "chat_read_since", map[string]any{"after_id": watermark}, &r)
-	count := map[string]int{}
-	for _, m := range r.Messages {
-		if m.Author == "user" {
-			count[m.Content]++
-		}
-	}
+	count := r.said()
 	for _, text := range []string{"one more thing", "are you still there?"} {
 		if count[text] != 1 {
 			t.Errorf("the agent has %q %d times, want once", text, count[text])

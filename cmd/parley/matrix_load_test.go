@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,39 +48,11 @@ func TestMatrixFiveSessionsUnderRateLimit(t *testing.T) {
 	}
 
 	answer := func(k int) string { return fmt.Sprintf("Answer %d: the loop reads the wall clock.", k) }
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	ids := make([]string, n)
 	for k := range n {
-		a := connectAgent(t, st.m.Addr())
-		sid := string(sessions[k])
-		wg.Go(func() {
-			start := time.Now()
-			for i := 1; i <= steps; i++ {
-				if err := a.slCall("session.output", map[string]any{"session_id": sid, "content": slStream(k, i)}); err != nil {
-					errs <- err
-					return
-				}
-				time.Sleep(time.Until(start.Add(time.Duration(i) * 100 * time.Millisecond))) // the agent's pace
-			}
-			for _, c := range []struct {
-				tool string
-				args map[string]any
-			}{
-				{"chat.assistant.post", map[string]any{"session_id": sid, "content": answer(k)}},
-				{"loop.yield_turn", map[string]any{"session_id": sid}},
-			} {
-				if err := a.slCall(c.tool, c.args); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+		ids[k] = string(sessions[k])
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	st.streamTurns(ids, steps, slStream, answer)
 	finished := time.Now()
 
 	pollUntil(t, 8*time.Minute, "every room's final text and answer", func() bool {

@@ -94,7 +94,7 @@ func TestMatrixPersonAndAgent(t *testing.T) {
 	final := slStream(0, 100)
 	const steps = 43
 	for i := 1; i <= steps; i++ {
-		st.output(session, final[:len(final)*i/steps])
+		st.output(string(session), final[:len(final)*i/steps])
 		if i%10 == 0 {
 			// As a person watching would see it grow: the newest complete
 			// step shows in the room.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,9 +50,7 @@ func TestMemoryAfterManySessions(t *testing.T) {
 	if err != nil || n < 1 {
 		t.Fatalf("PARLEY_MEMLOAD_SESSIONS=%q is not a positive number", s)
 	}
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg := testConfig(t)
 
 	t.Logf("before: %s", memFigures())
 	stop := runMain(t, cfg)
@@ -69,7 +66,7 @@ func TestMemoryAfterManySessions(t *testing.T) {
 				// As TestFillDataDir: a backlog of tens of
 				// thousands of operations would measure that
 				// queue, not what is kept for good.
-				for paced && stop.m.daemon.Outbox.Stats().Pending > 64 {
+				for paced && stop.m.Daemon().Outbox.Stats().Pending > 64 {
 					<-time.After(time.Millisecond)
 				}
 				body := fmt.Sprintf(`{"text":"Session %d: the build fails on main since this morning, can you look?"}`, i)
@@ -109,12 +106,12 @@ func TestMemoryAfterManySessions(t *testing.T) {
 	// What the daemon still has to do (the web adapter's sends) is not
 	// what is measured: wait until it is done.
 	for deadline := time.Now().Add(5 * time.Minute); ; {
-		st := stop.m.daemon.Outbox.Stats()
-		if st.Pending == 0 && st.InFlight == 0 && stop.m.daemon.Dispatcher.Delivering() == 0 {
+		st := stop.m.Daemon().Outbox.Stats()
+		if st.Pending == 0 && st.InFlight == 0 && stop.m.Daemon().Dispatcher.Delivering() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Logf("the outbox did not drain in 5 minutes: %d pending, %d deliveries", st.Pending, stop.m.daemon.Dispatcher.Delivering())
+			t.Logf("the outbox did not drain in 5 minutes: %d pending, %d deliveries", st.Pending, stop.m.Daemon().Dispatcher.Delivering())
 			break
 		}
 		time.Sleep(100 * time.Millisecond) // polling a daemon at work, not synchronising a test
@@ -158,21 +155,10 @@ type runningMain struct {
 // runMain opens and runs a Main on cfg until stop is called.
 func runMain(t *testing.T, cfg config.Config) runningMain {
 	t.Helper()
-	m := &Main{Config: cfg}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	m := &Main{Config: cfg, Platforms: platforms()}
+	stop := launch(t, m)
 	awaitStarted(t, m)
-	return runningMain{m: m, addr: m.Addr(), stop: func() error {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		return m.Close()
-	}}
+	return runningMain{m: m, addr: m.Addr(), stop: stop}
 }
 
 // memFigures forces a collection, returns what it freed to the system and

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
 var pairingCodeRE = regexp.MustCompile(`[A-Z2-9]{4}-[A-Z2-9]{4}`)
@@ -20,12 +19,7 @@ var pairingCodeRE = regexp.MustCompile(`[A-Z2-9]{4}-[A-Z2-9]{4}`)
 // nothing.
 func TestTelegramPairing(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir = t.TempDir()
-	st.cfg.HTTP.Listen = "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st := newTGStackOn(t, srv)
 	st.cfg.Access.Pairing = true
 	st.start()
 

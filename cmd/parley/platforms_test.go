@@ -131,7 +131,7 @@ func TestTableDrivesConstruction(t *testing.T) {
 		})
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = dir, "127.0.0.1:0"
-	m := &Main{Config: cfg, table: []platform.Platform{probe, off, {Name: "absent"}}}
+	m := &Main{Config: cfg, Platforms: []platform.Platform{probe, off, {Name: "absent"}}}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestTableDrivesConstruction(t *testing.T) {
 	}()
 
 	var names []string
-	for _, a := range m.daemon.Adapters() {
+	for _, a := range m.Daemon().Adapters() {
 		names = append(names, string(a.Name()))
 	}
 	if want := []string{"probe", "web"}; !slices.Equal(names, want) {
@@ -162,11 +162,11 @@ func TestTableDrivesConstruction(t *testing.T) {
 		t.Errorf("deps: %+v", got)
 	}
 	for actor, want := range map[string]bool{"u1": true, "intruder": false} {
-		if ok := m.daemon.Service.Authorized("probe", core.Actor{ID: actor}); ok != want {
+		if ok := m.Daemon().Service.Authorized("probe", core.Actor{ID: actor}); ok != want {
 			t.Errorf("probe admits %s: %v, want %v", actor, ok, want)
 		}
 	}
-	if !m.daemon.Service.Authorized("web", core.Actor{ID: "anyone"}) {
+	if !m.Daemon().Service.Authorized("web", core.Actor{ID: "anyone"}) {
 		t.Error("the web page's origin got an allow-list")
 	}
 	resp, err := http.Get("http://" + m.Addr() + "/probe/hook")
@@ -197,7 +197,7 @@ func TestTableConstructionFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-			m := &Main{Config: cfg, table: []platform.Platform{testPlatform("probe", probeSection{on: true}, tt.build)}}
+			m := &Main{Config: cfg, Platforms: []platform.Platform{testPlatform("probe", probeSection{on: true}, tt.build)}}
 			err := m.Open(context.Background())
 			if err == nil {
 				m.Close()
@@ -218,12 +218,12 @@ func TestConfigTelegramFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	want := map[core.Origin][]string{"telegram": {"7", "8"}}
-	if got := m.allowLists(); !reflect.DeepEqual(got, want) {
+	if got := m.AllowLists(); !reflect.DeepEqual(got, want) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
-	if got := (&Main{Config: config.Default()}).allowLists(); len(got) != 0 {
+	if got := (&Main{Config: config.Default(), Platforms: platforms()}).AllowLists(); len(got) != 0 {
 		t.Errorf("allowLists with no platform = %q", got)
 	}
 }
@@ -275,9 +275,9 @@ func TestConfigSlackFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	want := map[core.Origin][]string{"slack": {"U1AB", "U2CD"}}
-	if got := m.allowLists(); !reflect.DeepEqual(got, want) {
+	if got := m.AllowLists(); !reflect.DeepEqual(got, want) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
 	var routes []string
@@ -300,9 +300,9 @@ func TestConfigMatrixFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	want := map[core.Origin][]string{"matrix": {"@ada:localhost", "@bob:localhost"}}
-	if got := m.allowLists(); !reflect.DeepEqual(got, want) {
+	if got := m.AllowLists(); !reflect.DeepEqual(got, want) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "parley.db"), bolt.Options{})

@@ -42,7 +42,7 @@ func TestBrowserPresenceAndExpiredQuestion(t *testing.T) {
 	waitJS(`document.querySelector('#timeline').innerText.includes('Hello?')`)
 	waitJS(`document.querySelector('#session-meta').innerText.includes('no agent connected')`)
 
-	sessions, err := m.daemon.Store.Sessions(t.Context())
+	sessions, err := m.Daemon().Store.Sessions(t.Context())
 	if err != nil || len(sessions) != 1 {
 		t.Fatalf("sessions %+v, %v", sessions, err)
 	}

@@ -103,7 +103,7 @@ func TestTelegramPresence(t *testing.T) {
 	if !notice.Silent || !strings.Contains(notice.Text, "kept") {
 		t.Errorf("the notice %+v should be silent and say the message is kept", notice)
 	}
-	sessions := st.m.daemon.Store
+	sessions := st.m.Daemon().Store
 	all, err := sessions.Sessions(ctx)
 	if err != nil || len(all) != 1 {
 		t.Fatalf("sessions %+v, %v", all, err)
@@ -123,7 +123,7 @@ func TestTelegramPresence(t *testing.T) {
 	if last := r.Messages[len(r.Messages)-1]; last.Content != "hello?" {
 		t.Fatalf("the agent read %+v", r.Messages)
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	notices := 0

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/core"
@@ -19,20 +17,11 @@ import (
 // try calls a tool and returns its text and whether it is an error result.
 func (a *agent) try(t *testing.T, tool string, args map[string]any) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: tool, Arguments: args}})
+	text, isErr, err := a.callText(30*time.Second, tool, args)
 	if err != nil {
 		t.Errorf("%s: %v", tool, err)
-		return "", true
 	}
-	var text string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcpgo.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	return text, res.IsError
+	return text, isErr
 }
 
 // askInBackground has the agent call ui.ask with a timeout; the tool's
@@ -90,7 +79,7 @@ func questionItem(t *testing.T, s uistate.UISnapshot, text string) uistate.UIIte
 // people are the inbox messages people wrote, all sessions.
 func people(t *testing.T, m *Main) []string {
 	t.Helper()
-	msgs, err := m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, err := m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +132,7 @@ func TestTelegramQuestionExpires(t *testing.T) {
 	if a := st.srv.CallbackAnswers(click); a[0].Text != "This question is no longer open." {
 		t.Fatalf("the late click was answered %+v", a)
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if after := people(t, st.m); len(after) != len(before) {
@@ -182,7 +171,7 @@ func TestSlackQuestionExpires(t *testing.T) {
 		m, _ := st.srv.Message(st.channel, q.TS)
 		return strings.Contains(slackShown(m), "no longer open")
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if after := people(t, st.m); len(after) != len(before) {

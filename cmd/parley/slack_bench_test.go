@@ -95,30 +95,13 @@ func slBenchStreaming(b *testing.B, n int, stream bool) slBenchResult {
 	channel := srv.NewChannel("bench")
 	cfg := slConfig(b, srv, channel, srv.NewUser("Ann"))
 	slackConfig(&cfg).Stream = stream
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	ctx := context.Background()
-	if err := m.Open(ctx); err != nil {
-		b.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	defer func() { cancel(); <-done; m.Close() }()
+	defer launch(b, m)()
 	awaitStarted(b, m)
 
-	post := func(id core.SessionID, text string, final bool) {
-		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var ids []core.SessionID
-	for i := range n {
-		res, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids = append(ids, res.Session)
-	}
+	post := func(id core.SessionID, text string, final bool) { benchOutput(b, m, id, text, final) }
+	ids := benchSessions(b, m, n)
 	// Warm up: every session gets its thread and its output message
 	// (showing the heading its output grows from, so that a stream has
 	// something to grow), and its status shows; what follows is the
@@ -128,12 +111,12 @@ func slBenchStreaming(b *testing.B, n int, stream bool) slBenchResult {
 	}
 	warm, stop := context.WithTimeout(ctx, time.Duration(n)*5*time.Second+time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	outputs := make([]core.MessageRef, n)
 	for i, id := range ids {
-		s, err := m.daemon.Store.Session(ctx, id)
+		s, err := m.Daemon().Store.Session(ctx, id)
 		if err != nil {
 			b.Fatal(err)
 		}

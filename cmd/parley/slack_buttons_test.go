@@ -8,20 +8,6 @@ import (
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 )
 
-// ask has the agent call ui.ask in the background; the answer arrives on
-// the returned channel.
-func (st *slackStack) ask(session, question string, options ...string) <-chan string {
-	answer := make(chan string, 1)
-	go func() {
-		var out struct {
-			Answer string `json:"answer"`
-		}
-		st.agent.call(st.t, "ui.ask", map[string]any{"session_id": session, "question": question, "options": options}, &out)
-		answer <- out.Answer
-	}()
-	return answer
-}
-
 // TestSlackButtons: ui.ask shows the options as Block Kit buttons. A
 // stranger's click answers nothing and posts nothing; an allowed person's
 // click answers once, and the question then shows the answer without
@@ -36,13 +22,13 @@ func TestSlackButtons(t *testing.T) {
 		t.Fatalf("the question shows buttons %+v, want Yes and No", buttons)
 	}
 
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	before := len(st.srv.Calls())
 	st.srv.Click(st.stranger, st.channel, q.TS, buttons[1].ActionID, buttons[1].Value)
 	st.acked("interactive")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range st.srv.Calls()[before:] {
@@ -70,7 +56,7 @@ func TestSlackButtons(t *testing.T) {
 	if n := st.acked("interactive"); n != 3 {
 		t.Errorf("%d click envelopes, want 3 (each delivered once, in time)", n)
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	st.await("the question showing the answer", func() bool {

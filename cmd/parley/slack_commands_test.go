@@ -72,7 +72,7 @@ func TestSlackSlashNewAndThreadCommands(t *testing.T) {
 		}
 		return false
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range st.inbox() {
@@ -121,7 +121,7 @@ func TestSlackSlashHelpAndElsewhere(t *testing.T) {
 	if !strings.Contains(replies["cancel"], "!cancel") || !strings.Contains(replies["cancel"], "thread") {
 		t.Errorf("/parley cancel answered %q, want to be told to type !cancel in the session's thread", replies["cancel"])
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if msgs := st.srv.Messages(st.channel); len(msgs) > 0 {

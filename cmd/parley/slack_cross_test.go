@@ -28,21 +28,13 @@ import (
 // answer is broadcast, and Slack and Telegram each make it a thread.
 func TestSlackTelegramAndWebShareASession(t *testing.T) {
 	t.Parallel()
-	tg := telegramtest.NewServer(t, telegramtest.Options{RichMessages: true})
+	st := newTGStackStopped(t, telegramtest.Options{RichMessages: true})
+	tg := st.srv
 	sl := slacktest.NewServer(t, slacktest.Options{})
 	channel := sl.NewChannel("sessions")
 	slAnn := sl.NewUser("Ann")
-	st := &tgStack{t: t, srv: tg, forum: tg.NewForum("Team")}
-	st.cfg = slConfig(t, sl, channel, slAnn)
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = tg.Token, tg.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
-	log := &syncBuffer{}
-	st.logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log (warnings and errors):\n%s", tail(log.String(), 60))
-		}
-	})
+	slackSection(&st.cfg, sl, channel, slAnn)
+	st.captureLog(slog.LevelWarn)
 	st.start()
 	listen := st.m.Addr()
 
@@ -72,7 +64,7 @@ func TestSlackTelegramAndWebShareASession(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := st.m.daemon.WaitIdle(ctx); err != nil {
+		if err := st.m.Daemon().WaitIdle(ctx); err != nil {
 			t.Fatalf("waiting for the daemon to be idle: %v", err)
 		}
 	}
@@ -156,7 +148,7 @@ func TestSlackTelegramAndWebShareASession(t *testing.T) {
 	if shown != 1 {
 		t.Errorf("the web page shows Reply E %d times, want once", shown)
 	}
-	if ops := st.m.daemon.Outbox.Stats().Ops["web"]; len(ops) != 0 {
+	if ops := st.m.Daemon().Outbox.Stats().Ops["web"]; len(ops) != 0 {
 		t.Errorf("the outbox made operations for the web page: %v", ops)
 	}
 	if top := sl.Messages(channel); len(top) != 1 {

@@ -78,7 +78,7 @@ func TestSlackDirectMessages(t *testing.T) {
 		}
 		return out && done
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var outputs, dones int
@@ -137,7 +137,7 @@ func TestSlackDirectMessageStranger(t *testing.T) {
 		}
 		return n == 2
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range st.srv.Envelopes() {

@@ -121,7 +121,7 @@ func TestSlackEventsPersonAndAgent(t *testing.T) {
 		}
 		return false
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	outputs := 0
@@ -165,7 +165,7 @@ func TestSlackEventsRetried(t *testing.T) {
 	if !attempts[0].Lost || attempts[0].Status != http.StatusOK {
 		t.Errorf("the first attempt %+v, want answered 200 and lost", attempts[0])
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := st.inboxWith("Deploy on Friday?"); n != 1 {
@@ -191,7 +191,7 @@ func TestSlackEventsRetried(t *testing.T) {
 		}
 		return n == 2
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := st.inboxWith("On Monday then"); n != 1 {
@@ -235,7 +235,7 @@ func TestSlackEventsRefused(t *testing.T) {
 			t.Errorf("%s: answered %d (%s), want 401", tc.name, r.Status, r.Err)
 		}
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if after := st.inbox(); len(after) != before {
@@ -374,7 +374,7 @@ func TestSlackEventsRetriedWhileHandled(t *testing.T) {
 		}
 	}
 	st.srv.InjectFaults(slacktest.Faults{})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := st.inboxWith("Not me"); n != 1 {
@@ -428,7 +428,7 @@ func TestSlackEventsRetryAfterRestart(t *testing.T) {
 		}
 		return false
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := st.inboxWith("Ship it"); n != 1 {
@@ -461,7 +461,7 @@ func TestSlackEventsDirectMessage(t *testing.T) {
 			t.Errorf("request %+v, want answered 200 at once", req)
 		}
 	}
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(st.sessions()); n != 1 {

@@ -1,40 +1,29 @@
 package main
 
-// Helpers shared by the Slack end-to-end tests: a slackStack is `parley
-// serve` (Main, built from configuration) against slacktest, plus an MCP
-// agent, as tgStack is for Telegram. Every name here starts with slack so
-// that it sits beside the Telegram helpers.
+// The Slack driver of the end-to-end harness (harness_test.go) and the
+// helpers shared by the Slack end-to-end tests. Every name here starts with
+// slack so that it sits beside the other platforms' helpers.
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/core"
 )
 
-// slackStack is parley serve, wired from configuration, against a fake
-// Slack, plus an MCP agent subscribed to the inbox.
+// slackStack is the harness's Slack driver: parley serve against a fake
+// Slack (slacktest) with a channel where sessions live as threads.
 type slackStack struct {
-	t   *testing.T
+	*stack
 	srv *slacktest.Server
 	// channel is where sessions live (slack.channel).
 	channel string
 	// ann and bob are allowed (slack.allowed_users); stranger is not.
 	ann, bob, stranger slacktest.User
-	cfg                config.Config
-	m                  *Main
-	stop               func()
-	agent              *agent
-	// logger, when set before start, receives the daemon's log.
-	logger *slog.Logger
 }
 
 // newSlackStack starts parley serve against a fake Slack with opts (set
@@ -52,55 +41,42 @@ func newSlackStack(t *testing.T, opts slacktest.Options) *slackStack {
 func newSlackStackConfig(t *testing.T, opts slacktest.Options) *slackStack {
 	t.Helper()
 	srv := slacktest.NewServer(t, opts)
-	st := &slackStack{t: t, srv: srv, channel: srv.NewChannel("agents"),
+	st := &slackStack{stack: newStack(t), srv: srv, channel: srv.NewChannel("agents"),
 		ann: srv.NewUser("ann"), bob: srv.NewUser("bob"), stranger: srv.NewUser("mallory")}
-	st.cfg = config.Default()
-	st.cfg.DataDir = t.TempDir()
-	st.cfg.HTTP.Listen = "127.0.0.1:0"
-	slackConfig(&st.cfg).BotToken, slackConfig(&st.cfg).AppToken, slackConfig(&st.cfg).APIURL = srv.BotToken, srv.AppToken, srv.URL
-	slackConfig(&st.cfg).Channel, slackConfig(&st.cfg).AllowedUsers = st.channel, []string{st.ann.ID, st.bob.ID}
+	slackSection(&st.cfg, srv, st.channel, st.ann, st.bob)
 	return st
 }
 
-// start opens and runs parley and connects the agent.
-func (st *slackStack) start() {
-	st.t.Helper()
-	st.m = &Main{Config: st.cfg, Logger: st.logger}
-	if err := st.m.Open(context.Background()); err != nil {
-		st.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.m.Run(ctx) }()
-	stopped := false
-	st.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			st.t.Errorf("run: %v", err)
-		}
-		if err := st.m.Close(); err != nil {
-			st.t.Errorf("close: %v", err)
-		}
-	}
-	st.t.Cleanup(finalStop(st.m, st.stop))
-	awaitStarted(st.t, st.m)
-	st.agent = connectAgent(st.t, st.m.Addr())
-	sub, cancelSub := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancelSub()
-	if err := st.agent.Subscribe(sub, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
-		st.t.Fatal(err)
+// slackSection configures the Slack adapter for srv: Socket Mode, the
+// channel where sessions live, and the people allowed in.
+func slackSection(cfg *config.Config, srv *slacktest.Server, channel string, allowed ...slacktest.User) {
+	c := slackConfig(cfg)
+	c.BotToken, c.AppToken, c.APIURL = srv.BotToken, srv.AppToken, srv.URL
+	c.Channel, c.AllowedUsers = channel, nil
+	for _, u := range allowed {
+		c.AllowedUsers = append(c.AllowedUsers, u.ID)
 	}
 }
 
-// restart stops parley gracefully and starts it again on the same data.
-func (st *slackStack) restart() {
-	st.t.Helper()
-	st.stop()
-	st.start()
+// slConfig is the configuration of parley serve for srv (slackSection).
+func slConfig(tb testing.TB, srv *slacktest.Server, channel string, allowed ...slacktest.User) config.Config {
+	cfg := testConfig(tb)
+	slackSection(&cfg, srv, channel, allowed...)
+	return cfg
+}
+
+// slEnv is the same configuration as slConfig, as the environment of a
+// `parley serve` child process.
+func slEnv(srv *slacktest.Server, channel string, allowed ...slacktest.User) []string {
+	var ids []string
+	for _, u := range allowed {
+		ids = append(ids, u.ID)
+	}
+	return []string{
+		"PARLEY_SLACK_BOT_TOKEN=" + srv.BotToken, "PARLEY_SLACK_APP_TOKEN=" + srv.AppToken,
+		"PARLEY_SLACK_API_URL=" + srv.URL, "PARLEY_SLACK_CHANNEL=" + channel,
+		"PARLEY_SLACK_ALLOWED_USERS=" + strings.Join(ids, ","), "PARLEY_LOG_FORMAT=json",
+	}
 }
 
 // await waits (up to a minute) until cond holds, re-checking whenever the
@@ -108,20 +84,6 @@ func (st *slackStack) restart() {
 func (st *slackStack) await(what string, cond func() bool) {
 	st.t.Helper()
 	st.srv.Await(st.t, 60*time.Second, what, cond)
-}
-
-// heard waits for the agent's notification and reads the messages after
-// the watermark after.
-func (st *slackStack) heard(after string) readResult {
-	st.t.Helper()
-	select {
-	case <-st.agent.notes:
-	case <-time.After(30 * time.Second):
-		st.t.Fatal("the agent was not notified")
-	}
-	var r readResult
-	st.agent.call(st.t, "chat_read_since", map[string]any{"after_id": after}, &r)
-	return r
 }
 
 // session has Ann write text at the channel's top level, which starts a
@@ -136,22 +98,6 @@ func (st *slackStack) session(text string) (thread, session, last string) {
 	}
 	m := r.Messages[len(r.Messages)-1]
 	return thread, m.SessionID, r.LastID
-}
-
-// output streams text as the session's live output.
-func (st *slackStack) output(session, text string) {
-	st.t.Helper()
-	st.agent.call(st.t, "session.output", map[string]any{"session_id": session, "content": text}, nil)
-}
-
-// inbox is every message in the store's inbox, all sessions, oldest first.
-func (st *slackStack) inbox() []core.Message {
-	st.t.Helper()
-	msgs, err := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	return msgs
 }
 
 // botReplies are the bot's messages in a thread, the root excluded.
@@ -201,11 +147,7 @@ func (st *slackStack) topLevel(text string) slacktest.Message {
 // sessionAt is the session bound on Slack at thread.
 func (st *slackStack) sessionAt(thread string) (core.Session, bool) {
 	st.t.Helper()
-	all, err := st.m.daemon.Store.Sessions(st.t.Context())
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	for _, s := range all {
+	for _, s := range st.sessions() {
 		if b, ok := s.Bindings["slack"]; ok && b.Place == (core.Place{Chat: st.channel, Thread: thread}) {
 			return s, true
 		}
@@ -232,16 +174,6 @@ func (st *slackStack) acked(typ string) int {
 		return true
 	})
 	return n
-}
-
-// sessions are every session in the store.
-func (st *slackStack) sessions() []core.Session {
-	st.t.Helper()
-	all, err := st.m.daemon.Store.Sessions(st.t.Context())
-	if err != nil {
-		st.t.Fatal(err)
-	}
-	return all
 }
 
 // slackShown is what people see of a message: the text of its blocks

@@ -41,7 +41,7 @@ func TestSlackFiles(t *testing.T) {
 	huge := make([]byte, 50<<20+1)
 	st.srv.PostFile(st.ann, st.channel, thread, "disk.img", "application/octet-stream", huge)
 	st.showing(thread, "parley takes files up to 50 MB")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(st.inbox()); n != len(msgs) {
@@ -60,7 +60,7 @@ func TestSlackStrangerIsIgnored(t *testing.T) {
 	t.Parallel()
 	st := newSlackStack(t, slacktest.Options{})
 	thread, _, _ := st.session("Our session")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	sessions, inbox, calls := len(st.sessions()), len(st.inbox()), len(st.srv.Calls())
@@ -74,7 +74,7 @@ func TestSlackStrangerIsIgnored(t *testing.T) {
 	st.srv.Slash(st.stranger, st.channel, "/parley", "new Mine")
 	st.acked("events_api")
 	st.acked("slash_commands")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(st.sessions()); n != sessions {
@@ -120,7 +120,7 @@ func TestSlackEditsDeletionsJoinsAndBots(t *testing.T) {
 	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": "On it."}, nil)
 	st.showing(thread, "On it.")
 	st.acked("events_api")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 

@@ -26,7 +26,7 @@ func TestSlackKilledMidStream(t *testing.T) {
 	ann := srv.NewUser("Ann")
 	dir, listen := t.TempDir(), freeAddr(t)
 	env := slEnv(srv, channel, ann)
-	d := startTGDaemon(t, dir, listen, env)
+	d := startDaemon(t, dir, listen, env...)
 	a := connectAgent(t, listen)
 
 	root := srv.Post(ann, channel, "", "tell me everything")
@@ -104,7 +104,7 @@ func TestSlackKilledMidStream(t *testing.T) {
 	t.Logf("killed with %d of %d answers delivered", atKill, n)
 	srv.Post(ann, channel, root, "are you still there?")
 
-	d = startTGDaemon(t, dir, listen, env)
+	d = startDaemon(t, dir, listen, env...)
 	a = connectAgent(t, listen)
 	slRead(t, a, watermark, "one more thing", "are you still there?")
 	for i := 31; i <= 60; i++ {
@@ -160,12 +160,7 @@ func TestSlackKilledMidStream(t *testing.T) {
 	// them; read again now that every redelivery is long over.
 	var r readResult
 	a.call(t, "chat_read_since", map[string]any{"after_id": watermark}, &r)
-	count := map[string]int{}
-	for _, m := range r.Messages {
-		if m.Author == "user" {
-			count[m.Content]++
-		}
-	}
+	count := r.said()
 	for _, text := range []string{"one more thing", "are you still there?"} {
 		if count[text] != 1 {
 			t.Errorf("the agent has %q %d times, want once", text, count[text])

@@ -1,130 +1,42 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
-// slStack is parley serve, wired from configuration, in this process,
-// against a fake Slack, plus an MCP agent subscribed to every session's
-// inbox.
+// slStack is a second Slack driver, for the load tests: a channel with
+// Ann, the one person allowed in; the daemon's warnings and errors are
+// shown when the test fails.
 type slStack struct {
-	t       *testing.T
+	*stack
 	srv     *slacktest.Server
 	channel string
 	ann     slacktest.User
-	cfg     config.Config
-	m       *Main
-	agent   *agent
-	log     *syncBuffer
 }
 
-// newSLStack starts a stack whose channel has Ann, the one person allowed
-// in; the daemon's warnings and errors go to st.log, shown when the test
-// fails.
+// newSLStack starts a stack against a fake Slack with opts.
 func newSLStack(t *testing.T, opts slacktest.Options) *slStack {
 	t.Helper()
 	srv := slacktest.NewServer(t, opts)
-	st := &slStack{t: t, srv: srv, channel: srv.NewChannel("sessions"), ann: srv.NewUser("Ann"), log: &syncBuffer{}}
-	st.cfg = slConfig(t, srv, st.channel, st.ann)
+	st := &slStack{stack: newStack(t), srv: srv, channel: srv.NewChannel("sessions"), ann: srv.NewUser("Ann")}
+	slackSection(&st.cfg, srv, st.channel, st.ann)
+	st.captureLog(slog.LevelWarn)
 	st.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log (warnings and errors):\n%s", tail(st.log.String(), 60))
-		}
-	})
 	return st
-}
-
-// slConfig is the configuration of parley serve for srv: Socket Mode, the
-// channel where sessions live, and the people allowed in.
-func slConfig(tb testing.TB, srv *slacktest.Server, channel string, allowed ...slacktest.User) config.Config {
-	cfg := config.Default()
-	cfg.DataDir, cfg.HTTP.Listen = tb.TempDir(), "127.0.0.1:0"
-	slackConfig(&cfg).BotToken, slackConfig(&cfg).AppToken, slackConfig(&cfg).APIURL = srv.BotToken, srv.AppToken, srv.URL
-	slackConfig(&cfg).Channel = channel
-	for _, u := range allowed {
-		slackConfig(&cfg).AllowedUsers = append(slackConfig(&cfg).AllowedUsers, u.ID)
-	}
-	return cfg
-}
-
-// slEnv is the same configuration as slConfig, as the environment of a
-// `parley serve` child process.
-func slEnv(srv *slacktest.Server, channel string, allowed ...slacktest.User) []string {
-	var ids []string
-	for _, u := range allowed {
-		ids = append(ids, u.ID)
-	}
-	return []string{
-		"PARLEY_SLACK_BOT_TOKEN=" + srv.BotToken, "PARLEY_SLACK_APP_TOKEN=" + srv.AppToken,
-		"PARLEY_SLACK_API_URL=" + srv.URL, "PARLEY_SLACK_CHANNEL=" + channel,
-		"PARLEY_SLACK_ALLOWED_USERS=" + strings.Join(ids, ","), "PARLEY_LOG_FORMAT=json",
-	}
-}
-
-func (st *slStack) start() {
-	st.t.Helper()
-	st.m, st.agent = slStart(st.t, st.cfg, slog.New(slog.NewJSONHandler(st.log, &slog.HandlerOptions{Level: slog.LevelWarn})))
-}
-
-// slStart opens and runs a Main with cfg until the test ends, and connects
-// an agent subscribed to ui://chat/inbox.
-func slStart(t *testing.T, cfg config.Config, logger *slog.Logger) (*Main, *agent) {
-	t.Helper()
-	m := &Main{Config: cfg, Logger: logger}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		holdOutbox(m)
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		if err := m.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	awaitStarted(t, m)
-	a := connectAgent(t, m.Addr())
-	sub, stop := context.WithTimeout(context.Background(), 10*time.Second)
-	defer stop()
-	if err := a.Subscribe(sub, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
-		t.Fatal(err)
-	}
-	return m, a
 }
 
 // await waits for the fake's state to satisfy cond.
 func (st *slStack) await(timeout time.Duration, what string, cond func() bool) {
 	st.t.Helper()
 	st.srv.Await(st.t, timeout, what, cond)
-}
-
-// idle waits until the daemon has nothing left to do on any platform.
-func (st *slStack) idle() {
-	st.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := st.m.daemon.WaitIdle(ctx); err != nil {
-		st.t.Fatalf("waiting for the daemon to be idle: %v", err)
-	}
 }
 
 // slRead has the agent read, from after, until it has seen every text in
@@ -151,27 +63,6 @@ func slRead(t *testing.T, a *agent, after string, want ...string) (map[string]st
 		return len(sessions) == len(want)
 	}, nil)
 	return sessions, after
-}
-
-// slCall is agent.call for goroutines other than the test's: it returns
-// the tool's failure instead of ending the test.
-func (a *agent) slCall(tool string, args map[string]any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: tool, Arguments: args}})
-	if err != nil {
-		return fmt.Errorf("%s: %w", tool, err)
-	}
-	if res.IsError {
-		var text string
-		for _, c := range res.Content {
-			if tc, ok := c.(mcpgo.TextContent); ok {
-				text += tc.Text
-			}
-		}
-		return fmt.Errorf("%s: %s", tool, text)
-	}
-	return nil
 }
 
 // slMarkdown is what a message shows: the text of its markdown blocks
@@ -303,39 +194,11 @@ func TestSlackFiveSessionsStreamIntoOneChannel(t *testing.T) {
 	sessions, _ := slRead(t, st.agent, "", asks...)
 
 	answer := func(k int) string { return fmt.Sprintf("Answer %d: the loop reads the **wall clock**.", k) }
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	ids := make([]string, n)
 	for k := range n {
-		a := connectAgent(t, st.m.Addr())
-		id := sessions[asks[k]]
-		wg.Go(func() {
-			start := time.Now()
-			for i := 1; i <= steps; i++ {
-				if err := a.slCall("session.output", map[string]any{"session_id": id, "content": slStream(k, i)}); err != nil {
-					errs <- err
-					return
-				}
-				time.Sleep(time.Until(start.Add(time.Duration(i) * 100 * time.Millisecond))) // the agent's pace
-			}
-			for _, c := range []struct {
-				tool string
-				args map[string]any
-			}{
-				{"chat.assistant.post", map[string]any{"session_id": id, "content": answer(k)}},
-				{"loop.yield_turn", map[string]any{"session_id": id}},
-			} {
-				if err := a.slCall(c.tool, c.args); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+		ids[k] = sessions[asks[k]]
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	st.streamTurns(ids, steps, slStream, answer)
 
 	st.await(3*time.Minute, "every thread's final text and answer", func() bool {
 		for k := range n {

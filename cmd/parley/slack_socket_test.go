@@ -72,7 +72,7 @@ func TestSlackRedeliveryIsDeduplicated(t *testing.T) {
 		}
 		return false
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	ds := st.deliveries(ts)
@@ -123,7 +123,7 @@ func TestSlackReconnectLosesNothing(t *testing.T) {
 	post("m6")
 
 	pollUntil(t, 30*time.Second, "every message in the inbox", func() bool { return len(st.inbox()) >= len(want)+1 }, nil)
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// A message whose envelope was on the dropped connection comes again

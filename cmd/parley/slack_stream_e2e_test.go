@@ -40,7 +40,7 @@ func slackStreamTurn(st *slackStack, thread, session, final, answer string, step
 	st.await("the whole final output and the answer", func() bool {
 		return slackStreamShows(st, thread, final) && slackStreamShows(st, thread, answer)
 	})
-	if err := st.m.daemon.WaitIdle(st.t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(st.t.Context()); err != nil {
 		st.t.Fatal(err)
 	}
 }

@@ -75,7 +75,7 @@ func TestSlackPersonAndAgent(t *testing.T) {
 		}
 		return out && ans
 	})
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 

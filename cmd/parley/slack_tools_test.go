@@ -27,7 +27,7 @@ func TestSlackToolActivity(t *testing.T) {
 	decided := make(chan approvalDecision, 1)
 	go func() {
 		var d approvalDecision
-		d.err = st.agent.callErr("ui.request_approval", map[string]any{"session_id": session, "call_id": "c2", "tool": "git",
+		d.err = st.agent.callErr(time.Minute, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c2", "tool": "git",
 			"cmd": "git push --force"}, &d)
 		decided <- d
 	}()
@@ -38,7 +38,7 @@ func TestSlackToolActivity(t *testing.T) {
 	}
 	st.srv.Click(st.stranger, st.channel, q.TS, buttons[0].ActionID, buttons[0].Value)
 	st.acked("interactive")
-	if err := st.m.daemon.WaitIdle(t.Context()); err != nil {
+	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	select {

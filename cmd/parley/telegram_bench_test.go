@@ -39,35 +39,20 @@ func benchStreaming(b *testing.B, n int) {
 	srv := telegramtest.NewServer(b, telegramtest.Options{RichMessages: true, Limits: true})
 	forum := srv.NewForum("Bench")
 	cfg := benchConfig(b, srv, forum)
-	m := &Main{Config: cfg}
+	m := &Main{Config: cfg, Platforms: platforms()}
 	ctx := context.Background()
-	if err := m.Open(ctx); err != nil {
-		b.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	defer func() { cancel(); <-done; m.Close() }()
+	defer launch(b, m)()
 	awaitStarted(b, m)
 
-	var ids []core.SessionID
-	for i := range n {
-		res, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids = append(ids, res.Session)
-	}
+	ids := benchSessions(b, m, n)
 	// Warm up: every session gets its topic and output message, and the
 	// status renames go out; what follows is the steady state.
 	for _, id := range ids {
-		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: "warming up"}); err != nil {
-			b.Fatal(err)
-		}
+		benchOutput(b, m, id, "warming up", false)
 	}
 	warm, stop := context.WithTimeout(ctx, time.Duration(n)*20*time.Second+time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	// The group's budget is a sliding minute: let the warm-up's calls
@@ -80,9 +65,7 @@ func benchStreaming(b *testing.B, n int) {
 	for step := range 30 {
 		for _, id := range ids {
 			last[id] = fmt.Sprintf("%s step %d %s", id, step, strings.Repeat("·", step))
-			if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: last[id]}); err != nil {
-				b.Fatal(err)
-			}
+			benchOutput(b, m, id, last[id], false)
 		}
 		lastAt = time.Now()
 		time.Sleep(100 * time.Millisecond) // the agents' pace
@@ -91,7 +74,7 @@ func benchStreaming(b *testing.B, n int) {
 	srv.Await(b, time.Duration(n)*15*time.Second+time.Minute, "every session's last text", func() bool {
 		stale = stale[:0]
 		for _, id := range ids {
-			s, err := m.daemon.Store.Session(ctx, id)
+			s, err := m.Daemon().Store.Session(ctx, id)
 			if err != nil {
 				return false
 			}
@@ -132,9 +115,7 @@ func threadOf(p core.Place) int {
 }
 
 func benchConfig(tb testing.TB, srv *telegramtest.Server, forum int64) config.Config {
-	cfg := config.Default()
-	cfg.DataDir, cfg.HTTP.Listen = tb.TempDir(), "127.0.0.1:0"
-	telegramConfig(&cfg).Token, telegramConfig(&cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&cfg).ChatID, telegramConfig(&cfg).AllowedUsers = forum, []int64{ann.ID}
+	cfg := testConfig(tb)
+	telegramSection(&cfg, srv, forum)
 	return cfg
 }

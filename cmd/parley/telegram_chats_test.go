@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
 func TestTelegramPrivateChatIsASession(t *testing.T) {
@@ -63,12 +62,9 @@ func TestTelegramTopicShowsStatusAndClosedSession(t *testing.T) {
 func TestTelegramWebhookMode(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
+	st := newTGStackOn(t, srv)
 	listen := freeAddr(t)
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st.cfg.HTTP.Listen = listen
 	telegramConfig(&st.cfg).Mode = "webhook"
 	telegramConfig(&st.cfg).WebhookURL = "http://" + listen + "/telegram/webhook"
 	telegramConfig(&st.cfg).WebhookSecret = "s3cret_token"
@@ -82,7 +78,7 @@ func TestTelegramWebhookMode(t *testing.T) {
 	if n := st.srv.Polling(); n != 0 {
 		t.Errorf("%d getUpdates calls in webhook mode", n)
 	}
-	msgs, _ := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, _ := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	if len(msgs) != 1 {
 		t.Errorf("inbox has %d messages, want 1", len(msgs))
 	}
@@ -95,12 +91,9 @@ func TestTelegramWebhookMode(t *testing.T) {
 func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
+	st := newTGStackOn(t, srv)
 	listen := freeAddr(t)
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), listen
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st.cfg.HTTP.Listen = listen
 	telegramConfig(&st.cfg).Mode = "webhook"
 	hook := "http://" + listen + "/telegram/webhook"
 	telegramConfig(&st.cfg).WebhookURL = hook
@@ -134,7 +127,7 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 			t.Errorf("forged update with secret %q: HTTP %d, want 403", secret, code)
 		}
 	}
-	sessions, err := st.m.daemon.Store.Sessions(context.Background())
+	sessions, err := st.m.Daemon().Store.Sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +145,7 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	st := newTGStackOn(t, srv)
 	telegramConfig(&st.cfg).NewFromGeneral = true
 	st.start()
 	st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -30,11 +29,6 @@ func (st *tgStack) session(text string) (int, string, string) {
 	st.srv.SendText(st.forum, topic, ann, text)
 	r := st.heard("")
 	return topic, r.Messages[0].SessionID, r.LastID
-}
-
-func (st *tgStack) output(session, text string) {
-	st.t.Helper()
-	st.agent.call(st.t, "session.output", map[string]any{"session_id": session, "content": text}, nil)
 }
 
 func (st *tgStack) showing(topic int, text string) telegramtest.Message {
@@ -72,8 +66,7 @@ func TestTelegramStartupErrorsNameTheFix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
+			cfg := testConfig(t)
 			telegramConfig(&cfg).Token, telegramConfig(&cfg).APIURL, telegramConfig(&cfg).ChatID, telegramConfig(&cfg).AllowedUsers = tt.token, srv.URL, tt.chat, []int64{1}
 			// parley serves without Telegram, which is refused (and
 			// retried slowly), with the error and its fix in the log.
@@ -185,11 +178,7 @@ func TestTelegramVoiceNotes(t *testing.T) {
 		}))
 		defer whisper.Close()
 		srv := telegramtest.NewServer(t, telegramtest.Options{})
-		st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-		st.cfg = config.Default()
-		st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-		telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-		telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+		st := newTGStackOn(t, srv)
 		st.cfg.Transcription.APIURL = whisper.URL + "/v1"
 		st.start()
 		topic := st.newTopic("voice")
@@ -211,7 +200,7 @@ func TestTelegramFiles(t *testing.T) {
 	if len(r.Messages) != 1 {
 		t.Fatalf("agent read %+v", r.Messages)
 	}
-	msgs, err := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, err := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	if err != nil || len(msgs) != 1 || len(msgs[0].Attachments) != 1 {
 		t.Fatalf("inbox %+v %v", msgs, err)
 	}
@@ -270,7 +259,7 @@ func TestTelegramNoUpdateLostOrRepeatedAcrossRestarts(t *testing.T) {
 	st.restart()
 	st.srv.SendText(st.forum, topic, ann, "three")
 	st.heard("")
-	msgs, _ := st.m.daemon.Store.Inbox(context.Background(), "", "", 0)
+	msgs, _ := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
 	var got []string
 	for _, m := range msgs {
 		got = append(got, m.Content)
@@ -289,7 +278,7 @@ func TestTelegramNotModifiedIsSuccess(t *testing.T) {
 	// Different markdown, the same rendering: Telegram answers "message is
 	// not modified", which is success, not something to retry.
 	st.output(session, "_v1_")
-	st.m.daemon.WaitIdle(context.Background())
+	st.m.Daemon().WaitIdle(context.Background())
 	st.output(session, "v3")
 	st.showing(topic, "v3")
 	notModified := 0

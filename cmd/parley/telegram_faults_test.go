@@ -25,27 +25,15 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
-	"github.com/parley-chat/parley/cmd/parley/internal/config"
 )
 
 // faultStack is a tgStack whose daemon logs JSON (warnings and errors) to
 // the returned buffer, for the outbox's verdicts.
 func faultStack(t *testing.T, opts telegramtest.Options) (*tgStack, *syncBuffer) {
 	t.Helper()
-	log := &syncBuffer{}
-	srv := telegramtest.NewServer(t, opts)
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir, st.cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
-	st.logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st := newTGStackStopped(t, opts)
+	log := st.captureLog(slog.LevelWarn)
 	st.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log (warnings and errors):\n%s", tail(log.String(), 60))
-		}
-	})
 	return st, log
 }
 
@@ -274,7 +262,7 @@ func TestTelegramOutboxUnderFaults(t *testing.T) {
 	// Whatever is still queued lands now: a duplicate would show.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := st.m.daemon.WaitIdle(ctx); err != nil {
+	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
 		t.Errorf("daemon not idle: %v", err)
 	}
 	calls := 0
@@ -358,7 +346,7 @@ func TestTelegramAnswerSurvivesOutage(t *testing.T) {
 	pollUntil(t, 3*time.Minute, "the answer after the outage", delivered, stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := st.m.daemon.WaitIdle(ctx); err != nil {
+	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
 		t.Errorf("daemon not idle: %v", err)
 	}
 	for _, want := range []string{note, final} {

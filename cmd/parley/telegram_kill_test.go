@@ -1,70 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
 
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 )
-
-// tgDaemon is a `parley serve` child process (TestDaemonChild) talking to
-// a fake Bot API in the test process, so that it can be killed like
-// kill -9 while the fake keeps what it was sent.
-type tgDaemon struct {
-	cmd *exec.Cmd
-	log *syncBuffer
-}
-
-// startTGDaemon starts the child daemon with the data directory, listen
-// address and extra environment (its configuration), and waits until it
-// answers on /api/health.
-func startTGDaemon(t *testing.T, dir, listen string, env []string) *tgDaemon {
-	t.Helper()
-	d := &tgDaemon{log: &syncBuffer{}}
-	d.cmd = exec.Command(os.Args[0], "-test.run=^TestDaemonChild$")
-	d.cmd.Env = append(append(os.Environ(), "PARLEY_E2E_DIR="+dir, "PARLEY_E2E_LISTEN="+listen), env...)
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.kill)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon %d log:\n%s", d.cmd.Process.Pid, tail(d.log.String(), 40))
-		}
-	})
-	healthy := func() bool {
-		resp, err := http.Get("http://" + listen + "/api/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}
-	pollUntil(t, 30*time.Second, "the daemon to start", healthy, func() string {
-		if d.cmd.ProcessState != nil {
-			return "it exited: " + d.log.String()
-		}
-		return ""
-	})
-	return d
-}
-
-// kill stops the daemon with SIGKILL: no shutdown, no drain, no Close.
-func (d *tgDaemon) kill() {
-	if d.cmd.ProcessState == nil {
-		_ = d.cmd.Process.Kill()
-		_ = d.cmd.Wait()
-	}
-}
 
 // TestTelegramQueuedAnswersSurviveKill: the agent posts more assistant
 // messages than the group's budget (20 a minute, spent in a burst at one a
@@ -82,13 +25,8 @@ func TestTelegramQueuedAnswersSurviveKill(t *testing.T) {
 		"PARLEY_TELEGRAM_ALLOWED_USERS=" + strconv.FormatInt(ann.ID, 10),
 		"PARLEY_LOG_FORMAT=json",
 	}
-	d := startTGDaemon(t, dir, listen, env)
-	st := &tgStack{t: t, srv: srv, forum: forum, agent: connectAgent(t, listen)}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := st.agent.Subscribe(ctx, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
-		t.Fatal(err)
-	}
+	d := startDaemon(t, dir, listen, env...)
+	st := &tgStack{stack: stackOf(t, subscribedAgent(t, listen)), srv: srv, forum: forum}
 	topic, session, _ := st.session("tell me everything")
 
 	const n = 24
@@ -122,7 +60,7 @@ func TestTelegramQueuedAnswersSurviveKill(t *testing.T) {
 	}
 	t.Logf("killed with %d of %d answers delivered", before, n)
 
-	d = startTGDaemon(t, dir, listen, env)
+	d = startDaemon(t, dir, listen, env...)
 	all := func() bool {
 		for k := 1; k <= n; k++ {
 			if len(shown(srv, forum, topic, answer(k))) == 0 {

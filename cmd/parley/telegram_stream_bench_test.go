@@ -86,30 +86,13 @@ func streamStep(i int) string {
 func benchStream(b *testing.B, rich bool, n int) (late, final []time.Duration, limited int) {
 	srv := telegramtest.NewServer(b, telegramtest.Options{RichMessages: rich, Limits: true})
 	forum := srv.NewForum("Bench")
-	m := &Main{Config: benchConfig(b, srv, forum)}
+	m := &Main{Config: benchConfig(b, srv, forum), Platforms: platforms()}
 	ctx := context.Background()
-	if err := m.Open(ctx); err != nil {
-		b.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	defer func() { cancel(); <-done; m.Close() }()
+	defer launch(b, m)()
 	awaitStarted(b, m)
 
-	ids := make([]core.SessionID, n)
-	for i := range ids {
-		res, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = res.Session
-	}
-	post := func(id core.SessionID, text string, final bool) {
-		if _, err := m.daemon.Service.Handle(ctx, core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ids := benchSessions(b, m, n)
+	post := func(id core.SessionID, text string, final bool) { benchOutput(b, m, id, text, final) }
 	// Warm up: the topics exist and are renamed before the stream starts,
 	// then the group's minute is left untouched.
 	for _, id := range ids {
@@ -117,18 +100,18 @@ func benchStream(b *testing.B, rich bool, n int) (late, final []time.Duration, l
 	}
 	warm, stop := context.WithTimeout(ctx, 2*time.Minute)
 	defer stop()
-	if err := m.daemon.WaitIdle(warm); err != nil {
+	if err := m.Daemon().WaitIdle(warm); err != nil {
 		b.Fatal(err)
 	}
 	threads := make([]int, n)
 	for i, id := range ids {
-		s, err := m.daemon.Store.Session(ctx, id)
+		s, err := m.Daemon().Store.Session(ctx, id)
 		if err != nil {
 			b.Fatal(err)
 		}
 		threads[i] = threadOf(s.Bindings["telegram"].Place)
 	}
-	if err := m.daemon.Outbox.Drain(warm); err != nil {
+	if err := m.Daemon().Outbox.Drain(warm); err != nil {
 		b.Fatal(err)
 	}
 	time.Sleep(time.Minute)

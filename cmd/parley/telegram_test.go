@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
@@ -19,21 +15,13 @@ var (
 	stranger = telegramtest.User{ID: 666, FirstName: "Mallory"}
 )
 
-// tgStack is parley serve, wired from configuration, against a fake Bot
-// API server with Telegram's limits on, plus an MCP agent.
+// tgStack is the harness's Telegram driver: parley serve against a fake
+// Bot API server (telegramtest) with a forum where sessions live as topics
+// and Ann is allowed in.
 type tgStack struct {
-	t     *testing.T
+	*stack
 	srv   *telegramtest.Server
 	forum int64
-	cfg   config.Config
-	m     *Main
-	stop  func()
-	agent *agent
-	// logger, when set before start, receives the daemon's log.
-	logger *slog.Logger
-	// noAgent, when set before start, connects no test agent: parley runs
-	// its own ([agent] kind).
-	noAgent bool
 }
 
 func newTGStack(t *testing.T, rich bool) *tgStack {
@@ -52,58 +40,27 @@ func newTGStackWith(t *testing.T, opts telegramtest.Options) *tgStack {
 // configuration first.
 func newTGStackStopped(t *testing.T, opts telegramtest.Options) *tgStack {
 	t.Helper()
-	srv := telegramtest.NewServer(t, opts)
-	st := &tgStack{t: t, srv: srv, forum: srv.NewForum("Team")}
-	st.cfg = config.Default()
-	st.cfg.DataDir = t.TempDir()
-	st.cfg.HTTP.Listen = "127.0.0.1:0"
-	telegramConfig(&st.cfg).Token, telegramConfig(&st.cfg).APIURL = srv.Token, srv.URL
-	telegramConfig(&st.cfg).ChatID, telegramConfig(&st.cfg).AllowedUsers = st.forum, []int64{ann.ID}
+	return newTGStackOn(t, telegramtest.NewServer(t, opts))
+}
+
+// newTGStackOn is newTGStackStopped on a fake the test has prepared (its
+// faults injected, say).
+func newTGStackOn(t *testing.T, srv *telegramtest.Server) *tgStack {
+	t.Helper()
+	st := &tgStack{stack: newStack(t), srv: srv, forum: srv.NewForum("Team")}
+	telegramSection(&st.cfg, srv, st.forum)
 	return st
 }
 
-func (st *tgStack) start() {
-	st.t.Helper()
-	st.m = &Main{Config: st.cfg, Logger: st.logger}
-	if err := st.m.Open(context.Background()); err != nil {
-		st.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.m.Run(ctx) }()
-	stopped := false
-	st.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			st.t.Errorf("run: %v", err)
-		}
-		if err := st.m.Close(); err != nil {
-			st.t.Errorf("close: %v", err)
-		}
-	}
-	st.t.Cleanup(finalStop(st.m, st.stop))
-	awaitStarted(st.t, st.m)
-	if st.noAgent {
-		return
-	}
-	st.agent = connectAgent(st.t, st.m.Addr())
-	sub, done2 := context.WithTimeout(context.Background(), 10*time.Second)
-	defer done2()
-	if err := st.agent.Subscribe(sub, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {
-		st.t.Fatal(err)
-	}
+// telegramSection configures the Telegram adapter for srv: its token and
+// URL, forum as the group where sessions live, and Ann allowed in.
+func telegramSection(cfg *config.Config, srv *telegramtest.Server, forum int64) {
+	telegramConfig(cfg).Token, telegramConfig(cfg).APIURL = srv.Token, srv.URL
+	telegramConfig(cfg).ChatID, telegramConfig(cfg).AllowedUsers = forum, []int64{ann.ID}
 }
 
-func (st *tgStack) restart() {
-	st.t.Helper()
-	st.stop()
-	st.start()
-}
-
+// await waits (up to a minute) until cond holds, re-checking whenever the
+// fake's state changes.
 func (st *tgStack) await(what string, cond func() bool) {
 	st.t.Helper()
 	st.srv.Await(st.t, 60*time.Second, what, cond)
@@ -117,19 +74,6 @@ func (st *tgStack) newTopic(title string) int {
 	st.await("the session's topic", func() bool { return len(st.srv.Topics(st.forum)) > before })
 	topics := st.srv.Topics(st.forum)
 	return topics[len(topics)-1].ID
-}
-
-// heard waits for the agent's notification and reads the new messages.
-func (st *tgStack) heard(after string) readResult {
-	st.t.Helper()
-	select {
-	case <-st.agent.notes:
-	case <-time.After(30 * time.Second):
-		st.t.Fatal("the agent was not notified")
-	}
-	var r readResult
-	st.agent.call(st.t, "chat_read_since", map[string]any{"after_id": after}, &r)
-	return r
 }
 
 func botMessages(msgs []telegramtest.Message) []telegramtest.Message {

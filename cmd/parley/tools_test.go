@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 )
@@ -129,7 +126,7 @@ func TestToolActivityAcrossPlatforms(t *testing.T) {
 	decided := make(chan approvalDecision, 1)
 	go func() {
 		var d approvalDecision
-		err := st.agent.callErr("ui.request_approval", map[string]any{"session_id": session, "call_id": "c3", "tool": "shell",
+		err := st.agent.callErr(time.Minute, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c3", "tool": "shell",
 			"cmd": "rm -rf build", "reason": "the build directory is stale"}, &d)
 		d.err = err
 		decided <- d
@@ -209,25 +206,4 @@ func TestToolActivityAcrossPlatforms(t *testing.T) {
 type approvalDecision struct {
 	Decision string `json:"decision"`
 	err      error
-}
-
-// callErr is call for another goroutine than the test's: it returns the
-// failure instead of ending the test.
-func (a *agent) callErr(tool string, args map[string]any, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := a.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: tool, Arguments: args}})
-	if err != nil {
-		return fmt.Errorf("%s: %w", tool, err)
-	}
-	var text string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcpgo.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	if res.IsError {
-		return fmt.Errorf("%s: %s", tool, text)
-	}
-	return json.Unmarshal([]byte(text), out)
 }

@@ -1,0 +1,354 @@
+package main
+
+// The end-to-end harness. A stack is `parley serve` as people and an agent
+// meet it: a Main wired from config.Config in this process, on
+// 127.0.0.1:0 with its data in a temporary directory, and an MCP agent
+// subscribed to ui://chat/inbox. It is written once; each platform has a
+// small driver that embeds it (tgStack, slackStack and slStack, mxStack),
+// sets its own config section and fake platform, and adds what only that
+// platform has to look at (Telegram's forum and topics, Slack's channel,
+// threads and people, Matrix's rooms and people). A new platform's
+// end-to-end tests are one more driver: a type embedding *stack with its
+// fake, a constructor that makes the fake, calls newStack and sets the
+// platform's section in cfg (and one that starts it), an await on the
+// fake's state, and the inspectors its tests need. The agent's side
+// (testagent_test.go) is the same for every platform.
+//
+// Stops keep the tests fast: a stop inside a test (restart) drains the
+// outbox as a person's `parley serve` does, and the last stop, when the
+// test ends, holds it (holdOutbox): nothing is asserted then, and the drain
+// would only wait out the platforms' pacing.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
+	"github.com/parley-chat/parley/core"
+)
+
+// Main is the wiring the tests run, named as in package main, where it was
+// before it moved to package serve.
+type Main = serve.Main
+
+// stack is the part of every platform's driver that does not depend on the
+// platform. Set cfg, logger and noAgent before start.
+type stack struct {
+	t   *testing.T
+	cfg config.Config
+	m   *Main
+	// stop ends the current run gracefully (the outbox drains); calling it
+	// again does nothing.
+	stop  func()
+	agent *agent
+	// logger, when set before start, receives the daemon's log.
+	logger *slog.Logger
+	// noAgent, when set before start, connects no test agent: parley runs
+	// its own ([agent] kind).
+	noAgent bool
+	// wait bounds heard's wait for the agent's notification.
+	wait time.Duration
+}
+
+// newStack is a stack with the configuration every test starts from.
+func newStack(t *testing.T) *stack {
+	st := stackOf(t, nil)
+	st.cfg = testConfig(t)
+	return st
+}
+
+// stackOf is a stack for a daemon the test runs itself (a child process
+// it kills): nothing to start or stop, and a, when set, as its agent.
+func stackOf(t *testing.T, a *agent) *stack {
+	return &stack{t: t, agent: a, wait: 30 * time.Second}
+}
+
+// testConfig is parley's default configuration with its data in a
+// temporary directory and its HTTP server on a free port of 127.0.0.1.
+func testConfig(tb testing.TB) config.Config {
+	cfg := config.Default()
+	cfg.DataDir, cfg.HTTP.Listen = tb.TempDir(), "127.0.0.1:0"
+	return cfg
+}
+
+// start opens and runs parley with cfg, waits for its platforms' first
+// start and connects the agent. The test's end stops it (finalStop).
+func (st *stack) start() {
+	st.t.Helper()
+	st.m = &Main{Config: st.cfg, Logger: st.logger, Platforms: platforms()}
+	st.stop = reportClose(st.t, launch(st.t, st.m))
+	st.t.Cleanup(finalStop(st.m, st.stop))
+	awaitStarted(st.t, st.m)
+	if st.noAgent {
+		return
+	}
+	st.agent = subscribedAgent(st.t, st.m.Addr())
+}
+
+// restart stops parley gracefully and starts it again on the same data.
+func (st *stack) restart() {
+	st.t.Helper()
+	st.stop()
+	st.start()
+}
+
+// captureLog sends the daemon's log at level and above, as JSON lines, to
+// the returned buffer, and shows its last lines if the test fails. Call it
+// before start.
+func (st *stack) captureLog(level slog.Level) *syncBuffer {
+	log := &syncBuffer{}
+	st.logger = slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: level}))
+	st.t.Cleanup(func() {
+		if st.t.Failed() {
+			st.t.Logf("daemon log (%s and above):\n%s", level, tail(log.String(), 80))
+		}
+	})
+	return log
+}
+
+// heard waits for the agent's notification and reads the messages after
+// the watermark after.
+func (st *stack) heard(after string) readResult {
+	st.t.Helper()
+	select {
+	case <-st.agent.notes:
+	case <-time.After(st.wait):
+		st.t.Fatal("the agent was not notified")
+	}
+	return st.read(after)
+}
+
+// read has the agent read the messages after the watermark after
+// (chat_read_since, the stateless catch-up).
+func (st *stack) read(after string) readResult {
+	st.t.Helper()
+	var r readResult
+	st.agent.call(st.t, "chat_read_since", map[string]any{"after_id": after}, &r)
+	return r
+}
+
+// output has the agent stream text as the session's live output.
+func (st *stack) output(session, text string) {
+	st.t.Helper()
+	st.agent.call(st.t, "session.output", map[string]any{"session_id": session, "content": text}, nil)
+}
+
+// ask has the agent call ui.ask in the background; the answer arrives on
+// the returned channel, which is closed without one if the call failed.
+func (st *stack) ask(session, question string, options ...string) <-chan string {
+	answer := make(chan string, 1)
+	go func() {
+		var out struct {
+			Answer string `json:"answer"`
+		}
+		// ui.ask waits for a person: a long deadline.
+		if err := st.agent.callErr(5*time.Minute, "ui.ask", map[string]any{"session_id": session, "question": question, "options": options}, &out); err != nil {
+			st.t.Error(err)
+			close(answer)
+			return
+		}
+		answer <- out.Answer
+	}()
+	return answer
+}
+
+// streamTurns plays one agent per session, all at once, each connected on
+// its own: agent k streams steps updates of its output, stream(k, i) at
+// step i, at an agent's pace of one every 100 ms, then posts answer(k) and
+// yields the turn. It returns when every agent is done.
+func (st *stack) streamTurns(sessions []string, steps int, stream func(k, i int) string, answer func(k int) string) {
+	st.t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(sessions))
+	for k, id := range sessions {
+		a := connectAgent(st.t, st.m.Addr())
+		wg.Go(func() {
+			start := time.Now()
+			for i := 1; i <= steps; i++ {
+				if err := a.callErr(30*time.Second, "session.output", map[string]any{"session_id": id, "content": stream(k, i)}, nil); err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(time.Until(start.Add(time.Duration(i) * 100 * time.Millisecond))) // the agent's pace
+			}
+			for _, c := range []struct {
+				tool string
+				args map[string]any
+			}{
+				{"chat.assistant.post", map[string]any{"session_id": id, "content": answer(k)}},
+				{"loop.yield_turn", map[string]any{"session_id": id}},
+			} {
+				if err := a.callErr(30*time.Second, c.tool, c.args, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		st.t.Fatal(err)
+	}
+}
+
+// idle waits until the daemon has nothing left to do on any platform.
+func (st *stack) idle() {
+	st.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
+		st.t.Fatalf("waiting for the daemon to be idle: %v", err)
+	}
+}
+
+// inbox is every message in the store's inbox, all sessions, oldest first.
+func (st *stack) inbox() []core.Message {
+	st.t.Helper()
+	msgs, err := st.m.Daemon().Store.Inbox(context.Background(), "", "", 0)
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	return msgs
+}
+
+// sessions are every session in the store.
+func (st *stack) sessions() []core.Session {
+	st.t.Helper()
+	all, err := st.m.Daemon().Store.Sessions(st.t.Context())
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	return all
+}
+
+// launch opens m and runs it in the background. The returned stop ends
+// the run, reporting its error, and closes m, returning Close's error;
+// calling it again does nothing.
+func launch(tb testing.TB, m *Main) (stop func() error) {
+	tb.Helper()
+	if err := m.Open(context.Background()); err != nil {
+		tb.Fatalf("parley did not start: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stopped := false
+	return func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("run: %v", err)
+		}
+		return m.Close()
+	}
+}
+
+// reportClose is stop reporting Close's error to tb.
+func reportClose(tb testing.TB, stop func() error) func() {
+	return func() {
+		if err := stop(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	}
+}
+
+// serveMain opens m and runs it until the test ends, then stops and closes
+// it: the way the in-process tests without a stack start a daemon.
+func serveMain(tb testing.TB, m *Main) *Main {
+	tb.Helper()
+	tb.Cleanup(finalStop(m, reportClose(tb, launch(tb, m))))
+	return m
+}
+
+// benchSessions has m's service create n sessions, titled s0, s1, … (as
+// POST /api/sessions does).
+func benchSessions(tb testing.TB, m *Main, n int) []core.SessionID {
+	tb.Helper()
+	ids := make([]core.SessionID, n)
+	for i := range ids {
+		res, err := m.Daemon().Service.Handle(context.Background(), core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Title: fmt.Sprintf("s%d", i)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ids[i] = res.Session
+	}
+	return ids
+}
+
+// benchOutput has m's service take text as the session's live output, as
+// the agent's session.output does, without MCP in between.
+func benchOutput(tb testing.TB, m *Main, id core.SessionID, text string, final bool) {
+	if _, err := m.Daemon().Service.Handle(context.Background(), core.Command{Kind: core.OutputUpdate, Origin: core.OriginMCP, Session: id, Text: text, Final: final}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// awaitStarted waits until the first start of every platform m runs has
+// finished, up or not: the daemon starts platforms in the background
+// (supervised, so that one that is down does not keep the rest from
+// serving), and a test that looks at what a platform's start does (its
+// commands registered) or that sends as soon as Run returned must wait
+// for it as a person would wait for the bot to come online.
+func awaitStarted(tb testing.TB, m *Main) {
+	tb.Helper()
+	pollUntil(tb, 60*time.Second, "the platforms' first start", func() bool {
+		for _, s := range m.Daemon().Health().Platforms() {
+			if s.State == core.PlatformStarting {
+				return false
+			}
+		}
+		return true
+	}, nil)
+}
+
+// holdOutbox holds every platform's operations in m's outbox (see
+// core.Outbox.Hold), so that the stop at the end of a test does not drain
+// them: no assertion looks at what is still queued then, and the drain
+// would wait out the platforms' pacing and a turn's held tidy-up (up to
+// 3 s a stack). Held operations stay journaled, as when a platform is
+// down at shutdown. A stop inside a test (a restart) still drains.
+func holdOutbox(m *Main) {
+	if m == nil || m.Daemon() == nil {
+		return
+	}
+	for name := range m.Daemon().Health().Platforms() {
+		m.Daemon().Outbox.Hold(name, true)
+	}
+}
+
+// finalStop is stop for t.Cleanup: it holds m's outbox first (holdOutbox).
+func finalStop(m *Main, stop func()) func() {
+	return func() {
+		holdOutbox(m)
+		stop()
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the daemon's goroutines
+// while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

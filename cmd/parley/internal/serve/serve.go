@@ -1,0 +1,227 @@
+// Package serve wires a running parley together: Main builds, from the
+// configuration and the table of platforms package main passes it, the
+// daemon (store, delivery, the platforms' adapters), the web adapter, the
+// MCP server, the metrics, the one HTTP listener and, when [agent] asks
+// for it, the orchestrator of the agents parley runs; Open builds it, Run
+// serves until its context ends, Close releases it. It knows no platform
+// by name: the table is its input, so that adding a platform is a line in
+// package main, and an end-to-end test can run a Main on 127.0.0.1:0 with
+// a temporary data directory and rows of its own.
+//
+// Package main keeps what is about the command line: the subcommands,
+// flags, configuration loading and the list of platforms.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/adapters/platform"
+	"github.com/parley-chat/parley/adapters/web"
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
+	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
+	"github.com/parley-chat/parley/commands"
+	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
+	"github.com/parley-chat/parley/mcp"
+	"github.com/parley-chat/parley/mcp/orchestrator"
+)
+
+// Main is a configured daemon: Open builds it, Run serves until the
+// context ends, Close releases it.
+type Main struct {
+	// Config is the loaded and validated configuration.
+	Config config.Config
+	// Logger receives the daemon's log; nil discards it.
+	Logger *slog.Logger
+	// ConfigPath is the file Config was read from, if any: agents may
+	// never send it.
+	ConfigPath string
+	// Version is parley's version, as agents and the log are told it.
+	Version string
+	// Platforms is the table of chat platforms Open builds adapters from:
+	// the one list in package main, or a test's own rows.
+	Platforms []platform.Platform
+	// Adapters, when set before Open, replace the platform adapters built
+	// from Config (tests inject fakes this way). The web adapter is always
+	// added.
+	Adapters []core.Adapter
+
+	daemon  *daemon.Daemon
+	routes  []route
+	web     *web.Adapter
+	mcp     *mcp.Server
+	metrics *metrics.Metrics
+	http    *httpServer
+	// agents runs [agent] kind's agent for each session; nil when parley
+	// runs none.
+	agents *orchestrator.Orchestrator
+}
+
+// Open builds the adapters and opens the daemon.
+func (m *Main) Open(ctx context.Context) error {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := m.Config
+	disabled := map[core.Lifetime]bool{
+		core.LifetimeNextNotice:   !c.Cleanup.NextNotice,
+		core.LifetimeNextInput:    !c.Cleanup.NextInput,
+		core.LifetimeTurnComplete: !c.Cleanup.TurnComplete,
+	}
+	// The registry exists before the daemon, whose start-up replay may
+	// already report; its sources are read at scrape time, once the HTTP
+	// server (started last) serves.
+	met := metrics.New(metrics.Sources{
+		Outbox:         func() delivery.OutboxStats { return m.daemon.Outbox.Stats() },
+		Delivering:     func() int { return m.daemon.Dispatcher.Delivering() },
+		DeliveringBy:   func() map[core.AdapterName]int { return m.daemon.Dispatcher.DeliveringBy() },
+		Agents:         func() int { return m.mcp.Agents() },
+		Cleanup:        func() (uint64, uint64) { return m.daemon.Ledger.Stats() },
+		SSEClients:     func() int { return m.web.SSEClients() },
+		MCPSubscribers: func() int { return m.mcp.Subscribers() },
+		Platforms:      func() map[core.AdapterName]core.PlatformStatus { return m.daemon.Health().Platforms() },
+	})
+	d, err := daemon.Open(ctx, daemon.Options{
+		DataDir:  c.DataDir,
+		Adapters: m.Adapters,
+		Allow:    m.AllowLists(),
+		Pairing:  commands.PairingOptions{Enabled: c.Access.Pairing},
+		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
+			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Bus, Logger: m.Logger.With("adapter", "web")})
+			adapters := []core.Adapter{m.web}
+			if m.Adapters == nil {
+				built, err := m.BuildAdapters(ctx, deps, false)
+				if err != nil {
+					return nil, err
+				}
+				adapters = append(built, adapters...)
+			}
+			return adapters, nil
+		},
+		OnOutputShown:   func(a core.AdapterName, lag time.Duration) { met.OutputShown(a, lag) },
+		OnConfirmed:     func(a core.AdapterName, window time.Duration) { met.Confirmed(a, window) },
+		EditInterval:    c.Outbox.FlushInterval.Duration,
+		DrainTimeout:    c.Outbox.DrainTimeout.Duration,
+		DisabledCleanup: disabled,
+		Retention:       c.Retention.Duration,
+		Reflect:         c.Routing.ReflectInput,
+		Logger:          m.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	m.daemon = d
+	m.mcp, err = mcp.New(mcp.Options{Handler: d.Service, Store: d.Store, Bus: d.Bus,
+		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: m.Version,
+		// The page shows presence itself.
+		NoAgentNotice: c.MCP.NoAgentNotice, NoAgentNoticeSkip: []core.Origin{core.Origin(web.Name)},
+		SendDirs: c.MCP.SendDirs, Protected: protectedPaths(c.DataDir, m.ConfigPath), MaxSessions: int(c.MCP.MaxSessions)})
+	if err != nil {
+		d.Close()
+		return err
+	}
+	m.web.SetPresence(m.mcp)
+	m.web.SetPlatformHealth(d.Health())
+	m.web.SetPairing(d.Service)
+	m.metrics = met
+	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
+		m.web, m.mcp.Handler(), met, m.routes...)
+	if err != nil {
+		m.mcp.Close()
+		d.Close()
+		return err
+	}
+	agents, runner, err := m.newOrchestrator()
+	if err != nil {
+		m.http.ln.Close()
+		m.mcp.Close()
+		d.Close()
+		return fmt.Errorf("agent: %w", err)
+	}
+	if runner != nil {
+		// Two processes on one transcript race: what a killed parley left
+		// running stops before any conversation is resumed.
+		n, err := runner.ReapStale()
+		if err != nil {
+			m.Logger.Warn("agents of a previous run may still be running", "err", err)
+		} else if n > 0 {
+			m.Logger.Info("stopped agents a previous run left running", "count", n)
+		}
+	}
+	m.agents = agents
+	names := make([]string, 0, len(d.Adapters()))
+	for _, a := range d.Adapters() {
+		names = append(names, string(a.Name()))
+	}
+	m.Logger.Debug("configuration", "config", c)
+	m.Logger.Info("parley started", "version", m.Version, "data_dir", c.DataDir, "adapters", names,
+		"listen", m.http.Addr(), "page", "http://"+m.http.Addr()+"/")
+	return nil
+}
+
+// Daemon is the daemon Open opened: its store, outbox and health, for
+// what looks inside a running parley (the end-to-end tests).
+func (m *Main) Daemon() *daemon.Daemon { return m.daemon }
+
+// Addr is the address the HTTP server listens on.
+func (m *Main) Addr() string { return m.http.Addr() }
+
+// Run serves until ctx ends, then stops gracefully: the HTTP server stops
+// taking requests, the adapters stop, the outbox drains.
+func (m *Main) Run(ctx context.Context) error {
+	sub, cancel := m.daemon.Bus.Subscribe(1024, false)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); m.metrics.Run(ctx, sub) }()
+	go func() { defer wg.Done(); m.mcp.Run(ctx) }()
+	var httpErr error
+	go func() { defer wg.Done(); httpErr = m.http.serve(ctx) }()
+	if m.agents != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.agents.Run(ctx); err != nil {
+				m.Logger.Error("the agents stopped", "err", err)
+			}
+		}()
+	}
+	err := m.daemon.Run(ctx)
+	wg.Wait()
+	m.Logger.Info("parley stopped")
+	return errors.Join(err, httpErr)
+}
+
+// Close closes the MCP server and the store.
+func (m *Main) Close() error {
+	if m.mcp != nil {
+		m.mcp.Close()
+	}
+	if m.daemon == nil {
+		return nil
+	}
+	return m.daemon.Close()
+}
+
+// protectedPaths are parley's own files, which agents never send: the data
+// directory and the config file, as absolute paths.
+func protectedPaths(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		out = append(out, p)
+	}
+	return out
+}
