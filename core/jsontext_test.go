@@ -3,6 +3,8 @@ package core_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -70,4 +72,99 @@ func FuzzCheckJSONText(f *testing.F) {
 			t.Fatalf("CheckJSONText(%q) = %v; strict decoder valid = %v", b, err, strict)
 		}
 	})
+}
+
+// TestCheckJSONTextLeavesSyntaxToTheDecoder: a document that is not JSON
+// at all is the decoder's to refuse; CheckJSONText refuses only bad text.
+func TestCheckJSONTextLeavesSyntaxToTheDecoder(t *testing.T) {
+	for _, in := range []string{
+		`{"text":"abc\`,     // ends inside an escape
+		`{"text":"\u12`,     // ends inside \u
+		`{"text":"\uzzzz"}`, // not hexadecimal
+		``,
+	} {
+		t.Run(in, func(t *testing.T) {
+			if err := core.CheckJSONText([]byte(in)); err != nil {
+				t.Errorf("CheckJSONText(%q) = %v, want nil: it is the decoder's to refuse", in, err)
+			}
+		})
+	}
+}
+
+func TestCheckJSONTextSaysWhere(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+	}{
+		{"{\"text\":\"a\xffb\"}", "the text is not valid Unicode: a byte sequence that is not UTF-8 at byte 10"},
+		{"\xe2\x82", "the text is not valid Unicode: a byte sequence that is not UTF-8 at byte 0"},
+		{`{"text":"\ud800"}`, `the text is not valid Unicode: a lone UTF-16 surrogate \ud800 at byte 9`},
+		{`{"text":"ok","b":"\uDC01"}`, `the text is not valid Unicode: a lone UTF-16 surrogate \udc01 at byte 18`},
+		{`["\ud83d\ude00","\ud83d"]`, `the text is not valid Unicode: a lone UTF-16 surrogate \ud83d at byte 17`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			msg, ok := core.UserMessage(core.CheckJSONText([]byte(tt.in)))
+			if !ok || msg != tt.want {
+				t.Errorf("message = %q, %v; want %q", msg, ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestJSONProblem(t *testing.T) {
+	type doc struct {
+		Text    string            `json:"text"`
+		N       int               `json:"n"`
+		Flag    bool              `json:"flag"`
+		List    []string          `json:"list"`
+		Ratio   *float64          `json:"ratio"`
+		Meta    map[string]string `json:"meta"`
+		Options struct {
+			Limit uint `json:"limit"`
+		} `json:"options"`
+	}
+	unmarshal := func(in string) error {
+		var d doc
+		return json.Unmarshal([]byte(in), &d)
+	}
+	decode := func(in string, strict bool) error {
+		dec := json.NewDecoder(strings.NewReader(in))
+		if strict {
+			dec.DisallowUnknownFields()
+		}
+		var d doc
+		return dec.Decode(&d)
+	}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"string expected", unmarshal(`{"text":5}`), `field "text" must be a JSON string, not number`},
+		{"number expected", unmarshal(`{"n":"5"}`), `field "n" must be a JSON number, not string`},
+		{"boolean expected", unmarshal(`{"flag":"yes"}`), `field "flag" must be a JSON boolean, not string`},
+		{"array expected", unmarshal(`{"list":"a"}`), `field "list" must be a JSON array, not string`},
+		{"pointer field", unmarshal(`{"ratio":"half"}`), `field "ratio" must be a JSON number, not string`},
+		{"map expected", unmarshal(`{"meta":[]}`), `field "meta" must be a JSON object, not array`},
+		{"struct expected", unmarshal(`{"options":"fast"}`), `field "options" must be a JSON object, not string`},
+		{"nested field", unmarshal(`{"options":{"limit":"10"}}`), `field "options.limit" must be a JSON number, not string`},
+		{"whole document", unmarshal(`["text"]`), `the document must be a JSON object, not array`},
+		{"syntax", unmarshal(`{"text" "a"}`), `invalid character '"' after object key (at byte 9)`},
+		{"trailing data", unmarshal(`{"text":"a"} x`), `invalid character 'x' after top-level value (at byte 14)`},
+		{"cut short, whole body", unmarshal(`{"text":`), `unexpected end of JSON input (at byte 8)`},
+		{"cut short, streamed", decode(`{"text":"a"`, false), `it ends before the JSON does`},
+		{"unknown field", decode(`{"txt":"a"}`, true), `unknown field "txt"`},
+		{"wrapped", fmt.Errorf("api: decode: %w", unmarshal(`{"n":[]}`)), `field "n" must be a JSON number, not array`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil {
+				t.Fatal("the document decoded; the case is wrong")
+			}
+			if got := core.JSONProblem(tt.err); got != tt.want {
+				t.Errorf("JSONProblem(%v) = %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
 }
