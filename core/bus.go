@@ -159,14 +159,18 @@ func (b *MemBus) Subscribe(buffer int, lossy bool) (*Subscription, func()) {
 // still buffered (with a context that is not cancelled), so a graceful stop
 // loses nothing that was already published.
 func Consume(ctx context.Context, sub *Subscription, fn func(context.Context, Event)) {
-	for {
+	for ctx.Err() == nil {
 		select {
 		case e := <-sub.C:
+			// Both cases may be ready when ctx ends; select picks one at
+			// random, so an event received here may meet an ended ctx.
+			if ctx.Err() != nil {
+				fn(context.WithoutCancel(ctx), e)
+				continue
+			}
 			fn(ctx, e)
-			continue
 		case <-ctx.Done():
 		}
-		break
 	}
 	rest := context.WithoutCancel(ctx)
 	for {
