@@ -24,6 +24,10 @@ type Store interface {
 	// parley doctor. It blocks for as long as that takes and returns
 	// an error naming the problem (wrapping core.ErrDamaged for damage).
 	Check(ctx context.Context) error
+	// Listen calls hint with the last event Seq of each commit by any
+	// instance sharing the store, until ctx ends (nil) or it stops
+	// hearing (the error); see store/follow, whose Listener it is.
+	Listen(ctx context.Context, hint func(seq uint64)) error
 }
 
 // DefaultPruneBatch is how many records one prune transaction deletes at
