@@ -89,3 +89,33 @@ func (l *countingLog) EventsSince(ctx context.Context, after uint64, limit int) 
 type listenerFunc func(ctx context.Context, hint func(uint64)) error
 
 func (l listenerFunc) Listen(ctx context.Context, hint func(uint64)) error { return l(ctx, hint) }
+
+// On bbolt the presence of all instances is this one's: announcing goes
+// nowhere, listening hears nothing and ends with its context.
+func TestPresenceOnOneInstance(t *testing.T) {
+	s, _ := openTemp(t, Options{NoSync: true})
+	local := staticPresence{Ready: true, All: 1, Sessions: map[core.SessionID]int{"s1": 2}}
+	p := follow.NewPresence(local, s, follow.PresenceOptions{Instance: "only"})
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	if err := s.Announce(ctx, follow.Announcement{Instance: "other", Status: core.AgentStatus{Ready: true, All: 5}}); err != nil {
+		t.Fatalf("Announce = %v", err)
+	}
+	if got := p.AgentStatus(); got.All != 1 || got.Sessions["s1"] != 2 || len(got.Sessions) != 1 || !got.Ready {
+		t.Errorf("status %+v, want this instance's", got)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	ready := false
+	if err := s.ListenPresence(ctx, func() { ready = true }, func(follow.Announcement) { t.Error("heard something") }); err != nil || !ready {
+		t.Errorf("ListenPresence after its context ended = %v, ready %v; want nil, ready", err, ready)
+	}
+}
+
+type staticPresence core.AgentStatus
+
+func (p staticPresence) AgentStatus() core.AgentStatus    { return core.AgentStatus(p) }
+func (p staticPresence) PresenceChanged() <-chan struct{} { return nil }

@@ -32,6 +32,12 @@
 // derive from events, and follows on from there. A store that fails is
 // read again at the next wake or poll; the position never moves past what
 // was published.
+//
+// The package also makes agent presence the same from every instance
+// (presence.go): a Presence sums the local MCP server's status and those
+// the other instances announce over an Exchange (NOTIFY on PostgreSQL, a
+// no-op on bbolt), forgetting an instance that stops at once and one that
+// died after three heartbeats.
 package follow
 
 import (

@@ -46,26 +46,34 @@ func queueNotify(b *pgx.Batch, last uint64) {
 // server queues notifications for a session that reads them slowly, and
 // gives up on it when its queue (8 GB) is full.
 func (s *Store) Listen(ctx context.Context, hint func(seq uint64)) error {
+	return s.listen(ctx, NotifyChannel, func() { hint(0) }, func(payload string) {
+		seq, err := strconv.ParseUint(payload, 10, 64)
+		if err != nil {
+			seq = 0 // not ours: read anyway
+		}
+		hint(seq)
+	})
+}
+
+// listen calls on with the payload of each notification on channel, after
+// ready once it listens, until ctx ends or the connection fails.
+func (s *Store) listen(ctx context.Context, channel string, ready func(), on func(payload string)) error {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
 		return fmt.Errorf("postgres: listen: %w", err)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, `LISTEN `+NotifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+channel); err != nil {
 		return listenErr(ctx, err)
 	}
-	hint(0)
+	ready()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenCheck)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err == nil:
-			seq, perr := strconv.ParseUint(n.Payload, 10, 64)
-			if perr != nil {
-				seq = 0 // not ours: read anyway
-			}
-			hint(seq)
+			on(n.Payload)
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, context.DeadlineExceeded):
