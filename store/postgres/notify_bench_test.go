@@ -28,7 +28,10 @@ import (
 //     daemon wires it on every engine (local bus, follower, cluster feed);
 //   - engine=postgres/path=other-instance: appends through instance A, the
 //     subscriber on instance B (two Stores, each its own pool, as two
-//     processes), woken by NOTIFY; the poll (1 s) never has to.
+//     processes), woken by NOTIFY; the poll (1 s) never has to;
+//   - engine=postgres/path=three-instances (64 writers only): the writers
+//     spread over instances A, B and C, each with its follower, the
+//     subscriber on C; the latencies are those of A's and B's events.
 //
 // It reports the 50th and 99th percentiles from the moment Append was
 // called (p50-ms, p99-ms: the commit included, an upper bound of commit to
@@ -37,15 +40,18 @@ import (
 // has its answer, counted as 0). Run with -benchtime=2000x or more for a
 // meaningful p99.
 func BenchmarkNotify(b *testing.B) {
-	for _, writers := range []int{1, 16} {
-		for _, c := range []struct {
-			name string
-			rig  func(b *testing.B) notifyRig
-		}{
-			{"engine=bolt/path=bus", boltBusRig},
-			{"engine=bolt/path=follower", boltFollowerRig},
-			{"engine=postgres/path=other-instance", postgresRig},
-		} {
+	cases := []struct {
+		name    string
+		writers []int
+		rig     func(b *testing.B) notifyRig
+	}{
+		{"engine=bolt/path=bus", []int{1, 16}, boltBusRig},
+		{"engine=bolt/path=follower", []int{1, 16}, boltFollowerRig},
+		{"engine=postgres/path=other-instance", []int{1, 16}, postgresRig},
+		{"engine=postgres/path=three-instances", []int{64}, threeInstancesRig},
+	}
+	for _, c := range cases {
+		for _, writers := range c.writers {
 			b.Run(fmt.Sprintf("%s/writers=%d", c.name, writers), func(b *testing.B) {
 				benchNotify(b, c.rig(b), writers)
 			})
@@ -53,11 +59,18 @@ func BenchmarkNotify(b *testing.B) {
 	}
 }
 
-// notifyRig is where a benchmark appends and what it listens to.
+// notifyRig is where a benchmark appends and what it listens to: writer w
+// appends through targets[w%len(targets)].
 type notifyRig struct {
-	s     core.Store
-	local core.Bus // the committer's local bus: the appends publish there
-	feed  *core.Subscription
+	targets []target
+	feed    *core.Subscription
+}
+
+// target is an instance the writers append through.
+type target struct {
+	s       core.Store
+	local   core.Bus // the instance's local bus: its appends publish there
+	measure bool     // its events' latencies count
 }
 
 func boltBusRig(b *testing.B) notifyRig {
@@ -66,29 +79,41 @@ func boltBusRig(b *testing.B) notifyRig {
 	bus := core.NewMemBus(last + 1)
 	sub, cancel := bus.Subscribe(1<<16, false)
 	b.Cleanup(cancel)
-	return notifyRig{s: s, local: bus, feed: sub}
+	return notifyRig{targets: []target{{s, bus, true}}, feed: sub}
 }
 
 func boltFollowerRig(b *testing.B) notifyRig {
 	s := openBolt(b)
 	local, sub := runFollower(b, s)
-	return notifyRig{s: s, local: local, feed: sub}
+	return notifyRig{targets: []target{{s, local, true}}, feed: sub}
 }
 
 func postgresRig(b *testing.B) notifyRig {
 	srv := pgtest.StartDurable(b)
-	a, err := Open(context.Background(), srv.URL, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = a.Close() })
-	other, err := Open(context.Background(), srv.URL, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = other.Close() })
+	a, other := openBench(b, srv.URL), openBench(b, srv.URL)
 	_, sub := runFollower(b, other)
-	return notifyRig{s: a, local: core.NewUnorderedMemBus(), feed: sub}
+	return notifyRig{targets: []target{{a, core.NewUnorderedMemBus(), true}}, feed: sub}
+}
+
+func threeInstancesRig(b *testing.B) notifyRig {
+	srv := pgtest.StartDurable(b)
+	var rig notifyRig
+	for i := range 3 {
+		s := openBench(b, srv.URL)
+		local, sub := runFollower(b, s)
+		rig.targets = append(rig.targets, target{s, local, i < 2})
+		rig.feed = sub // C's
+	}
+	return rig
+}
+
+func openBench(b *testing.B, url string) *Store {
+	s, err := Open(context.Background(), url, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 func openBolt(b *testing.B) *bolt.Store {
@@ -127,12 +152,13 @@ func benchNotify(b *testing.B, rig notifyRig, writers int) {
 	ctx := context.Background()
 	sessions := make([]core.SessionID, 16)
 	for i := range sessions {
-		sess, evs, err := rig.s.CreateSession(ctx, core.Session{Title: fmt.Sprint("session ", i)}, core.Event{Kind: core.EventSessionCreated})
+		t := rig.targets[0]
+		sess, evs, err := t.s.CreateSession(ctx, core.Session{Title: fmt.Sprint("session ", i)}, core.Event{Kind: core.EventSessionCreated})
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, e := range evs {
-			rig.local.Publish(e)
+			t.local.Publish(e)
 		}
 		sessions[i] = sess.ID
 	}
@@ -168,7 +194,8 @@ func benchNotify(b *testing.B, rig notifyRig, writers int) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	for range writers {
+	for w := range writers {
+		t := rig.targets[w%len(rig.targets)]
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
@@ -176,7 +203,7 @@ func benchNotify(b *testing.B, rig notifyRig, writers int) {
 					return
 				}
 				start := time.Now()
-				res, err := rig.s.Append(ctx, core.Append{
+				res, err := t.s.Append(ctx, core.Append{
 					Message: core.Message{Session: sessions[i%int64(len(sessions))], Role: core.RoleUser,
 						Actor: core.Actor{ID: "12345", Name: "Ada"}, Origin: "telegram", Mime: core.MimeMarkdown, Content: "hello there"},
 					DedupKey: "telegram/" + strconv.FormatInt(i, 10),
@@ -187,13 +214,15 @@ func benchNotify(b *testing.B, rig notifyRig, writers int) {
 					b.Error(err)
 					return
 				}
-				mu.Lock()
-				for _, e := range res.Events {
-					called[e.Seq], acked[e.Seq] = start, end
+				if t.measure {
+					mu.Lock()
+					for _, e := range res.Events {
+						called[e.Seq], acked[e.Seq] = start, end
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
 				for _, e := range res.Events {
-					rig.local.Publish(e)
+					t.local.Publish(e)
 				}
 			}
 		})
@@ -209,8 +238,10 @@ func benchNotify(b *testing.B, rig notifyRig, writers int) {
 	defer mu.Unlock()
 	var fromCall, fromAck []time.Duration
 	for seq, t := range got {
-		fromCall = append(fromCall, t.Sub(called[seq]))
-		fromAck = append(fromAck, max(0, t.Sub(acked[seq])))
+		if c, ok := called[seq]; ok {
+			fromCall = append(fromCall, t.Sub(c))
+			fromAck = append(fromAck, max(0, t.Sub(acked[seq])))
+		}
 	}
 	for name, d := range map[string][]time.Duration{"": fromCall, "-ack": fromAck} {
 		slices.Sort(d)
