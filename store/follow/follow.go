@@ -224,7 +224,9 @@ func (f *Follower) catchUp(ctx context.Context) {
 		pos := f.pos.Load()
 		evs, err := f.log.EventsSince(ctx, pos, f.opts.Batch)
 		if errors.Is(err, core.ErrEventsTruncated) {
-			f.resync(ctx, err)
+			if !f.resync(ctx, err) {
+				return
+			}
 			continue
 		}
 		if err != nil {
@@ -245,20 +247,23 @@ func (f *Follower) catchUp(ctx context.Context) {
 }
 
 // resync jumps to the newest event after the log lost events the follower
-// had not published, telling readers with an EventResync.
-func (f *Follower) resync(ctx context.Context, cause error) {
+// had not published, telling readers with an EventResync. It reports
+// whether it jumped.
+func (f *Follower) resync(ctx context.Context, cause error) bool {
 	last, err := f.log.LastEventSeq(ctx)
 	if err != nil {
 		f.fail(ctx, err)
-		return
+		return false
 	}
 	pos := f.pos.Load()
 	if last <= pos {
-		return
+		f.fail(ctx, cause) // a log truncated after its own end: not ours to fix
+		return false
 	}
 	f.opts.Logger.Warn("fell behind the event log: readers resync from the store",
 		"published", pos, "newest", last, "err", cause)
 	f.publish(core.Event{Seq: last, Kind: core.EventResync, Time: time.Now().UTC()})
+	return true
 }
 
 func (f *Follower) fail(ctx context.Context, err error) {

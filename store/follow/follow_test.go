@@ -17,13 +17,14 @@ import (
 
 // fakeLog is an event log in memory with a trimmed front, like both stores'.
 type fakeLog struct {
-	mu    sync.Mutex
-	evs   []core.Event // Seqs first..last, dense
-	first uint64       // oldest kept
-	last  uint64
-	reads int
-	err   error         // returned by every read while set
-	hold  chan struct{} // while set, a read waits for it to be closed
+	mu      sync.Mutex
+	evs     []core.Event // Seqs first..last, dense
+	first   uint64       // oldest kept
+	last    uint64
+	reads   int
+	err     error         // returned by every read while set
+	lastErr error         // returned by LastEventSeq while set
+	hold    chan struct{} // while set, a read waits for it to be closed
 }
 
 func newLog() *fakeLog { return &fakeLog{first: 1} }
@@ -92,6 +93,9 @@ func (l *fakeLog) LastEventSeq(context.Context) (uint64, error) {
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return 0, l.err
+	}
+	if l.lastErr != nil {
+		return 0, l.lastErr
 	}
 	return l.last, nil
 }
@@ -507,6 +511,37 @@ func TestRunEndsWithContext(t *testing.T) {
 		synctest.Wait()
 		if err := fd.stop(); err != nil {
 			t.Fatalf("Run = %v", err)
+		}
+	})
+}
+
+// A resync that cannot learn the newest Seq publishes nothing and reads no
+// more until the next poll, which resyncs.
+func TestResyncWaitsForTheStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newLog()
+		fd := follow(t, log, Options{})
+		synctest.Wait()
+		log.commit(10)
+		log.trim(5)
+		log.mu.Lock()
+		log.lastErr = errors.New("connection refused")
+		log.mu.Unlock()
+		fd.f.Hint(10)
+		synctest.Wait()
+		if n := log.readCount(); n != 2 {
+			t.Errorf("%d reads, want 2 (the first, the hint's)", n)
+		}
+		if got := fd.events(); len(got) != 0 {
+			t.Fatalf("published %+v", got)
+		}
+		log.mu.Lock()
+		log.lastErr = nil
+		log.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := fd.events(); !slices.Equal(got, []received{{10, core.EventResync, time.Second}}) {
+			t.Fatalf("published %+v, want the resync at 10 at the poll", got)
 		}
 	})
 }
