@@ -38,6 +38,16 @@
 // the other instances announce over an Exchange (NOTIFY on PostgreSQL, a
 // no-op on bbolt), forgetting an instance that stops at once and one that
 // died after three heartbeats.
+//
+// Wiring, on every engine: the daemon's local bus (commands.Service
+// publishes there; the dispatcher, the cleanup ledger and the metrics
+// consume it, so that each event is delivered to platforms by the instance
+// that committed it) is core.NewMemBus(last+1) on bbolt and
+// core.NewUnorderedMemBus() on PostgreSQL, where the seqs between its own
+// events are other instances'. The cluster feed is core.NewMemBus(last+1),
+// published by New(store, feed, Options{After: last, Local: local,
+// Listener: store}) alone, and read by the MCP server and the web adapter.
+// The web page's presence is NewPresence(mcpServer, store, …).
 package follow
 
 import (
