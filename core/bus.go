@@ -43,6 +43,8 @@ type MemBus struct {
 	next    uint64           // next Seq to deliver; 0 until the first logged event
 	pending map[uint64]Event // logged events waiting for an earlier Seq
 	deliver sync.Mutex       // serialises delivery so order is kept
+	// unordered: deliver as published (NewUnorderedMemBus).
+	unordered bool
 }
 
 var _ Bus = (*MemBus)(nil)
@@ -51,6 +53,15 @@ var _ Bus = (*MemBus)(nil)
 // store's LastEventSeq + 1). With next 0 it starts from the first Seq seen.
 func NewMemBus(next uint64) *MemBus {
 	return &MemBus{subs: map[*Subscription]struct{}{}, next: next, pending: map[uint64]Event{}}
+}
+
+// NewUnorderedMemBus returns a bus that delivers events as they are
+// published, without waiting for the Seqs in between: for one of several
+// instances sharing a store, whose own commits leave the other instances'
+// Seqs between them. Each instance's cluster-wide feed, in Seq order, is
+// store/follow's.
+func NewUnorderedMemBus() *MemBus {
+	return &MemBus{subs: map[*Subscription]struct{}{}, pending: map[uint64]Event{}, unordered: true}
 }
 
 // maxPending bounds the reorder buffer: if an earlier Seq never arrives (a
@@ -63,9 +74,17 @@ func (b *MemBus) Publish(e Event) {
 	b.mu.Lock()
 	var ready []Event
 	switch {
-	case e.Seq == 0:
+	case e.Seq == 0 || b.unordered:
 		ready = []Event{e}
-	case b.next == 0 || e.Seq == b.next:
+	case b.next == 0 || e.Seq == b.next || e.Kind == EventResync && e.Seq > b.next:
+		// A resync says that nothing up to its Seq will come: it jumps.
+		if e.Kind == EventResync {
+			for seq := range b.pending {
+				if seq <= e.Seq {
+					delete(b.pending, seq)
+				}
+			}
+		}
 		ready = append(ready, e)
 		b.next = e.Seq + 1
 		for {

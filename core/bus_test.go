@@ -327,3 +327,41 @@ func assertNothing(t *testing.T, sub *core.Subscription) {
 	default:
 	}
 }
+
+// A resync jumps over events that will never come: it is delivered at once,
+// held events it covers are dropped, and those after it follow.
+func TestBusResyncJumps(t *testing.T) {
+	b := core.NewMemBus(1)
+	sub, cancel := b.Subscribe(16, false)
+	defer cancel()
+	b.Publish(core.Event{Seq: 1})
+	b.Publish(core.Event{Seq: 3})  // waits for 2, which the resync covers
+	b.Publish(core.Event{Seq: 11}) // waits for 10
+	b.Publish(core.Event{Seq: 9, Kind: core.EventResync})
+	b.Publish(core.Event{Seq: 10})
+	b.Publish(core.Event{Seq: 4}) // covered by the resync: dropped
+	b.Publish(core.Event{Seq: 12})
+	var got []uint64
+	for range 5 {
+		got = append(got, recv(t, sub).Seq)
+	}
+	if want := []uint64{1, 9, 10, 11, 12}; !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+}
+
+// An unordered bus (one of several instances) delivers as published: the
+// Seqs between its events are other instances'.
+func TestUnorderedBusDeliversAtOnce(t *testing.T) {
+	b := core.NewUnorderedMemBus()
+	sub, cancel := b.Subscribe(16, false)
+	defer cancel()
+	for _, seq := range []uint64{3, 7, 5} {
+		b.Publish(core.Event{Seq: seq})
+	}
+	for _, want := range []uint64{3, 7, 5} {
+		if got := recv(t, sub).Seq; got != want {
+			t.Fatalf("got seq %d, want %d", got, want)
+		}
+	}
+}

@@ -22,6 +22,11 @@ const (
 	// EventQuestionClosed: a question was withdrawn unanswered (its ui.ask
 	// timed out or was cancelled); Text says why, Refs where it was shown.
 	EventQuestionClosed EventKind = "question_closed"
+	// EventResync says that events up to its Seq were missed (a follower
+	// of the event log fell behind its bounded front): readers re-read
+	// from the store what they derive from events. It has no session and
+	// is not in the log; the next event on the bus is Seq+1.
+	EventResync EventKind = "resync"
 )
 
 // Event is something that happened in a session, published on the Bus after

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store/follow"
 )
 
 // Store is everything the daemon asks of a store.
@@ -24,6 +25,12 @@ type Store interface {
 	// parley doctor. It blocks for as long as that takes and returns
 	// an error naming the problem (wrapping core.ErrDamaged for damage).
 	Check(ctx context.Context) error
+	// Listener hints at commits of events by any instance sharing the
+	// store, for the store/follow.Follower that publishes them.
+	follow.Listener
+	// Exchange carries which agents listen at each instance to the
+	// others (store/follow.Presence).
+	follow.Exchange
 }
 
 // DefaultPruneBatch is how many records one prune transaction deletes at

@@ -303,6 +303,9 @@ func (g *group) write() error {
 		b.Queue(`UPDATE counters SET last_id = $1, last_seq = $2, events_from = $3 WHERE id = 1`,
 			lastID, int64(g.lastSeq), int64(g.eventsFrom))
 	}
+	if g.eventsSeen {
+		queueNotify(b, g.lastSeq) // delivered at commit (notify.go)
+	}
 	// A COMMIT in a transaction that failed answers ROLLBACK, without an
 	// error: the tag is what says it committed.
 	b.Queue(`COMMIT`).Exec(func(tag pgconn.CommandTag) error {

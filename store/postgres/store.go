@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,6 +53,8 @@ type Store struct {
 	done   chan struct{} // closed when the committer has exited
 
 	closeOnce sync.Once
+
+	presenceGen atomic.Uint64 // numbers this instance's announcements (notify_presence.go)
 }
 
 var _ store.Store = (*Store)(nil)
