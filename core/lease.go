@@ -30,6 +30,7 @@ package core
 // up; from the first failure it retries every 0.5 s.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -62,6 +63,12 @@ func NewInstanceID() InstanceID {
 // released, or taken by another), and is the cause of a Held's context
 // when the holder lost it or gave it up.
 var ErrLeaseLost = errors.New("lease lost")
+
+// ErrLeaseConflict is what a holder's work returns (wrapped) to Lead when
+// the platform says another consumer is active despite the lease
+// (Telegram's 409 to getUpdates): a process outside the cluster, or a
+// holder that has not stopped yet. Lead gives the lease up and backs off.
+var ErrLeaseConflict = errors.New("another consumer is active")
 
 // Lease is one holding of a named lease, as the store granted it.
 type Lease struct {
@@ -338,4 +345,81 @@ func (h *Held) end(ctx context.Context, cause error) error {
 		}
 	})
 	return h.releaseErr
+}
+
+// Conflict backoff for Lead: the first wait after a give-up is the TTL, so
+// that another instance may take the lease meanwhile; it doubles with
+// every give-up in a row, up to LeaseConflictMaxBackoff.
+const LeaseConflictMaxBackoff = time.Minute
+
+// Lead runs work each time this instance comes to hold lease name, until
+// ctx ends: the loop of a consumer that must be alone (a poller, a sync).
+// work acts under h.Context() and passes h.Lease() to its fenced writes; it
+// returns when that context ends, or with an error:
+//
+//   - wrapping ErrLeaseConflict (another consumer is active): Lead gives
+//     the lease up, waits (from the TTL, doubling up to
+//     LeaseConflictMaxBackoff) and holds it again;
+//   - wrapping ErrLeaseLost (a fenced write was refused), or nil after
+//     the lease was lost: Lead releases what is left and holds again,
+//     waiting its turn;
+//   - anything else, or nil while the lease is held: Lead releases the
+//     lease and returns the error.
+//
+// The lease is released (bounded by the TTL, after which it expires
+// anyway) before Lead holds it again or returns. Lead returns nil when ctx
+// ends.
+func Lead(ctx context.Context, leaser Leaser, name string, opts HoldOptions, work func(h *Held) error) error {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	release := func(h *Held, giveUp error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.TTL)
+		defer cancel()
+		var err error
+		if giveUp != nil {
+			err = h.GiveUp(rctx, giveUp)
+		} else {
+			err = h.Release(rctx)
+		}
+		if err != nil {
+			opts.Logger.Warn("lease: release failed; it expires on its own", "lease", name, "err", err)
+		}
+	}
+	backoff := time.Duration(0)
+	for {
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+		h, err := Hold(ctx, leaser, name, opts)
+		if err != nil {
+			return nil // ctx ended: Hold fails for nothing else once opts are valid
+		}
+		err = work(h)
+		lost := errors.Is(context.Cause(h.Context()), ErrLeaseLost)
+		switch {
+		case errors.Is(err, ErrLeaseConflict):
+			backoff = min(max(2*backoff, opts.TTL), LeaseConflictMaxBackoff)
+			opts.Logger.Warn("lease: gave it up, another consumer is active", "lease", name, "err", err, "retry_in", backoff)
+			release(h, err)
+		case errors.Is(err, ErrLeaseLost), err == nil && lost:
+			backoff = 0
+			opts.Logger.Warn("lease: lost; waiting to hold it again", "lease", name,
+				"err", cmp.Or(err, context.Cause(h.Context())))
+			release(h, nil)
+		default:
+			release(h, nil)
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
 }

@@ -382,3 +382,92 @@ func TestHoldContext(t *testing.T) {
 		}
 	})
 }
+
+// Lead runs the work while the lease is held, and again after it was lost
+// and held anew; a conflict gives the lease to another instance and backs
+// off from the TTL; another error ends Lead with the lease released.
+func TestLead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := newLeaseTable()
+		start := time.Now()
+		type call struct {
+			at    time.Duration
+			token int64
+		}
+		var calls []call
+		conflict := fmt.Errorf("getUpdates: 409: %w", ErrLeaseConflict)
+		permanent := errors.New("token refused")
+		done := make(chan error, 1)
+		go func() {
+			done <- Lead(t.Context(), instance{tab, "a"}, "poll", HoldOptions{}, func(h *Held) error {
+				calls = append(calls, call{time.Since(start), h.Lease().Token})
+				switch len(calls) {
+				case 1:
+					// The platform says another consumer is active.
+					time.Sleep(1200 * time.Millisecond)
+					return conflict
+				case 2:
+					// Lost: another instance takes the lease over.
+					<-h.Context().Done()
+					return nil
+				default:
+					time.Sleep(time.Second)
+					return permanent
+				}
+			})
+		}()
+		synctest.Wait()
+		// b waits for the lease and takes it when a gives it up at 1.2
+		// s, then holds it until 10.4 s.
+		hb, err := Hold(t.Context(), instance{tab, "b"}, "poll", HoldOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 1500*time.Millisecond {
+			t.Errorf("b took over at %s, want at its attempt after the give-up, 1.5s", took)
+		}
+		time.Sleep(10400*time.Millisecond - time.Since(start))
+		if err := hb.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// a (backing off until 1.2 s + TTL = 7.2 s, then waiting) holds
+		// it again at its next attempt, 10.7 s; at 11 s c takes the row
+		// from a behind its back, until 12 s: a's renewal at 12.7 s is
+		// refused, and a holds the lease again at once, c's having
+		// expired.
+		time.Sleep(11*time.Second - time.Since(start))
+		tab.set(func(t *leaseTable) {
+			r := t.rows["poll"]
+			r.Holder, r.Token, r.Expires = "c", r.Token+1, time.Now().Add(time.Second)
+		})
+		if err := <-done; !errors.Is(err, permanent) {
+			t.Errorf("Lead = %v, want the work's error", err)
+		}
+		want := []call{{0, 1}, {10700 * time.Millisecond, 3}, {12700 * time.Millisecond, 5}}
+		if fmt.Sprint(calls) != fmt.Sprint(want) {
+			t.Errorf("work ran at %v, want %v", calls, want)
+		}
+		if got := tab.rows["poll"].Holder; got != "" {
+			t.Errorf("after Lead returned the lease is held by %q", got)
+		}
+	})
+}
+
+// Lead returns nil when its context ends, with the lease released.
+func TestLeadStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := newLeaseTable()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		err := Lead(ctx, instance{tab, "a"}, "poll", HoldOptions{}, func(h *Held) error {
+			<-h.Context().Done()
+			return nil
+		})
+		if err != nil {
+			t.Errorf("Lead = %v", err)
+		}
+		if got := tab.rows["poll"].Holder; got != "" {
+			t.Errorf("after Lead returned the lease is held by %q", got)
+		}
+	})
+}
