@@ -99,19 +99,19 @@ type LeaseInfo struct {
 // store; their errors other than ErrLeaseLost are the store's (unreachable,
 // closed) and say nothing about the lease.
 type Leaser interface {
-	// Acquire tries once to take the lease name for ttl by the store's
+	// AcquireLease tries once to take the lease name for ttl by the store's
 	// clock. It is granted when the lease is free, expired, or held by
 	// this instance (a new holding: the earlier one is fenced off); then
 	// granted is true and the lease carries a fresh token. Otherwise
 	// granted is false and the lease describes the current holding (its
 	// fields zero when the store could not tell).
-	Acquire(ctx context.Context, name string, ttl time.Duration) (l Lease, granted bool, err error)
-	// Renew extends l for ttl from now by the store's clock, if l is still
+	AcquireLease(ctx context.Context, name string, ttl time.Duration) (l Lease, granted bool, err error)
+	// RenewLease extends l for ttl from now by the store's clock, if l is still
 	// the current, unexpired holding; otherwise it returns ErrLeaseLost.
-	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
-	// Release frees l if it is still the current holding, so that another
+	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// ReleaseLease frees l if it is still the current holding, so that another
 	// instance may take it at once; it is no error when it is not.
-	Release(ctx context.Context, l Lease) error
+	ReleaseLease(ctx context.Context, l Lease) error
 	// Leases lists every lease the store knows, held or not, by name.
 	Leases(ctx context.Context) ([]LeaseInfo, error)
 	// SetCursorFenced saves a cursor as SetCursor does, provided l is the
@@ -201,7 +201,7 @@ func Hold(ctx context.Context, leaser Leaser, name string, opts HoldOptions) (*H
 	failing := false
 	for {
 		sent := time.Now()
-		l, granted, err := leaser.Acquire(ctx, name, opts.TTL)
+		l, granted, err := leaser.AcquireLease(ctx, name, opts.TTL)
 		switch {
 		case err == nil && granted:
 			h := hold(ctx, leaser, l, sent, opts)
@@ -279,7 +279,7 @@ func (h *Held) renew(sent time.Time) {
 		case <-t.C:
 		}
 		sent := time.Now()
-		l, err := h.leaser.Renew(h.loop, h.Lease(), h.opts.TTL)
+		l, err := h.leaser.RenewLease(h.loop, h.Lease(), h.opts.TTL)
 		switch {
 		case h.loop.Err() != nil:
 			return
@@ -340,7 +340,7 @@ func (h *Held) end(ctx context.Context, cause error) error {
 		h.stopLoop()
 		<-h.done
 		h.deadline.Stop()
-		if err := h.leaser.Release(ctx, h.Lease()); err != nil {
+		if err := h.leaser.ReleaseLease(ctx, h.Lease()); err != nil {
 			h.releaseErr = fmt.Errorf("lease %s: release: %w", h.name, err)
 		}
 	})

@@ -35,7 +35,7 @@ type instance struct {
 
 var _ Leaser = instance{}
 
-func (in instance) Acquire(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
+func (in instance) AcquireLease(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
 	in.t.mu.Lock()
 	defer in.t.mu.Unlock()
 	now := time.Now()
@@ -51,7 +51,7 @@ func (in instance) Acquire(ctx context.Context, name string, ttl time.Duration) 
 	return *r, true, nil
 }
 
-func (in instance) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+func (in instance) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	in.t.mu.Lock()
 	in.t.renewals = append(in.t.renewals, time.Now())
 	hang, err := in.t.hang, in.t.renewErr
@@ -74,7 +74,7 @@ func (in instance) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease
 	return *r, nil
 }
 
-func (in instance) Release(ctx context.Context, l Lease) error {
+func (in instance) ReleaseLease(ctx context.Context, l Lease) error {
 	in.t.mu.Lock()
 	defer in.t.mu.Unlock()
 	if r := in.t.rows[l.Name]; r != nil && r.Holder == in.id && r.Token == l.Token {
@@ -229,7 +229,7 @@ func TestHoldStopsOnItsOwnClock(t *testing.T) {
 					t.Errorf("the lease passed before the TTL: %q", holder)
 				}
 				time.Sleep(time.Millisecond)
-				if _, ok, _ := (instance{tab, "b"}).Acquire(t.Context(), "poll", LeaseTTL); !ok {
+				if _, ok, _ := (instance{tab, "b"}).AcquireLease(t.Context(), "poll", LeaseTTL); !ok {
 					t.Error("another instance cannot take the lease after the TTL")
 				}
 				n := len(tab.renewed())
@@ -340,7 +340,7 @@ func TestHoldGiveUp(t *testing.T) {
 		if got := tab.holder("poll"); got != "" {
 			t.Errorf("after GiveUp the lease is held by %q", got)
 		}
-		if _, ok, _ := (instance{tab, "b"}).Acquire(t.Context(), "poll", LeaseTTL); !ok {
+		if _, ok, _ := (instance{tab, "b"}).AcquireLease(t.Context(), "poll", LeaseTTL); !ok {
 			t.Error("another instance cannot take a lease given up")
 		}
 	})

@@ -11,18 +11,18 @@ import (
 )
 
 // Leases on bbolt are trivial: only one process can open the file (bbolt
-// locks it), so that process holds every lease. Acquire and Renew always
-// grant with token 1 and no expiry, and a fenced write is a plain one. The
-// names acquired are remembered in memory only, for Leases (doctor,
-// metrics): the daemon takes the same path on both stores.
+// locks it), so that process holds every lease. AcquireLease and
+// RenewLease always grant with token 1 and no expiry, and a fenced write is
+// a plain one. The names acquired are remembered in memory only, for
+// Leases (doctor, metrics): the daemon takes the same path on both stores.
 
 var _ core.Leaser = (*Store)(nil)
 
 // Instance returns the id this store acquires leases as.
 func (s *Store) Instance() core.InstanceID { return s.instance }
 
-// Acquire implements core.Leaser: always granted, token 1, never expiring.
-func (s *Store) Acquire(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
+// AcquireLease implements core.Leaser: always granted, token 1, never expiring.
+func (s *Store) AcquireLease(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
 	if name == "" {
 		return core.Lease{}, false, errors.New("bolt: acquire: empty lease name")
 	}
@@ -35,13 +35,13 @@ func (s *Store) Acquire(ctx context.Context, name string, ttl time.Duration) (co
 	return core.Lease{Name: name, Holder: s.instance, Token: 1}, true, nil
 }
 
-// Renew implements core.Leaser: the lease is still held.
-func (s *Store) Renew(ctx context.Context, l core.Lease, ttl time.Duration) (core.Lease, error) {
+// RenewLease implements core.Leaser: the lease is still held.
+func (s *Store) RenewLease(ctx context.Context, l core.Lease, ttl time.Duration) (core.Lease, error) {
 	return l, nil
 }
 
-// Release implements core.Leaser.
-func (s *Store) Release(ctx context.Context, l core.Lease) error {
+// ReleaseLease implements core.Leaser.
+func (s *Store) ReleaseLease(ctx context.Context, l core.Lease) error {
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
 	if _, ok := s.leases[l.Name]; ok {

@@ -25,7 +25,7 @@ func TestLeases(t *testing.T) {
 	if v, err := s.Cursor(ctx, "offset"); err != nil || v != "42" {
 		t.Errorf("cursor = %q, %v", v, err)
 	}
-	if _, ok, err := s.Acquire(ctx, "matrix", core.LeaseTTL); !ok || err != nil {
+	if _, ok, err := s.AcquireLease(ctx, "matrix", core.LeaseTTL); !ok || err != nil {
 		t.Errorf("Acquire = %v, %v", ok, err)
 	}
 	if err := h.Release(ctx); err != nil {
@@ -42,7 +42,7 @@ func TestLeases(t *testing.T) {
 	if len(infos) != len(want) || infos[0] != want[0] || infos[1] != want[1] {
 		t.Errorf("Leases = %+v, want %+v", infos, want)
 	}
-	if _, ok, _ := s.Acquire(ctx, "telegram", core.LeaseTTL); !ok {
+	if _, ok, _ := s.AcquireLease(ctx, "telegram", core.LeaseTTL); !ok {
 		t.Error("a released lease is not granted again")
 	}
 	if s.Instance() != "me" {

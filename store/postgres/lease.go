@@ -49,12 +49,12 @@ func (s *Store) writable() error {
 	return nil
 }
 
-// Acquire implements core.Leaser in one statement: it takes a row that is
+// AcquireLease implements core.Leaser in one statement: it takes a row that is
 // free, expired or this instance's with a fresh token, or inserts the
 // first; when it takes nothing it reads the current holding (from the
 // statement's snapshot, which may not show a row inserted concurrently:
 // then the lease is zero).
-func (s *Store) Acquire(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
+func (s *Store) AcquireLease(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
 	us, err := micros(ttl)
 	if err != nil {
 		return core.Lease{}, false, err
@@ -91,9 +91,9 @@ SELECT false, coalesce(holder, ''), token, expires FROM leases WHERE name = $1 A
 	return l, granted, nil
 }
 
-// Renew implements core.Leaser: it extends the row while it is still l's
+// RenewLease implements core.Leaser: it extends the row while it is still l's
 // holding and has not expired.
-func (s *Store) Renew(ctx context.Context, l core.Lease, ttl time.Duration) (core.Lease, error) {
+func (s *Store) RenewLease(ctx context.Context, l core.Lease, ttl time.Duration) (core.Lease, error) {
 	us, err := micros(ttl)
 	if err != nil {
 		return core.Lease{}, err
@@ -114,9 +114,9 @@ RETURNING expires`, l.Name, string(l.Holder), l.Token, us).Scan(&l.Expires)
 	return l, nil
 }
 
-// Release implements core.Leaser: the row keeps its token and loses its
-// holder, so that the next Acquire by anyone takes it at once.
-func (s *Store) Release(ctx context.Context, l core.Lease) error {
+// ReleaseLease implements core.Leaser: the row keeps its token and loses its
+// holder, so that the next AcquireLease by anyone takes it at once.
+func (s *Store) ReleaseLease(ctx context.Context, l core.Lease) error {
 	if err := s.writable(); err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func TestLeaseOneHolder(t *testing.T) {
 		for i, s := range stores {
 			wg.Go(func() {
 				var err error
-				leases[i], granted[i], err = s.Acquire(ctx, name, core.LeaseTTL)
+				leases[i], granted[i], err = s.AcquireLease(ctx, name, core.LeaseTTL)
 				if err != nil {
 					t.Error(err)
 				}
@@ -83,12 +83,12 @@ func TestLeaseOneHolder(t *testing.T) {
 			}
 		}
 		// The holder renews; the others still cannot take it.
-		if _, err := stores[winner].Renew(ctx, leases[winner], core.LeaseTTL); err != nil {
+		if _, err := stores[winner].RenewLease(ctx, leases[winner], core.LeaseTTL); err != nil {
 			t.Fatal(err)
 		}
 		for i, s := range stores {
 			if i != winner {
-				if _, ok, err := s.Acquire(ctx, name, core.LeaseTTL); ok || err != nil {
+				if _, ok, err := s.AcquireLease(ctx, name, core.LeaseTTL); ok || err != nil {
 					t.Errorf("round %d: %s took a held lease (%v)", round, ids[i], err)
 				}
 			}
@@ -113,29 +113,29 @@ func TestLeaseTokens(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")
-	la, ok, err := a.Acquire(ctx, "poll", time.Minute)
+	la, ok, err := a.AcquireLease(ctx, "poll", time.Minute)
 	if err != nil || !ok || la.Token != 1 {
 		t.Fatalf("Acquire = %+v %v %v", la, ok, err)
 	}
 	must(t, a.SetCursorFenced(ctx, "offset", "10", la))
-	la2, err := a.Renew(ctx, la, time.Minute)
+	la2, err := a.RenewLease(ctx, la, time.Minute)
 	must(t, err)
 	if la2.Token != 1 || !la2.Expires.After(la.Expires) {
 		t.Errorf("renewed %+v from %+v", la2, la)
 	}
-	must(t, a.Release(ctx, la))
+	must(t, a.ReleaseLease(ctx, la))
 	if err := a.SetCursorFenced(ctx, "offset", "11", la); !errors.Is(err, core.ErrLeaseLost) {
 		t.Errorf("fenced write after the release: %v", err)
 	}
-	if _, err := a.Renew(ctx, la, time.Minute); !errors.Is(err, core.ErrLeaseLost) {
+	if _, err := a.RenewLease(ctx, la, time.Minute); !errors.Is(err, core.ErrLeaseLost) {
 		t.Errorf("renewal after the release: %v", err)
 	}
-	lb, ok, err := b.Acquire(ctx, "poll", time.Minute)
+	lb, ok, err := b.AcquireLease(ctx, "poll", time.Minute)
 	if err != nil || !ok || lb.Token != 2 {
 		t.Fatalf("Acquire after the release = %+v %v %v", lb, ok, err)
 	}
 	// b acquiring again is a new holding: its earlier one is fenced off.
-	lb3, ok, err := b.Acquire(ctx, "poll", time.Minute)
+	lb3, ok, err := b.AcquireLease(ctx, "poll", time.Minute)
 	if err != nil || !ok || lb3.Token != 3 {
 		t.Fatalf("Acquire by the holder = %+v %v %v", lb3, ok, err)
 	}
@@ -143,7 +143,7 @@ func TestLeaseTokens(t *testing.T) {
 		t.Errorf("fenced write of the earlier holding: %v", err)
 	}
 	// a's release of an old holding leaves b's alone.
-	must(t, a.Release(ctx, la))
+	must(t, a.ReleaseLease(ctx, la))
 	must(t, b.SetCursorFenced(ctx, "offset", "13", lb3))
 	if v := cursor(t, a, "offset"); v != "13" {
 		t.Errorf("cursor = %q, want 13", v)
@@ -159,7 +159,7 @@ func TestLeaseTokens(t *testing.T) {
 	if v := cursor(t, a, "offset"); v != "" {
 		t.Errorf("cursor = %q after the fenced delete", v)
 	}
-	if _, _, err := a.Acquire(ctx, "", time.Minute); err == nil {
+	if _, _, err := a.AcquireLease(ctx, "", time.Minute); err == nil {
 		t.Error("acquired a lease without a name")
 	}
 }
@@ -173,14 +173,14 @@ func TestLeaseExpires(t *testing.T) {
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")
 	const ttl = 1500 * time.Millisecond
 	start := time.Now()
-	la, ok, err := a.Acquire(ctx, "poll", ttl)
+	la, ok, err := a.AcquireLease(ctx, "poll", ttl)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v %v", ok, err)
 	}
 	must(t, a.SetCursorFenced(ctx, "offset", "100", la))
 	var lb core.Lease
 	for {
-		lb, ok, err = b.Acquire(ctx, "poll", ttl)
+		lb, ok, err = b.AcquireLease(ctx, "poll", ttl)
 		must(t, err)
 		if ok {
 			break
@@ -204,7 +204,7 @@ func TestLeaseExpires(t *testing.T) {
 	if err := a.SetCursorFenced(ctx, "offset", "101", la); !errors.Is(err, core.ErrLeaseLost) {
 		t.Errorf("stale holder's fenced write: %v, want ErrLeaseLost", err)
 	}
-	if _, err := a.Renew(ctx, la, ttl); !errors.Is(err, core.ErrLeaseLost) {
+	if _, err := a.RenewLease(ctx, la, ttl); !errors.Is(err, core.ErrLeaseLost) {
 		t.Errorf("stale holder's renewal: %v, want ErrLeaseLost", err)
 	}
 	if v := cursor(t, b, "offset"); v != "100" {
@@ -213,7 +213,7 @@ func TestLeaseExpires(t *testing.T) {
 	must(t, b.SetCursorFenced(ctx, "offset", "102", lb))
 
 	// Expired, not yet taken: the stale holder's write is refused too.
-	lc, _, err := b.Acquire(ctx, "other", 100*time.Millisecond)
+	lc, _, err := b.AcquireLease(ctx, "other", 100*time.Millisecond)
 	must(t, err)
 	eventually(t, "the lease expires", expired(t, b, "other"))
 	if err := b.SetCursorFenced(ctx, "c", "x", lc); !errors.Is(err, core.ErrLeaseLost) {
@@ -228,7 +228,7 @@ func TestLeaseTakeoverWaitsForFencedWrite(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")
-	la, _, err := a.Acquire(ctx, "poll", 500*time.Millisecond)
+	la, _, err := a.AcquireLease(ctx, "poll", 500*time.Millisecond)
 	must(t, err)
 	// The fenced write, in a transaction left open: the statement ran, its
 	// commit has not come yet.
@@ -248,7 +248,7 @@ SELECT count(*) FROM l`, []byte("offset"), []byte("7"), la.Name, string(la.Holde
 	}
 	taken := make(chan result, 1)
 	go func() {
-		l, ok, err := b.Acquire(ctx, "poll", time.Minute)
+		l, ok, err := b.AcquireLease(ctx, "poll", time.Minute)
 		if err != nil {
 			t.Error(err)
 		}
