@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -552,4 +553,134 @@ func TestLeaseSurvivesKilledConnections(t *testing.T) {
 		t.Fatalf("not renewed after the connections were killed: %v", context.Cause(h.Context()))
 	}
 	must(t, a.SetCursorFenced(ctx, "offset", "1", h.Lease()))
+}
+
+// freezer is a TCP proxy to a server that can stop passing bytes, as a
+// network that drops every packet does: statements hang rather than fail.
+type freezer struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	frozen chan struct{} // closed to freeze
+	conns  []net.Conn
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	f := &freezer{ln: ln, frozen: make(chan struct{})}
+	t.Cleanup(f.close)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, c, s)
+			f.mu.Unlock()
+			go f.pass(c, s)
+			go f.pass(s, c)
+		}
+	}()
+	return f
+}
+
+// pass copies from src to dst until frozen, then holds what it reads.
+func (f *freezer) pass(src, dst net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+		select {
+		case <-f.frozen:
+			continue
+		default:
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func (f *freezer) freeze() { close(f.frozen) }
+
+// close cuts every connection, as a network that gives up does.
+func (f *freezer) close() {
+	_ = f.ln.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		_ = c.Close()
+	}
+}
+
+// A holder whose renewals hang (the network to the database drops
+// everything) stops acting on its own clock, at most TTL-Margin after its
+// last successful renewal, before another instance can take the lease;
+// Release then returns instead of hanging with the renewal.
+func TestLeaseHolderStopsWhenRenewalsHang(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.Start(t)
+	openInstance(t, srv.URL, "migrated") // the schema, before the freezer is in the way
+	f := newFreezer(t, fmt.Sprintf("127.0.0.1:%d", srv.Port))
+	a := openInstance(t, fmt.Sprintf("postgres://%s@%s/postgres?sslmode=disable", pgtest.User, f.ln.Addr()), "a")
+	t.Cleanup(f.close) // before a is closed: its connections end at once
+	h, err := core.Hold(ctx, a, "poll", core.HoldOptions{})
+	must(t, err)
+	waitFor(t, core.LeaseRenew+core.LeaseRenew/2)
+	must(t, h.Context().Err())
+	frozen := time.Now()
+	f.freeze()
+	b := openInstance(t, srv.URL, "b")
+	taken := make(chan time.Time, 1)
+	go func() {
+		hb, err := core.Hold(ctx, b, "poll", core.HoldOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		taken <- time.Now()
+		_ = hb.Release(ctx)
+	}()
+	var lost time.Time
+	select {
+	case <-h.Context().Done():
+		lost = time.Now()
+	case <-time.After(core.LeaseTTL + 5*time.Second):
+		t.Fatal("the holder acts on while its renewals hang")
+	}
+	var tookAt time.Time
+	select {
+	case tookAt = <-taken:
+	case <-time.After(core.LeaseTTL + 5*time.Second):
+		t.Fatal("no takeover after the holder's renewals hung")
+	}
+	t.Logf("renewals hanging from %s: the holder stopped %s later, b took over %s after that",
+		frozen.Format("15:04:05.000"), lost.Sub(frozen).Round(time.Millisecond), tookAt.Sub(lost).Round(time.Millisecond))
+	if d := lost.Sub(frozen); d > core.LeaseTTL-core.LeaseMargin {
+		t.Errorf("stopped %s after the renewals began to hang, more than TTL-margin", d)
+	}
+	if !tookAt.After(lost) {
+		t.Errorf("b took over at %s, before a stopped at %s", tookAt, lost)
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	released := make(chan error, 1)
+	go func() { released <- h.Release(rctx) }()
+	select {
+	case err := <-released:
+		if err == nil {
+			t.Error("released through a frozen network")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Release hangs with the network")
+	}
 }
