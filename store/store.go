@@ -17,6 +17,9 @@ import (
 type Store interface {
 	core.Store
 	core.PairingStore
+	// Leaser gives what must have one consumer to one instance (see
+	// core.Hold); on bbolt the one process holds every lease.
+	core.Leaser
 	// Prune removes what is kept only to recognise a repeat or to finish
 	// a deletion, once older than opts.Before (see PruneOptions). It
 	// returns what it removed so far when ctx ends.

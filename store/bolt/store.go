@@ -76,6 +76,9 @@ type Options struct {
 	// the file, so that a second daemon on the same data directory fails
 	// instead of hanging. Zero means DefaultLockTimeout.
 	LockTimeout time.Duration
+	// Instance is the holder of the leases this store grants; empty means
+	// core.NewInstanceID().
+	Instance core.InstanceID
 }
 
 // Store is core.Store on a bbolt file. It is safe for concurrent use. See the
@@ -102,6 +105,10 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	instance core.InstanceID
+	leaseMu  sync.Mutex
+	leases   map[string]bool // name → held, for Leases
 }
 
 var _ store.Store = (*Store)(nil)
@@ -176,6 +183,10 @@ func Open(path string, opts Options) (*Store, error) {
 		foldAt:    defaultFoldAt,
 		reqs:      make(chan *writeReq, maxGroup),
 		done:      make(chan struct{}),
+		instance:  opts.Instance,
+	}
+	if s.instance == "" {
+		s.instance = core.NewInstanceID()
 	}
 	go s.commitLoop()
 	return s, nil

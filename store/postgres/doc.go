@@ -20,7 +20,7 @@
 // transaction-level advisory lock (two instances starting at once migrate
 // one after the other), and a database whose schema_version is newer than
 // this build's is refused untouched (core.ErrSchemaTooNew). Later features
-// (leases, journal claims) arrive as later migrations.
+// arrive as later migrations: leases with fencing (migration 2, lease.go).
 //
 // # Commit order
 //

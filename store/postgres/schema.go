@@ -106,11 +106,21 @@ CREATE TABLE admitted (
 	PRIMARY KEY (origin, actor)
 );
 `,
+	// 2: leases with fencing (see lease.go). holder is NULL once released;
+	// the row stays so that the token keeps increasing per name.
+	`
+CREATE TABLE leases (
+	name    text        PRIMARY KEY,
+	holder  text,
+	token   bigint      NOT NULL,
+	expires timestamptz NOT NULL -- by the database's clock
+);
+`,
 }
 
 // SchemaVersion is the schema version this code writes: the number of
 // migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrateLock is the advisory lock key under which migrations run ("parley"
 // in ASCII), so that instances starting at once migrate one after the

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store"
 )
 
@@ -34,6 +35,9 @@ type Options struct {
 	// pgxpool's default (the larger of 4 and the number of CPUs). One of
 	// them is the committer's, held only while it writes a group.
 	MaxConns int32
+	// Instance is the holder of the leases this store acquires; empty
+	// means core.NewInstanceID().
+	Instance core.InstanceID
 }
 
 // Store is core.Store on a PostgreSQL database, shared by every parley
@@ -44,6 +48,7 @@ type Store struct {
 	now       func() time.Time
 	maxEvents uint64
 	slack     uint64
+	instance  core.InstanceID
 
 	// mu is held shared while handing a write to the committer and
 	// exclusively by Close, so that no write is sent on a closed channel.
@@ -71,6 +76,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Instance == "" {
+		opts.Instance = core.NewInstanceID()
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
@@ -97,6 +105,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		now:       opts.Now,
 		maxEvents: maxEvents,
 		slack:     maxEvents/8 + 1,
+		instance:  opts.Instance,
 		reqs:      make(chan *writeReq, maxGroup),
 		done:      make(chan struct{}),
 	}

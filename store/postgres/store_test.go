@@ -2,13 +2,19 @@ package postgres
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/parley-chat/parley/store/postgres/pgtest"
 	"github.com/parley-chat/parley/store/storetest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv(holderEnv); url != "" {
+		holdUntilKilled(url)
+	}
+	pgtest.Main(m)
+}
 
 // openURL opens a store on url with the suite's options and closes it when
 // the test ends.
