@@ -106,11 +106,19 @@ CREATE TABLE admitted (
 	PRIMARY KEY (origin, actor)
 );
 `,
+	// 3: journal claims (claim.go): who delivers a journaled event, and
+	// until when by the database clock. Number 2 is the leases'; until
+	// both are merged this branch has two migrations.
+	`
+ALTER TABLE journal
+	ADD COLUMN claimed_by  text,
+	ADD COLUMN claim_until timestamptz;
+`,
 }
 
 // SchemaVersion is the schema version this code writes: the number of
 // migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrateLock is the advisory lock key under which migrations run ("parley"
 // in ASCII), so that instances starting at once migrate one after the
