@@ -20,7 +20,8 @@
 // transaction-level advisory lock (two instances starting at once migrate
 // one after the other), and a database whose schema_version is newer than
 // this build's is refused untouched (core.ErrSchemaTooNew). Later features
-// (leases, journal claims) arrive as later migrations.
+// arrive as later migrations: journal claims (which instance delivers a
+// journaled event, until when by the database clock; claim.go) are one.
 //
 // # Commit order
 //

@@ -68,7 +68,7 @@ func TestSchemaTooNew(t *testing.T) {
 	if !errors.Is(err, core.ErrSchemaTooNew) {
 		t.Fatalf("Open: err = %v, want ErrSchemaTooNew", err)
 	}
-	for _, want := range []string{"version 99", "up to 1", ErrSchemaTooNewFix} {
+	for _, want := range []string{"version 99", fmt.Sprintf("up to %d", SchemaVersion), ErrSchemaTooNewFix} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
