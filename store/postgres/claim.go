@@ -40,8 +40,8 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // ClaimDelivery implements core.DeliveryClaimer.
 func (s *Store) ClaimDelivery(ctx context.Context, seq uint64, instance string, ttl time.Duration) (bool, error) {
 	var got bool
-	err := s.direct(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE journal
+	err := s.statement(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, `UPDATE journal
 			SET claimed_by = $2, claim_until = now() + $3 * interval '1 microsecond'
 			WHERE seq = $1 AND (claimed_by IS NULL OR claimed_by = $2 OR claim_until <= now())`,
 			int64(seq), instance, micros(ttl))
@@ -59,9 +59,9 @@ func (s *Store) ClaimDelivery(ctx context.Context, seq uint64, instance string, 
 // read them back with their confirmed keys as Deliveries does.
 func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance string, ttl time.Duration) ([]core.Delivery, error) {
 	var out []core.Delivery
-	err := s.direct(ctx, func(tx pgx.Tx) error {
+	err := s.statement(ctx, func() error {
 		out = out[:0]
-		rows, err := tx.Query(ctx, `WITH free AS (
+		rows, err := s.pool.Query(ctx, `WITH free AS (
 				SELECT seq FROM journal
 				WHERE seq > $1 AND seq <= $5 AND (claimed_by IS NULL OR claimed_by = $3 OR claim_until <= now())
 				ORDER BY seq LIMIT $2
@@ -108,9 +108,9 @@ func (s *Store) RenewClaims(ctx context.Context, instance string, seqs []uint64,
 		return nil, nil
 	}
 	var held []uint64
-	err := s.direct(ctx, func(tx pgx.Tx) error {
+	err := s.statement(ctx, func() error {
 		held = held[:0]
-		rows, err := tx.Query(ctx, `UPDATE journal SET claim_until = now() + $3 * interval '1 microsecond'
+		rows, err := s.pool.Query(ctx, `UPDATE journal SET claim_until = now() + $3 * interval '1 microsecond'
 			WHERE claimed_by = $1 AND seq = ANY($2) RETURNING seq`, instance, int64s(seqs), micros(ttl))
 		if err != nil {
 			return err
@@ -133,8 +133,8 @@ func (s *Store) ReleaseClaims(ctx context.Context, instance string, seqs []uint6
 	if len(seqs) == 0 {
 		return nil
 	}
-	err := s.direct(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE journal SET claimed_by = NULL, claim_until = NULL
+	err := s.statement(ctx, func() error {
+		_, err := s.pool.Exec(ctx, `UPDATE journal SET claimed_by = NULL, claim_until = NULL
 			WHERE claimed_by = $1 AND seq = ANY($2)`, instance, int64s(seqs))
 		return err
 	})
@@ -142,6 +142,25 @@ func (s *Store) ReleaseClaims(ctx context.Context, instance string, seqs []uint6
 		return fmt.Errorf("postgres: release claims: %w", err)
 	}
 	return nil
+}
+
+// statement runs fn, which makes one statement, in the statement's own
+// implicit transaction: one round trip where direct's explicit one takes
+// three, on the path of every journaled event. Like direct it refuses
+// after Close and retries a deadlock or serialization failure.
+func (s *Store) statement(ctx context.Context, fn func() error) error {
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || !retryable(err) || attempt == maxRetries {
+			return err
+		}
+	}
 }
 
 func int64s(seqs []uint64) []int64 {

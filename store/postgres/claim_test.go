@@ -264,3 +264,29 @@ func TestClaimsMigrateFromVersion1(t *testing.T) {
 	}
 	storetest.Must(t, s.Check(ctx))
 }
+
+// BenchmarkClaimDelivery measures what claiming adds to the delivery of a
+// journaled event: one claim each, by one instance.
+func BenchmarkClaimDelivery(b *testing.B) {
+	ctx := context.Background()
+	srv := pgtest.StartDurable(b)
+	s, err := Open(ctx, srv.URL, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	evs := make([]core.Event, b.N)
+	for i := range evs {
+		evs[i] = core.Event{Kind: core.EventTurnComplete, Session: "s"}
+	}
+	evs, err = s.AppendEvents(ctx, evs...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if ok, err := s.ClaimDelivery(ctx, evs[i].Seq, "a", time.Minute); !ok || err != nil {
+			b.Fatalf("claim: %v, %v", ok, err)
+		}
+	}
+}
