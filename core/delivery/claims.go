@@ -76,6 +76,11 @@ type claims struct {
 	log  *slog.Logger
 
 	mu sync.Mutex
+	// inert are the journaled events a scan dispatched that gave this
+	// dispatcher nothing to deliver and stayed journaled (no session,
+	// no place): later scans pass them over, as Replay leaves them for the
+	// next start. Only the scan's goroutine uses it.
+	inert map[uint64]bool
 	// until is, per claimed seq, the end of the time this instance may
 	// act on it by its own clock: TTL − margin after the request that
 	// last granted or renewed it was sent, which is before the store's
@@ -96,7 +101,7 @@ func newClaims(opts ClaimOptions, log *slog.Logger) *claims {
 	if opts.Scan <= 0 {
 		opts.Scan = opts.TTL / 3
 	}
-	return &claims{opts: opts, log: log, until: map[uint64]time.Time{}}
+	return &claims{opts: opts, log: log, until: map[uint64]time.Time{}, inert: map[uint64]bool{}}
 }
 
 // margin is how long before a claim's expiry its holder stops acting on
@@ -251,11 +256,16 @@ func (d *Dispatcher) takeOver(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("dispatch: take over: %w", err)
 		}
 		for _, dl := range page {
-			if d.journal.busy(dl.Event.Seq) {
+			seq := dl.Event.Seq
+			if d.journal.busy(seq) || d.journal.claims.inert[seq] {
 				continue
 			}
 			if err := d.dispatch(ctx, dl.Event, dl.Done, true); err != nil {
-				d.log.Warn("take over", "seq", dl.Event.Seq, "session", dl.Event.Session, "err", err)
+				d.log.Warn("take over", "seq", seq, "session", dl.Event.Session, "err", err)
+				continue
+			}
+			if !d.journal.busy(seq) && !d.journal.finishedInScan(seq) {
+				d.journal.claims.inert[seq] = true
 				continue
 			}
 			n++

@@ -1,8 +1,11 @@
 package delivery_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -139,9 +142,15 @@ type instance struct {
 // claims (nil: none) and the default claim timings.
 func startInstance(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter) *instance {
 	t.Helper()
+	return startInstanceLog(t, name, st, claims, fk, nil)
+}
+
+// startInstanceLog is startInstance logging to log.
+func startInstanceLog(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter, log *slog.Logger) *instance {
+	t.Helper()
 	in := &instance{t: t, bus: core.NewMemBus(0), out: newOutbox(fk, delivery.OutboxOptions{})}
 	in.d = delivery.NewDispatcher(st, delivery.NewRouter(fk), in.out, delivery.DispatcherOptions{FileDir: t.TempDir(),
-		Claims: delivery.ClaimOptions{Store: claims, Instance: name}})
+		Claims: delivery.ClaimOptions{Store: claims, Instance: name}, Logger: log})
 	sub, unsubscribe := in.bus.Subscribe(64, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.stop = func() {
@@ -375,6 +384,36 @@ func TestClaimsOnBoltChangeNothing(t *testing.T) {
 		}
 		if n := journalLen(t, st); n != 0 {
 			t.Errorf("%d events left in the journal", n)
+		}
+	})
+}
+
+// TestClaimsPassOverWhatCannotBeDelivered: a journaled event the dispatcher
+// finds nothing to deliver for (no session, no place) stays journaled, as
+// without claims (the next start's replay tries it again); the scans try it
+// and pass it over from then on, not reporting a takeover every few
+// seconds.
+func TestClaimsPassOverWhatCannotBeDelivered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		fk := newFake(core.Capabilities{})
+		var logged bytes.Buffer
+		a := startInstanceLog(t, "a", st, st, fk, slog.New(slog.NewTextHandler(&logged, nil)))
+		id := boundSession(t, st, a)
+		msg := core.Message{Role: core.RoleSystem, Mime: core.MimeMarkdown, Content: "to nowhere"}
+		events, err := st.AppendEvents(context.Background(), core.Event{Kind: core.EventNotice, Message: &msg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publish(events, a)
+		postTo(t, st, id, "delivered", a)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := journalLen(t, st); n != 1 {
+			t.Errorf("%d events journaled, want the undeliverable one", n)
+		}
+		if n := strings.Count(logged.String(), "taking over"); n != 0 {
+			t.Errorf("%d scans reported taking the undeliverable event over, want none:\n%s", n, logged.String())
 		}
 	})
 }

@@ -265,6 +265,14 @@ func (jr *journal) beginScan() {
 	jr.mu.Unlock()
 }
 
+// finishedInScan reports whether the event seq finished since the scan
+// began.
+func (jr *journal) finishedInScan(seq uint64) bool {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	return jr.finished[seq]
+}
+
 // endScan stops recording them.
 func (jr *journal) endScan() {
 	jr.mu.Lock()
