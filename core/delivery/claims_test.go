@@ -328,6 +328,9 @@ func TestClaimsStopOnOwnClock(t *testing.T) {
 		if s := a.out.Stats(); s.Pending != 0 {
 			t.Errorf("a still has %d operations pending", s.Pending)
 		}
+		if n := a.d.Delivering(); n != 0 {
+			t.Errorf("a counts %d events it is delivering, want none", n)
+		}
 	})
 }
 
@@ -347,8 +350,14 @@ func TestClaimsReleasedAtCleanStop(t *testing.T) {
 		postTo(t, st, id, "the answer", a, b)
 		time.Sleep(2 * time.Second)
 		a.die()
+		if n := a.d.Delivering(); n != 1 {
+			t.Errorf("a counts %d events it is delivering before it releases, want 1", n)
+		}
 		if err := a.d.ReleaseClaims(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		if n := a.d.Delivering(); n != 0 {
+			t.Errorf("a counts %d events it is delivering after releasing them, want none", n)
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()

@@ -68,11 +68,18 @@ func sendKey(seq uint64, key string) string {
 }
 
 // count is the number of journaled events whose operations are not all
-// confirmed yet.
+// confirmed yet, of those this instance delivers (not those whose claim it
+// lost, claims.go).
 func (jr *journal) count() int {
 	jr.mu.Lock()
 	defer jr.mu.Unlock()
-	return len(jr.deliveries)
+	n := 0
+	for _, j := range jr.deliveries {
+		if !j.lost {
+			n++
+		}
+	}
+	return n
 }
 
 // countBy is, for each adapter, the number of journaled events with an
@@ -82,6 +89,9 @@ func (jr *journal) countBy() map[core.AdapterName]int {
 	defer jr.mu.Unlock()
 	out := map[core.AdapterName]int{}
 	for _, j := range jr.deliveries {
+		if j.lost {
+			continue
+		}
 		seen := map[string]bool{}
 		for key := range j.outstanding {
 			a, _, _ := strings.Cut(key, "/") // opKey
