@@ -20,7 +20,8 @@ import (
 // ClaimOptions.Renew, and stops sending on its own clock before the store
 // could give them to another: an operation whose claim was last confirmed
 // more than TTL − TTL/5 ago, or which the store said was taken over, is not
-// sent (errClaimLost) and not confirmed. What a dead instance held is taken
+// sent (errClaimLost) and not confirmed, and a platform call still running
+// when the claim could expire is cancelled. What a dead instance held is taken
 // over by the others' periodic scan (ClaimOptions.Scan), which claims the
 // journaled events nobody holds any more and delivers them, skipping the
 // operations confirmed before; so is what a stopping instance releases
@@ -81,11 +82,11 @@ type claims struct {
 	// no place): later scans pass them over, as Replay leaves them for the
 	// next start. Only the scan's goroutine uses it.
 	inert map[uint64]bool
-	// until is, per claimed seq, the end of the time this instance may
-	// act on it by its own clock: TTL − margin after the request that
-	// last granted or renewed it was sent, which is before the store's
-	// clock took the time the claim expires from.
-	until map[uint64]time.Time
+	// granted is, per claimed seq, when the request that last granted or
+	// renewed it was sent: by this instance's clock, before the store's
+	// clock took the time the claim expires from, so the claim expires
+	// no sooner than granted + TTL (clocks running at the same rate).
+	granted map[uint64]time.Time
 }
 
 func newClaims(opts ClaimOptions, log *slog.Logger) *claims {
@@ -101,19 +102,18 @@ func newClaims(opts ClaimOptions, log *slog.Logger) *claims {
 	if opts.Scan <= 0 {
 		opts.Scan = opts.TTL / 3
 	}
-	return &claims{opts: opts, log: log, until: map[uint64]time.Time{}, inert: map[uint64]bool{}}
+	return &claims{opts: opts, log: log, granted: map[uint64]time.Time{}, inert: map[uint64]bool{}}
 }
 
 // margin is how long before a claim's expiry its holder stops acting on
 // it: room for clock drift and a request in flight.
 func (c *claims) margin() time.Duration { return c.opts.TTL / 5 }
 
-// granted records that the request sent at sent granted or renewed seqs.
-func (c *claims) granted(sent time.Time, seqs ...uint64) {
-	until := sent.Add(c.opts.TTL - c.margin())
+// grant records that the request sent at sent granted or renewed seqs.
+func (c *claims) grant(sent time.Time, seqs ...uint64) {
 	c.mu.Lock()
 	for _, s := range seqs {
-		c.until[s] = until
+		c.granted[s] = sent
 	}
 	c.mu.Unlock()
 }
@@ -131,7 +131,7 @@ func (c *claims) claim(ctx context.Context, seq uint64) bool {
 		return false
 	}
 	if ok {
-		c.granted(sent, seq)
+		c.grant(sent, seq)
 	}
 	return ok
 }
@@ -144,21 +144,44 @@ func (c *claims) claimPage(ctx context.Context, after, upTo uint64, limit int) (
 		return nil, err
 	}
 	for _, dl := range page {
-		c.granted(sent, dl.Event.Seq)
+		c.grant(sent, dl.Event.Seq)
 	}
 	return page, nil
 }
 
-// valid reports whether this instance may still act on seq by its own
-// clock (always without claims).
-func (c *claims) valid(seq uint64) bool {
-	if c == nil {
-		return true
-	}
+// window is, by this instance's clock, until when it may start an
+// operation of seq (TTL − margin after the last grant) and the earliest
+// time the store could give the claim to another (TTL after it); ok is
+// false when it holds no claim on seq.
+func (c *claims) window(seq uint64) (until, expires time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	until, ok := c.until[seq]
-	return ok && time.Now().Before(until)
+	g, ok := c.granted[seq]
+	return g.Add(c.opts.TTL - c.margin()), g.Add(c.opts.TTL), ok
+}
+
+// hold returns a context that ends with ctx or when the claim on seq could
+// expire (first at expires, later as renewals move it), for a platform
+// call that must not outlast the claim.
+func (c *claims) hold(ctx context.Context, seq uint64, expires time.Time) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			t := time.NewTimer(time.Until(expires))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			var ok bool
+			if _, expires, ok = c.window(seq); !ok || !time.Now().Before(expires) {
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, cancel
 }
 
 // renew extends the claims on seqs (the events being delivered) and
@@ -168,11 +191,11 @@ func (c *claims) renew(ctx context.Context, seqs []uint64) (lost []uint64, err e
 	c.mu.Lock()
 	keep := make(map[uint64]time.Time, len(seqs))
 	for _, s := range seqs {
-		if u, ok := c.until[s]; ok {
-			keep[s] = u
+		if g, ok := c.granted[s]; ok {
+			keep[s] = g
 		}
 	}
-	c.until = keep
+	c.granted = keep
 	c.mu.Unlock()
 	if len(seqs) == 0 {
 		return nil, nil
@@ -182,7 +205,7 @@ func (c *claims) renew(ctx context.Context, seqs []uint64) (lost []uint64, err e
 	if err != nil {
 		return nil, fmt.Errorf("journal: renew claims: %w", err)
 	}
-	c.granted(sent, held...)
+	c.grant(sent, held...)
 	still := make(map[uint64]bool, len(held))
 	for _, s := range held {
 		still[s] = true
@@ -191,7 +214,7 @@ func (c *claims) renew(ctx context.Context, seqs []uint64) (lost []uint64, err e
 	for _, s := range seqs {
 		if !still[s] {
 			lost = append(lost, s)
-			delete(c.until, s)
+			delete(c.granted, s)
 		}
 	}
 	c.mu.Unlock()

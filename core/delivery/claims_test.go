@@ -426,3 +426,60 @@ func TestClaimsPassOverWhatCannotBeDelivered(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimsCancelCallAtExpiry: an instance cut off from the store that
+// starts a send just before it must stop (+11s, stopping at +12s) on a
+// platform slow to answer (5 s) has the call cancelled when its claim could
+// expire (+15s), so that it cannot land after the other instance took
+// over: the other's send, started at +15s, lands at +20s, the only one.
+func TestClaimsCancelCallAtExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		shared := newSharedClaims(st)
+		fk := newFake(core.Capabilities{})
+		fk.Latency = 5 * time.Second
+		a := startInstance(t, "a", st, shared, fk)
+		b := startInstance(t, "b", st, shared, fk)
+		a.out.Hold("fake", true)
+		id := boundSession(t, st, a, b)
+		start := time.Now()
+		postTo(t, st, id, "the answer", a, b) // a claims it at +0s
+		time.Sleep(time.Second)
+		shared.setCut("a", true)
+		time.Sleep(10 * time.Second)
+		a.out.Hold("fake", false) // +11s: a starts the send
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		want := delivery.DefaultClaimTTL + fk.Latency
+		if got := sends(fk, start, "the answer"); len(got) != 1 || got[0] != want {
+			t.Errorf("sent at %v; want once, by b, at +%v", got, want)
+		}
+		if n := journalLen(t, st); n != 0 {
+			t.Errorf("%d events left in the journal", n)
+		}
+	})
+}
+
+// TestClaimsLongCallKeepsClaim: a platform call longer than a claim's TTL
+// (a large upload) is not cancelled while its instance keeps renewing.
+func TestClaimsLongCallKeepsClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		shared := newSharedClaims(st)
+		fk := newFake(core.Capabilities{})
+		a := startInstance(t, "a", st, shared, fk)
+		b := startInstance(t, "b", st, shared, fk)
+		id := boundSession(t, st, a, b)
+		fk.Latency = 25 * time.Second
+		start := time.Now()
+		postTo(t, st, id, "the answer", a, b)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := sends(fk, start, "the answer"); len(got) != 1 || got[0] != fk.Latency {
+			t.Errorf("sent at %v; want once, at +%v", got, fk.Latency)
+		}
+		if n := journalLen(t, st); n != 0 {
+			t.Errorf("%d events left in the journal", n)
+		}
+	})
+}

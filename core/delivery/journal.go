@@ -217,8 +217,10 @@ func (jr *journal) confirm(j *delivery, a core.AdapterName, key string, err erro
 
 // guard wraps the Run of an operation of j so that it sends nothing once
 // this instance may no longer act on j's claim (claims.go): the operation
-// ends with errClaimLost instead. Without claims, and for an event that is
-// not journaled, it returns run itself.
+// ends with errClaimLost instead. A call it lets start is cancelled if
+// the claim could expire meanwhile, so that it cannot overlap the next holder's
+// (what the platform took before the cancel is the repeat window). Without
+// claims, and for an event that is not journaled, it returns run itself.
 func (jr *journal) guard(j *delivery, run func(context.Context, core.Place) error) func(context.Context, core.Place) error {
 	if j == nil || jr.claims == nil {
 		return run
@@ -227,9 +229,12 @@ func (jr *journal) guard(j *delivery, run func(context.Context, core.Place) erro
 		jr.mu.Lock()
 		lost := j.lost
 		jr.mu.Unlock()
-		if lost || !jr.claims.valid(j.seq) {
+		until, expires, held := jr.claims.window(j.seq)
+		if lost || !held || !time.Now().Before(until) {
 			return fmt.Errorf("event %d: %w", j.seq, errClaimLost)
 		}
+		ctx, cancel := jr.claims.hold(ctx, j.seq, expires)
+		defer cancel()
 		return run(ctx, at)
 	}
 }
