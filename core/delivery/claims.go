@@ -36,9 +36,11 @@ import (
 // sends it (the event's seq and the operation's key, OutMessage.Key), so on
 // Matrix, whose homeserver takes a repeated transaction id from the same
 // access token as the first, it is shown once; Telegram and Slack take no
-// idempotency key and show it twice. A claim taken over early (an instance
-// cut off from the store, still sending) cannot add to the window: the cut
-// off instance stops on its own clock before its claim expires.
+// idempotency key and show it twice. An instance cut off from the store
+// adds nothing to the window: it starts no operation after TTL − TTL/5 on
+// its own clock and cancels a call still running when the claim could
+// expire, so its sends cannot overlap the next holder's; what the platform
+// took before the cancel and was never confirmed is the same window.
 
 // DefaultClaimTTL is ClaimOptions.TTL when zero: a dead instance's
 // deliveries are taken over within TTL + Scan (20 s by the defaults).

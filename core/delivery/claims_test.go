@@ -331,6 +331,9 @@ func TestClaimsStopOnOwnClock(t *testing.T) {
 		if n := a.d.Delivering(); n != 0 {
 			t.Errorf("a counts %d events it is delivering, want none", n)
 		}
+		if got := messages(fk, dm, core.KindNotice); len(got) != 0 {
+			t.Errorf("notices shown: %q; a's unsent operation is no refusal to tell the person about", got)
+		}
 	})
 }
 
