@@ -20,10 +20,11 @@ type DeliveryClaimer interface {
 	// instance holds already is renewed.
 	ClaimDelivery(ctx context.Context, seq uint64, instance string, ttl time.Duration) (bool, error)
 	// ClaimDeliveries claims for instance up to limit journaled events
-	// with after < Seq <= upTo that no other instance holds (unclaimed,
-	// claimed by instance, or their claim expired), oldest first, and
-	// returns them as Deliveries does. Events held by another instance, or
-	// being claimed at that moment, are passed over, not waited for.
+	// with after < Seq <= upTo that nobody holds (unclaimed, or their
+	// claim expired), oldest first, and returns them as Deliveries does.
+	// Events held by an instance (this one included: it is delivering
+	// them), or being claimed at that moment, are passed over, not waited
+	// for. A store used by one instance returns every journaled event.
 	ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance string, ttl time.Duration) ([]Delivery, error)
 	// RenewClaims extends the claims instance holds on seqs to ttl from
 	// now and returns the seqs it still holds: a claim taken over by

@@ -244,7 +244,7 @@ func (d *Dispatcher) RunClaims(ctx context.Context) {
 			return
 		case <-renew.C:
 			lost, err := c.renew(ctx, d.journal.claimed())
-			if err != nil {
+			if err != nil && ctx.Err() == nil {
 				d.log.Warn("journal: claims not renewed", "err", err)
 			}
 			if len(lost) > 0 {
@@ -253,7 +253,7 @@ func (d *Dispatcher) RunClaims(ctx context.Context) {
 			}
 		case <-scan.C:
 			n, err := d.takeOver(ctx)
-			if err != nil {
+			if err != nil && ctx.Err() == nil {
 				d.log.Warn("journal: scan for abandoned deliveries", "err", err)
 			}
 			if n > 0 {

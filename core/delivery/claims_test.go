@@ -51,7 +51,8 @@ func (c *sharedClaims) setCut(instance string, cut bool) {
 	c.mu.Unlock()
 }
 
-// freeLocked reports whether instance may take seq.
+// freeLocked reports whether instance may take seq; with instance "",
+// whether nobody holds it.
 func (c *sharedClaims) freeLocked(seq uint64, instance string) bool {
 	h, ok := c.held[seq]
 	return !ok || h.by == instance || !time.Now().Before(h.until)
@@ -89,7 +90,7 @@ func (c *sharedClaims) ClaimDeliveries(ctx context.Context, after, upTo uint64, 
 		if d.Event.Seq > upTo || limit > 0 && len(out) == limit {
 			break
 		}
-		if c.freeLocked(d.Event.Seq, instance) {
+		if c.freeLocked(d.Event.Seq, "") {
 			c.held[d.Event.Seq] = heldClaim{instance, time.Now().Add(ttl)}
 			out = append(out, d)
 		}

@@ -63,7 +63,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit i
 		out = out[:0]
 		rows, err := s.pool.Query(ctx, `WITH free AS (
 				SELECT seq FROM journal
-				WHERE seq > $1 AND seq <= $5 AND (claimed_by IS NULL OR claimed_by = $3 OR claim_until <= now())
+				WHERE seq > $1 AND seq <= $5 AND (claimed_by IS NULL OR claim_until <= now())
 				ORDER BY seq LIMIT $2
 				FOR NO KEY UPDATE SKIP LOCKED
 			), claimed AS (

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ func startNode(t *testing.T, name, url string, fk *fake.Adapter) *node {
 			n.windows = append(n.windows, w)
 			n.mu.Unlock()
 		},
+		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", name),
 		Claims: delivery.ClaimOptions{Store: n.st, Instance: name, TTL: claimTTL, Renew: claimTTL / 4, Scan: claimTTL / 10}})
 	sub, unsubscribe := n.bus.Subscribe(4096, false)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,6 +77,14 @@ func startNode(t *testing.T, name, url string, fk *fake.Adapter) *node {
 	}
 	t.Cleanup(n.stop)
 	return n
+}
+
+// testLog writes an instance's warnings to the test's log.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // waitFor polls cond until it holds or 20 s pass.

@@ -165,24 +165,31 @@ func TestClaimExpiresWithItsHolder(t *testing.T) {
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
 	seqs := journalEvents(t, a, 2)
 	const ttl = time.Second
+	// The claims expire no sooner than ttl after this, by the database's
+	// clock (on this machine, the same clock).
+	claimed := time.Now()
 	for _, seq := range seqs {
 		if ok, err := a.ClaimDelivery(ctx, seq, "a", ttl); !ok || err != nil {
 			t.Fatalf("claim %d: %v, %v", seq, ok, err)
 		}
 	}
-	claimed := time.Now()
 	storetest.Must(t, a.ConfirmDelivery(ctx, seqs[0], "telegram/msg/0", false))
 	storetest.Must(t, a.Close())
 	if page, err := b.ClaimDeliveries(ctx, 0, seqs[1], 0, "b", ttl); len(page) != 0 || err != nil {
 		t.Fatalf("b took %d events held by a (%v)", len(page), err)
 	}
+	// One claim may expire a moment before the other: b takes each as it
+	// does.
 	var page []core.Delivery
 	deadline := time.After(10 * time.Second)
-	for len(page) == 0 {
-		var err error
-		page, err = b.ClaimDeliveries(ctx, 0, seqs[1], 0, "b", time.Minute)
+	for len(page) < 2 {
+		more, err := b.ClaimDeliveries(ctx, 0, seqs[1], 0, "b", time.Minute)
 		storetest.Must(t, err)
-		if len(page) > 0 {
+		if len(page) == 0 && len(more) > 0 && time.Since(claimed) < ttl {
+			t.Fatalf("b took %+v %v after a claimed it for %v", more, time.Since(claimed), ttl)
+		}
+		page = append(page, more...)
+		if len(page) >= 2 {
 			break
 		}
 		select {
@@ -193,8 +200,8 @@ func TestClaimExpiresWithItsHolder(t *testing.T) {
 	}
 	took := time.Since(claimed)
 	t.Logf("taken over %v after the claims were made (ttl %v)", took.Round(time.Millisecond), ttl)
-	if took < ttl || len(page) != 2 || !slices.Equal(page[0].Done, []string{"telegram/msg/0"}) {
-		t.Fatalf("after %v b took %+v; want both events, the first with a's confirmation, no sooner than %v", took, page, ttl)
+	if len(page) != 2 || page[0].Event.Seq != seqs[0] || !slices.Equal(page[0].Done, []string{"telegram/msg/0"}) {
+		t.Fatalf("b took %+v; want both events, the first with a's confirmation", page)
 	}
 	// The stale holder, back on a new connection, finds out at its next
 	// renewal; what it confirms meanwhile is kept, and finishing an event
@@ -241,8 +248,8 @@ func TestReleaseClaims(t *testing.T) {
 	for i, d := range page {
 		got[i] = d.Event.Seq
 	}
-	if !slices.Equal(got, seqs) {
-		t.Errorf("b claimed %v after a released; want all of %v (two released, one its own)", got, seqs)
+	if !slices.Equal(got, seqs[:2]) {
+		t.Errorf("b claimed %v after a released; want the two released, %v (the third it holds already)", got, seqs[:2])
 	}
 }
 
@@ -288,5 +295,32 @@ func BenchmarkClaimDelivery(b *testing.B) {
 		if ok, err := s.ClaimDelivery(ctx, evs[i].Seq, "a", time.Minute); !ok || err != nil {
 			b.Fatalf("claim: %v, %v", ok, err)
 		}
+	}
+}
+
+// A confirmation racing the last one of the same event (one instance's
+// operation answered while its event is being sealed, or two instances
+// after a takeover) is no error: the event is finished either way.
+func TestConfirmRacingTheLastIsNoError(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.Start(t)
+	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
+	seqs := journalEvents(t, a, 300)
+	var wg sync.WaitGroup
+	for _, seq := range seqs {
+		wg.Go(func() {
+			if err := a.ConfirmDelivery(ctx, seq, "fake/msg/0", false); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if err := b.ConfirmDelivery(ctx, seq, "", true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if ds, err := a.Deliveries(ctx, 0, 0); len(ds) != 0 || err != nil {
+		t.Errorf("%d events left journaled (%v), want none", len(ds), err)
 	}
 }
