@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,7 +53,8 @@ const DefaultClaimTTL = 15 * time.Second
 type ClaimOptions struct {
 	// Store grants the claims; nil disables claiming.
 	Store core.DeliveryClaimer
-	// Instance names this process, unique among the instances.
+	// Instance names this process, unique among the instances; empty
+	// means a random name, made once.
 	Instance string
 	// TTL is how long a claim lasts, by the store's clock, when not
 	// renewed; zero means DefaultClaimTTL.
@@ -94,6 +96,11 @@ type claims struct {
 func newClaims(opts ClaimOptions, log *slog.Logger) *claims {
 	if opts.Store == nil {
 		return nil
+	}
+	if opts.Instance == "" {
+		// Claimants sharing a name would renew and take each other's
+		// claims as their own.
+		opts.Instance = "instance-" + rand.Text()
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultClaimTTL
