@@ -15,9 +15,9 @@ import (
 // process.
 type DeliveryClaimer interface {
 	// ClaimDelivery claims the journaled event seq for instance until ttl
-	// from now. A store shared by several instances reports false, taking nothing, when another instance
-	// holds an unexpired claim on it or it is no longer journaled; a claim
-	// instance holds already is renewed.
+	// from now. A store shared by several instances reports false, taking
+	// nothing, when another instance holds an unexpired claim on it or it
+	// is no longer journaled; a claim instance holds already is renewed.
 	ClaimDelivery(ctx context.Context, seq uint64, instance string, ttl time.Duration) (bool, error)
 	// ClaimDeliveries claims for instance up to limit journaled events
 	// with after < Seq <= upTo that nobody holds (unclaimed, or their
