@@ -43,7 +43,10 @@ type DispatcherOptions struct {
 	// durable, with the time since the platform answered: the window in
 	// which a crash would repeat the operation.
 	OnConfirmed func(adapter core.AdapterName, window time.Duration)
-	Logger      *slog.Logger
+	// Claims share the journal's delivery with other instances of the
+	// store (claims.go); the zero value delivers every journaled event.
+	Claims ClaimOptions
+	Logger *slog.Logger
 }
 
 // Dispatcher turns stored events into platform operations: it asks the
@@ -63,7 +66,10 @@ type DispatcherOptions struct {
 // platforms that take OutMessage.Key as an idempotency key. This design
 // (rather than a dispatch cursor over the event log) keeps the journal
 // independent of the log's trimming and of the store's engine: any store
-// that writes the journal row with the event can serve it.
+// that writes the journal row with the event can serve it. Instances that
+// share a store claim each journaled event before sending it, so that one
+// of them delivers it, and take over what a dead one held once its claim
+// expired (DispatcherOptions.Claims, claims.go).
 //
 // The Dispatcher decides, event by event, what each target must show, and
 // leaves the how to small collaborators, each owning its own state and
@@ -82,6 +88,8 @@ type Dispatcher struct {
 	opts   DispatcherOptions
 	log    *slog.Logger
 	seen   atomic.Uint64
+	// replayed is Replay's upTo: the events before Run's first.
+	replayed atomic.Uint64
 
 	journal   *journal
 	notified  *notified
@@ -103,6 +111,7 @@ func NewDispatcher(store core.Store, router *Router, outbox *Outbox, opts Dispat
 	}
 	d := &Dispatcher{store: store, router: router, outbox: outbox, opts: opts, log: opts.Logger}
 	d.journal = newJournal(store, d.log, opts.OnConfirmed)
+	d.journal.claims = newClaims(opts.Claims, d.log)
 	d.notified = newNotified()
 	d.typing = newTyping(outbox)
 	d.bindings = &bindings{store: store, outbox: outbox, typing: d.typing, log: d.log}
@@ -144,12 +153,21 @@ const replayPage = 512
 // Replay dispatches again every journaled event with Seq <= upTo whose
 // delivery did not finish (the daemon stopped or died first), oldest first,
 // skipping the operations already confirmed. Events after upTo arrive
-// through Run. It returns how many events it replayed.
+// through Run. It returns how many events it replayed. With claims it
+// replays only the events it could claim: those another instance is
+// delivering stay with it.
 func (d *Dispatcher) Replay(ctx context.Context, upTo uint64) (int, error) {
+	d.replayed.Store(upTo)
 	var after uint64
 	n := 0
 	for {
-		page, err := d.store.Deliveries(ctx, after, replayPage)
+		var page []core.Delivery
+		var err error
+		if c := d.journal.claims; c != nil {
+			page, err = c.claimPage(ctx, after, upTo, replayPage)
+		} else {
+			page, err = d.store.Deliveries(ctx, after, replayPage)
+		}
 		if err != nil {
 			return n, fmt.Errorf("dispatch: replay: %w", err)
 		}
@@ -157,7 +175,7 @@ func (d *Dispatcher) Replay(ctx context.Context, upTo uint64) (int, error) {
 			if dl.Event.Seq > upTo {
 				return n, nil
 			}
-			if err := d.dispatch(ctx, dl.Event, dl.Done); err != nil {
+			if err := d.dispatch(ctx, dl.Event, dl.Done, true); err != nil {
 				d.log.Warn("replay", "seq", dl.Event.Seq, "session", dl.Event.Session, "err", err)
 				continue
 			}
@@ -172,10 +190,16 @@ func (d *Dispatcher) Replay(ctx context.Context, upTo uint64) (int, error) {
 
 // Dispatch enqueues the platform operations for one event.
 func (d *Dispatcher) Dispatch(ctx context.Context, e core.Event) error {
-	return d.dispatch(ctx, e, nil)
+	return d.dispatch(ctx, e, nil, false)
 }
 
-func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string) error {
+// dispatch enqueues e's operations but those in done. A journaled event
+// not claimed yet is claimed first, and left alone when another instance
+// has it (claims.go).
+func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string, claimed bool) error {
+	if !claimed && e.Seq > 0 && e.Journaled() && !d.journal.claims.claim(ctx, e.Seq) {
+		return nil
+	}
 	if e.Session == "" {
 		if e.Place != nil && e.Kind == core.EventNotice && e.Message != nil {
 			d.dispatchToPlace(ctx, e, done)
@@ -228,10 +252,10 @@ func (d *Dispatcher) dispatchToPlace(ctx context.Context, e core.Event, done []s
 	m := core.OutMessage{Kind: core.KindNotice, Text: e.Message.Content, Silent: true, Key: sendKey(e.Seq, key)}
 	place := *e.Place
 	d.outbox.Enqueue(core.Op{Kind: core.OpSend, Adapter: a.Name(), Place: place,
-		Run: func(ctx context.Context, _ core.Place) error {
+		Run: d.journal.guard(j, func(ctx context.Context, _ core.Place) error {
 			_, err := a.Send(ctx, place, m)
 			return err
-		},
+		}),
 		Done: func(err error) { d.journal.confirm(j, a.Name(), key, err) }})
 }
 

@@ -15,7 +15,8 @@
 //
 // Delivery is as durable as input: what an agent sends and cannot be
 // derived again is journaled by the store with its event and confirmed
-// operation by operation (see Dispatcher); the Outbox retries transient
+// operation by operation (see Dispatcher), and delivered by one instance
+// where several share a store (claims.go); the Outbox retries transient
 // failures for as long as an operation is wanted, gives every platform call
 // a deadline, and paces every call a platform throttles, so one outbox
 // paces everything a platform is sent. The output-message lifecycle (one

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -20,10 +21,17 @@ type journal struct {
 	log   *slog.Logger
 	// onConfirmed is DispatcherOptions.OnConfirmed.
 	onConfirmed func(adapter core.AdapterName, window time.Duration)
+	// claims are this instance's claims on journaled events (claims.go);
+	// nil without ClaimOptions.Store.
+	claims *claims
 
 	mu sync.Mutex
 	// deliveries are the journaled events being delivered, by Seq.
 	deliveries map[uint64]*delivery
+	// finished, while a scan for abandoned deliveries runs, holds the
+	// events finished since it began: the scan read them before their
+	// last confirmation and must not deliver them again.
+	finished map[uint64]bool
 }
 
 // delivery tracks the operations of one journaled event. Its maps are
@@ -37,6 +45,9 @@ type delivery struct {
 	// sealed is set once every operation the event needs was enqueued;
 	// until then an empty outstanding set does not finish it.
 	sealed bool
+	// lost is set when this instance may no longer send the event's
+	// operations (claims.go): those still queued end with errClaimLost.
+	lost bool
 }
 
 func newJournal(store core.Store, log *slog.Logger, onConfirmed func(core.AdapterName, time.Duration)) *journal {
@@ -57,11 +68,18 @@ func sendKey(seq uint64, key string) string {
 }
 
 // count is the number of journaled events whose operations are not all
-// confirmed yet.
+// confirmed yet, of those this instance delivers (not those whose claim it
+// lost, claims.go).
 func (jr *journal) count() int {
 	jr.mu.Lock()
 	defer jr.mu.Unlock()
-	return len(jr.deliveries)
+	n := 0
+	for _, j := range jr.deliveries {
+		if !j.lost {
+			n++
+		}
+	}
+	return n
 }
 
 // countBy is, for each adapter, the number of journaled events with an
@@ -71,6 +89,9 @@ func (jr *journal) countBy() map[core.AdapterName]int {
 	defer jr.mu.Unlock()
 	out := map[core.AdapterName]int{}
 	for _, j := range jr.deliveries {
+		if j.lost {
+			continue
+		}
 		seen := map[string]bool{}
 		for key := range j.outstanding {
 			a, _, _ := strings.Cut(key, "/") // opKey
@@ -91,7 +112,7 @@ func (jr *journal) track(e core.Event, done []string) *delivery {
 	}
 	jr.mu.Lock()
 	defer jr.mu.Unlock()
-	if _, busy := jr.deliveries[e.Seq]; busy {
+	if old, busy := jr.deliveries[e.Seq]; busy && !old.lost || jr.finished[e.Seq] {
 		return nil
 	}
 	j := &delivery{seq: e.Seq, outstanding: map[string]bool{}, done: map[string]bool{}}
@@ -137,7 +158,7 @@ func (jr *journal) seal(ctx context.Context, j *delivery) {
 	}
 	jr.mu.Lock()
 	j.sealed = true
-	last := len(j.outstanding) == 0
+	last := len(j.outstanding) == 0 && !j.lost
 	jr.mu.Unlock()
 	if last {
 		if err := jr.store.ConfirmDelivery(context.WithoutCancel(ctx), j.seq, "", true); err != nil {
@@ -151,7 +172,12 @@ func (jr *journal) seal(ctx context.Context, j *delivery) {
 // counts an event until its confirmation is durable.
 func (jr *journal) forget(j *delivery) {
 	jr.mu.Lock()
-	delete(jr.deliveries, j.seq)
+	if jr.deliveries[j.seq] == j {
+		delete(jr.deliveries, j.seq)
+		if jr.finished != nil {
+			jr.finished[j.seq] = true
+		}
+	}
 	jr.mu.Unlock()
 }
 
@@ -159,6 +185,15 @@ func (jr *journal) forget(j *delivery) {
 // outbox dropped at shutdown stays in the journal for the next start.
 func (jr *journal) confirm(j *delivery, a core.AdapterName, key string, err error) {
 	if j == nil || IsClosed(err) {
+		return
+	}
+	if lostClaim(err) {
+		// Not sent: the event is another instance's now, or the scan's
+		// to take again.
+		jr.mu.Lock()
+		j.lost = true
+		jr.mu.Unlock()
+		jr.forget(j)
 		return
 	}
 	answered := time.Now()
@@ -178,4 +213,84 @@ func (jr *journal) confirm(j *delivery, a core.AdapterName, key string, err erro
 	if jr.onConfirmed != nil {
 		jr.onConfirmed(a, time.Since(answered))
 	}
+}
+
+// guard wraps the Run of an operation of j so that it sends nothing once
+// this instance may no longer act on j's claim (claims.go): the operation
+// ends with errClaimLost instead. A call it lets start is cancelled if
+// the claim could expire meanwhile, so that it cannot overlap the next holder's
+// (what the platform took before the cancel is the repeat window). Without
+// claims, and for an event that is not journaled, it returns run itself.
+func (jr *journal) guard(j *delivery, run func(context.Context, core.Place) error) func(context.Context, core.Place) error {
+	if j == nil || jr.claims == nil {
+		return run
+	}
+	return func(ctx context.Context, at core.Place) error {
+		jr.mu.Lock()
+		lost := j.lost
+		jr.mu.Unlock()
+		until, expires, held := jr.claims.window(j.seq)
+		if lost || !held || !time.Now().Before(until) {
+			return fmt.Errorf("event %d: %w", j.seq, errClaimLost)
+		}
+		ctx, cancel := jr.claims.hold(ctx, j.seq, expires)
+		defer cancel()
+		return run(ctx, at)
+	}
+}
+
+// busy reports whether this instance is delivering the event seq.
+func (jr *journal) busy(seq uint64) bool {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	j, ok := jr.deliveries[seq]
+	return ok && !j.lost
+}
+
+// claimed is the seqs of the events this instance is delivering: the
+// claims it must keep.
+func (jr *journal) claimed() []uint64 {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	out := make([]uint64, 0, len(jr.deliveries))
+	for seq, j := range jr.deliveries {
+		if !j.lost {
+			out = append(out, seq)
+		}
+	}
+	return out
+}
+
+// lose marks the deliveries of seqs lost: their claims went to another
+// instance or were released.
+func (jr *journal) lose(seqs []uint64) {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	for _, s := range seqs {
+		if j, ok := jr.deliveries[s]; ok {
+			j.lost = true
+		}
+	}
+}
+
+// beginScan starts recording the events finished, for a scan (finished).
+func (jr *journal) beginScan() {
+	jr.mu.Lock()
+	jr.finished = map[uint64]bool{}
+	jr.mu.Unlock()
+}
+
+// finishedInScan reports whether the event seq finished since the scan
+// began.
+func (jr *journal) finishedInScan(seq uint64) bool {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	return jr.finished[seq]
+}
+
+// endScan stops recording them.
+func (jr *journal) endScan() {
+	jr.mu.Lock()
+	jr.finished = nil
+	jr.mu.Unlock()
 }

@@ -80,7 +80,7 @@ func (o *output) enqueue(s core.Session, a core.Adapter, e core.Event, j *delive
 		prio = core.OpSend
 	}
 	o.outbox.Enqueue(core.Op{Kind: prio, Calls: calls, Adapter: name, Place: queuePlace(s, a), Key: coalesce,
-		Run:  func(ctx context.Context, at core.Place) error { return o.deliver(ctx, a, s.ID, at, e, j) },
+		Run:  o.journal.guard(j, func(ctx context.Context, at core.Place) error { return o.deliver(ctx, a, s.ID, at, e, j) }),
 		Done: done})
 }
 

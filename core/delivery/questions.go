@@ -149,16 +149,16 @@ func (q *questions) editClosed(session core.SessionID, e core.Event, j *delivery
 	m := core.OutMessage{Kind: core.KindQuestion, Text: ClosedQuestionText(text, e.Text)}
 	q.outbox.Enqueue(core.Op{Kind: core.OpEdit, Adapter: a.Name(), Place: ref.Place,
 		Key: "withdraw\x00" + string(ref.Adapter) + "\x00" + ref.Place.Chat + "\x00" + ref.ID,
-		Run: func(ctx context.Context, _ core.Place) error {
+		Run: q.journal.guard(j, func(ctx context.Context, _ core.Place) error {
 			err := ed.Edit(ctx, ref, m)
 			if errors.Is(err, core.ErrMessageGone) || errors.Is(err, core.ErrNotModified) {
 				return nil
 			}
 			return err
-		},
+		}),
 		Done: func(err error) {
 			q.journal.confirm(j, a.Name(), key, err)
-			if err != nil && !IsClosed(err) {
+			if err != nil && !IsClosed(err) && !lostClaim(err) {
 				q.log.Warn("could not take a withdrawn question's buttons away", "adapter", a.Name(), "session", session, "err", err)
 			}
 		}})

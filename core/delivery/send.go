@@ -33,7 +33,7 @@ func (sd *sender) enqueueSend(s core.Session, a core.Adapter, e core.Event, j *d
 	m.Silent = m.Silent || !notify
 	m.Key = sendKey(e.Seq, key)
 	sd.outbox.Enqueue(core.Op{Kind: prio, Calls: []core.OpKind{core.OpSend}, Adapter: a.Name(), Place: queuePlace(s, a),
-		Run: func(ctx context.Context, at core.Place) error {
+		Run: sd.journal.guard(j, func(ctx context.Context, at core.Place) error {
 			b, err := sd.bindings.get(ctx, a, s.ID, at)
 			if err != nil {
 				return err
@@ -44,7 +44,7 @@ func (sd *sender) enqueueSend(s core.Session, a core.Adapter, e core.Event, j *d
 			}
 			sd.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: m.Kind, Lifetime: lt, Seq: e.Seq, Question: e.QuestionID})
 			return nil
-		},
+		}),
 		Done: sd.doneFunc(s, a, j, key, m.Kind)})
 }
 
@@ -57,7 +57,7 @@ func (sd *sender) sendFile(s core.Session, a core.Adapter, fs core.FileSender, e
 		return
 	}
 	sd.outbox.Enqueue(core.Op{Kind: core.OpSend, Adapter: a.Name(), Place: queuePlace(s, a), Timeout: fileTimeout,
-		Run: func(ctx context.Context, at core.Place) error {
+		Run: sd.journal.guard(j, func(ctx context.Context, at core.Place) error {
 			b, err := sd.bindings.get(ctx, a, s.ID, at)
 			if err != nil {
 				return err
@@ -67,7 +67,7 @@ func (sd *sender) sendFile(s core.Session, a core.Adapter, fs core.FileSender, e
 				sd.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: core.KindAssistant, Lifetime: core.LifetimeManual, Seq: e.Seq})
 			}
 			return err
-		},
+		}),
 		Done: sd.doneFunc(s, a, j, key, core.KindAssistant)})
 }
 
@@ -76,7 +76,7 @@ func (sd *sender) sendFile(s core.Session, a core.Adapter, fs core.FileSender, e
 func (sd *sender) doneFunc(s core.Session, a core.Adapter, j *delivery, key string, kind core.MessageKind) func(error) {
 	return func(err error) {
 		sd.journal.confirm(j, a.Name(), key, err)
-		if err == nil || !core.IsPermanent(err) || kind == core.KindNotice || kind == core.KindHuman || kind == core.KindTurnDone {
+		if err == nil || !core.IsPermanent(err) || lostClaim(err) || kind == core.KindNotice || kind == core.KindHuman || kind == core.KindTurnDone {
 			return
 		}
 		sd.log.Warn("a message could not be delivered; telling the person", "adapter", a.Name(), "session", s.ID, "kind", kind)

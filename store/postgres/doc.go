@@ -20,7 +20,9 @@
 // transaction-level advisory lock (two instances starting at once migrate
 // one after the other), and a database whose schema_version is newer than
 // this build's is refused untouched (core.ErrSchemaTooNew). Later features
-// arrive as later migrations: leases with fencing (migration 2, lease.go).
+// arrive as later migrations: leases with fencing (migration 2, lease.go)
+// and journal claims (migration 3: which instance delivers a journaled
+// event, until when by the database clock; claim.go).
 //
 // # Commit order
 //

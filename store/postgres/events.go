@@ -124,12 +124,16 @@ func (s *Store) ConfirmDelivery(ctx context.Context, seq uint64, key string, las
 		_, err := tx.Exec(ctx, `INSERT INTO journal_done (seq, key)
 			SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM journal WHERE seq = $1)
 			ON CONFLICT DO NOTHING`, int64(seq), []byte(key))
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23503" {
-			return nil // finished by another instance in between
-		}
 		return err
 	})
+	// Finished in between (the last confirmation committed after this
+	// statement's snapshot): the failed insert rolled back, and there is
+	// nothing left to record. Checked after the transaction, which the
+	// error aborted and could not commit.
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23503" {
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: confirm delivery %d: %w", seq, err)
 	}

@@ -31,8 +31,8 @@ var _ core.Leaser = (*Store)(nil)
 // Instance returns the id this store acquires leases as.
 func (s *Store) Instance() core.InstanceID { return s.instance }
 
-// micros is ttl as the bigint the statements multiply an interval by.
-func micros(ttl time.Duration) (int64, error) {
+// leaseMicros is ttl as the bigint the statements multiply an interval by.
+func leaseMicros(ttl time.Duration) (int64, error) {
 	if ttl < time.Millisecond {
 		return 0, fmt.Errorf("postgres: lease ttl %s is too short", ttl)
 	}
@@ -55,7 +55,7 @@ func (s *Store) writable() error {
 // statement's snapshot, which may not show a row inserted concurrently:
 // then the lease is zero).
 func (s *Store) AcquireLease(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
-	us, err := micros(ttl)
+	us, err := leaseMicros(ttl)
 	if err != nil {
 		return core.Lease{}, false, err
 	}
@@ -94,7 +94,7 @@ SELECT false, coalesce(holder, ''), token, expires FROM leases WHERE name = $1 A
 // RenewLease implements core.Leaser: it extends the row while it is still l's
 // holding and has not expired.
 func (s *Store) RenewLease(ctx context.Context, l core.Lease, ttl time.Duration) (core.Lease, error) {
-	us, err := micros(ttl)
+	us, err := leaseMicros(ttl)
 	if err != nil {
 		return core.Lease{}, err
 	}

@@ -32,7 +32,7 @@ func TestLeaseHolderStopsWhenTheDatabaseIsGone(t *testing.T) {
 	must(t, err)
 	defer h.Release(ctx) //nolint:errcheck
 	// Let a few renewals succeed, then take the database away.
-	waitFor(t, 2*core.LeaseRenew+time.Second)
+	letPass(t, 2*core.LeaseRenew+time.Second)
 	if err := h.Context().Err(); err != nil {
 		t.Fatalf("lost before the stop: %v", context.Cause(h.Context()))
 	}
@@ -131,7 +131,7 @@ func TestLeaseFailoverAfterKill(t *testing.T) {
 		held <- h
 	}()
 	// Let the holder renew a few times while b waits.
-	waitFor(t, 2*core.LeaseRenew+core.LeaseRenew/3)
+	letPass(t, 2*core.LeaseRenew+core.LeaseRenew/3)
 	select {
 	case h := <-held:
 		t.Fatalf("taken over (%+v) while the holder lives", h.Lease())
@@ -177,11 +177,11 @@ func TestLeaseSurvivesKilledConnections(t *testing.T) {
 		if n == 0 {
 			t.Fatal("no connection of the holder to kill")
 		}
-		waitFor(t, core.LeaseRenew+core.LeaseRenew/2)
+		letPass(t, core.LeaseRenew+core.LeaseRenew/2)
 		must(t, h.Context().Err())
 	}
 	before := h.Lease().Expires
-	waitFor(t, core.LeaseRenew+core.LeaseRenew/2)
+	letPass(t, core.LeaseRenew+core.LeaseRenew/2)
 	if err := h.Context().Err(); err != nil || !h.Lease().Expires.After(before) {
 		t.Fatalf("not renewed after the connections were killed: %v", context.Cause(h.Context()))
 	}
@@ -268,7 +268,7 @@ func TestLeaseHolderStopsWhenRenewalsHang(t *testing.T) {
 	t.Cleanup(f.close) // before a is closed: its connections end at once
 	h, err := core.Hold(ctx, a, "poll", core.HoldOptions{})
 	must(t, err)
-	waitFor(t, core.LeaseRenew+core.LeaseRenew/2)
+	letPass(t, core.LeaseRenew+core.LeaseRenew/2)
 	must(t, h.Context().Err())
 	frozen := time.Now()
 	f.freeze()

@@ -186,7 +186,7 @@ func TestLeaseExpires(t *testing.T) {
 		if lb.Holder != "a" {
 			t.Errorf("b was told %q holds it", lb.Holder)
 		}
-		waitFor(t, 50*time.Millisecond)
+		letPass(t, 50*time.Millisecond)
 	}
 	took := time.Since(start)
 	t.Logf("taken over %s after the grant (TTL %s)", took.Round(time.Millisecond), ttl)
@@ -346,8 +346,8 @@ func TestLeaseCleanHandover(t *testing.T) {
 	}
 }
 
-// waitFor lets d of real time pass: the lease's own timers run meanwhile.
-func waitFor(t *testing.T, d time.Duration) {
+// letPass lets d of real time pass: the lease's own timers run meanwhile.
+func letPass(t *testing.T, d time.Duration) {
 	t.Helper()
 	select {
 	case <-time.After(d):
@@ -364,7 +364,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not after 10s", what)
 		}
-		waitFor(t, 20*time.Millisecond)
+		letPass(t, 20*time.Millisecond)
 	}
 }
 

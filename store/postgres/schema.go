@@ -116,11 +116,18 @@ CREATE TABLE leases (
 	expires timestamptz NOT NULL -- by the database's clock
 );
 `,
+	// 3: journal claims (claim.go): who delivers a journaled event, and
+	// until when by the database clock.
+	`
+ALTER TABLE journal
+	ADD COLUMN claimed_by  text,
+	ADD COLUMN claim_until timestamptz;
+`,
 }
 
 // SchemaVersion is the schema version this code writes: the number of
 // migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrateLock is the advisory lock key under which migrations run ("parley"
 // in ASCII), so that instances starting at once migrate one after the
