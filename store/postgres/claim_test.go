@@ -258,15 +258,15 @@ func TestReleaseClaims(t *testing.T) {
 	}
 }
 
-// A database of schema version 1 gains the claim columns on open; the
-// events it journaled are unclaimed and claimable.
-func TestClaimsMigrateFromVersion1(t *testing.T) {
+// A database of schema version 2 (leases, no claims) gains the claim
+// columns on open; the events it journaled are unclaimed and claimable.
+func TestClaimsMigrateFromVersion2(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})
 	seqs := journalEvents(t, s, 2)
 	_, err := s.pool.Exec(ctx, `ALTER TABLE journal DROP COLUMN claimed_by, DROP COLUMN claim_until;
-		UPDATE schema_version SET version = 1`)
+		UPDATE schema_version SET version = 2`)
 	storetest.Must(t, err)
 	storetest.Must(t, s.Close())
 	s = openURL(t, srv.URL, storetest.Options{})
