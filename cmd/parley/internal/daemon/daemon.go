@@ -101,7 +101,7 @@ type Options struct {
 	Store bolt.Options
 	// Postgres tunes the PostgreSQL store when StoreURL is set.
 	Postgres postgres.Options
-	Logger *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Deps are what adapters built by Options.NewAdapters may use.
