@@ -15,7 +15,7 @@ type counted struct {
 	drop Kind // an importer that loses one record of this kind
 }
 
-func (c *counted) Counters(context.Context) (Counters, error) { return Counters{LastSeq: 7}, nil }
+func (c *counted) Counters(context.Context) (Counters, error)   { return Counters{LastSeq: 7}, nil }
 func (c *counted) Count(_ context.Context, k Kind) (int, error) { return c.n[k], nil }
 func (c *counted) Export(_ context.Context, k Kind, fn func(Record) error) error {
 	for range c.n[k] {
