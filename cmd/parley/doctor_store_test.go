@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestDoctorStoreFindings(t *testing.T) {
 	}
 	st.Close()
 	_, fs = runDoctor(t, url)
-	wantFinding(t, fs, "store", true, "schema version 1, this parley's")
+	wantFinding(t, fs, "store", true, fmt.Sprintf("schema version %d, this parley's", postgres.SchemaVersion))
 
 	conn, err := pgx.Connect(ctx, srv.URL)
 	if err != nil {
