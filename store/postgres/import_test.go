@@ -153,3 +153,42 @@ func TestCopyFromBolt(t *testing.T) {
 		t.Errorf("second copy: err = %v, want ErrNotEmpty", err)
 	}
 }
+
+// BenchmarkCopyFromBolt measures parley migrate's copy: a data directory
+// of 1,000 sessions with 20 messages each (a dedup key and an event per
+// message) copied into a durable PostgreSQL and counted; it reports the
+// records copied per second.
+func BenchmarkCopyFromBolt(b *testing.B) {
+	ctx := context.Background()
+	src, err := bolt.Open(filepath.Join(b.TempDir(), "parley.db"), bolt.Options{NoSync: true, MaxEvents: 1 << 30})
+	must(b, err)
+	defer src.Close()
+	for i := range 1000 {
+		s := storetest.CreateSession(b, src, core.Session{Title: fmt.Sprint(i)})
+		for j := range 20 {
+			_, err := src.Append(ctx, core.Append{Message: core.Message{Session: s.ID, Role: core.RoleUser, Mime: core.MimeMarkdown,
+				Content: fmt.Sprintf("message %d of session %d, about as long as what people write in a chat", j, i)},
+				DedupKey: fmt.Sprintf("telegram\x00%d-%d", i, j), Events: []core.Event{{Kind: core.EventHumanMessage, Message: &core.Message{}}}})
+			must(b, err)
+		}
+	}
+	records := 0
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		srv := pgtest.StartDurable(b)
+		dst, err := Open(ctx, srv.URL, Options{})
+		must(b, err)
+		b.StartTimer()
+		counts, err := store.Copy(ctx, dst, src)
+		must(b, err)
+		b.StopTimer()
+		records = 0
+		for _, c := range counts {
+			records += c.Target
+		}
+		dst.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
