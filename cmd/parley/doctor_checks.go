@@ -26,7 +26,9 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/store/bolt"
+	"github.com/parley-chat/parley/store/postgres"
 )
 
 // Deadlines of the checks that talk to servers: each is bounded, so a
@@ -61,8 +63,11 @@ type checkup struct {
 	reported map[string]platformReport
 	// storeFree is learnt by checkDataDir: the data directory's database
 	// exists and no other process holds it, so the platforms' checks may
-	// use it as serve's do.
-	storeFree bool
+	// use it as serve's do. storeReady is learnt by checkStore: the
+	// database of [store] url answers with this parley's schema, and
+	// serves the platforms' checks instead.
+	storeFree  bool
+	storeReady bool
 }
 
 // run runs every check. The listen address is probed first, since whether
@@ -70,7 +75,11 @@ type checkup struct {
 // whether MCP can be tried; it is reported after the data directory.
 func (c *checkup) run(ctx context.Context) []finding {
 	listen := c.checkListen(ctx)
-	out := []finding{c.checkDataDir(), listen}
+	out := []finding{c.checkDataDir()}
+	if c.cfg.Store.URL != "" {
+		out = append(out, c.checkStore(ctx))
+	}
+	out = append(out, listen)
 	out = append(out, c.checkPlatforms(ctx)...)
 	out = append(out, c.checkReported()...)
 	if c.cfg.Transcription.Enabled() {
@@ -130,7 +139,11 @@ func (c *checkup) checkReported() []finding {
 // passes.
 func (c *checkup) preflight(ctx context.Context) []finding {
 	listen := c.checkListen(ctx)
-	out := []finding{c.checkDataDir(), listen}
+	out := []finding{c.checkDataDir()}
+	if c.cfg.Store.URL != "" {
+		out = append(out, c.checkStore(ctx))
+	}
+	out = append(out, listen)
 	if c.cfg.Transcription.Enabled() {
 		out = append(out, c.checkTranscription(ctx))
 	}
@@ -173,7 +186,17 @@ func (c *checkup) checkDataDir() finding {
 			Fix: fmt.Sprintf("make it the parley user's (chown -R USER %s), or %s", dir, dataDirFix)}
 	}
 	db := filepath.Join(dir, daemon.DBFile)
-	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+	_, err = os.Stat(db)
+	if c.cfg.Store.URL != "" {
+		// The state is in PostgreSQL (the store check); the directory
+		// holds files only.
+		detail := dir + " is writable; it holds files, the state is in the database of [store] url"
+		if err == nil {
+			detail += " (its " + daemon.DBFile + " is not used: parley migrate --from " + dir + " copies it into an empty database)"
+		}
+		return finding{Check: check, OK: true, Detail: detail}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
 		return finding{Check: check, OK: true, Detail: dir + " is writable; no database yet (parley serve creates it)"}
 	}
 	st, err := bolt.Open(db, bolt.Options{LockTimeout: c.lockTimeout})
@@ -322,9 +345,20 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform.Platform) []fi
 		return fail(core.WithFix(fmt.Errorf("doctor: scratch directory: %w", err), "make the temporary directory ($TMPDIR, else /tmp) writable"))
 	}
 	defer os.RemoveAll(dir)
-	var st *bolt.Store
-	if c.storeFree {
-		st, err = bolt.Open(filepath.Join(c.cfg.DataDir, daemon.DBFile), bolt.Options{LockTimeout: c.lockTimeout})
+	var st store.Store
+	switch {
+	case c.storeReady:
+		// The database the store check found current: opening it
+		// migrates nothing.
+		st, err = postgres.Open(ctx, c.cfg.Store.URL, postgres.Options{})
+		if err != nil {
+			st = nil
+		}
+	case c.storeFree:
+		var b *bolt.Store
+		if b, err = bolt.Open(filepath.Join(c.cfg.DataDir, daemon.DBFile), bolt.Options{LockTimeout: c.lockTimeout}); err == nil {
+			st = b
+		}
 	}
 	if st == nil {
 		// Not free, or taken since checkDataDir looked.

@@ -33,6 +33,7 @@ Usage:
   parley pairing list|approve CODE|deny CODE [--config FILE] [--url URL] [--token TOKEN]
   parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
   parley init [PATH]
+  parley migrate --from DATA_DIR [--config FILE]
   parley service install [--user|--system] [--config FILE] [--dry-run] [--force]
   parley version
 
@@ -59,6 +60,8 @@ func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stder
 		return doctor(ctx, args[1:], env, stdout, stderr)
 	case "init":
 		return initConfig(args[1:], env, stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], env, stdout, stderr)
 	case "service":
 		return service(args[1:], env, stdout, stderr)
 	case "version", "--version", "-v":

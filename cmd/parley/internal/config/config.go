@@ -71,6 +71,9 @@ type Config struct {
 	// Messages, sessions and undelivered messages are never pruned.
 	// Default 30d. At least 24h: platforms redeliver for up to a day.
 	Retention Duration `toml:"retention"`
+	// Store says where parley keeps its state: bbolt in data_dir, or a
+	// PostgreSQL database.
+	Store Store `toml:"store"`
 	// HTTP is the daemon's one HTTP listener: web page, /api, /mcp, /metrics.
 	HTTP HTTP `toml:"http"`
 	// Log configures logging.
@@ -116,6 +119,34 @@ type HTTP struct {
 	// parley by DNS rebinding. Platform webhooks are exempt (they check
 	// the platform's secret). Default none.
 	AllowedHosts []string `toml:"allowed_hosts"`
+}
+
+// Store says which database parley keeps its state in.
+type Store struct {
+	// URL is a PostgreSQL database parley keeps its state in instead of
+	// the bbolt file in data_dir (which still holds received and
+	// generated files): postgres://USER:PASSWORD@HOST:5432/DB, PostgreSQL
+	// 15 or newer; parley creates and migrates its tables. Never logged,
+	// as it may hold a password. `parley migrate --from DATA_DIR` copies
+	// a data directory's state into it. Default "": the bbolt file.
+	URL string `toml:"url" secret:"true"`
+}
+
+// Validate implements Section. The URL is never quoted: it may hold a
+// password.
+func (s Store) Validate(report func(key, problem string)) {
+	if s.URL == "" {
+		return
+	}
+	u, err := url.Parse(s.URL)
+	switch {
+	case err != nil:
+		report("url", "not a URL; write it like postgres://parley:PASSWORD@127.0.0.1:5432/parley, or remove it to keep the bbolt file in data_dir")
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		report("url", fmt.Sprintf("its scheme %q is not postgres or postgresql: parley stores its state in PostgreSQL; write it like postgres://parley:PASSWORD@127.0.0.1:5432/parley, or remove it to keep the bbolt file in data_dir", u.Scheme))
+	case u.Host == "" && u.Query().Get("host") == "":
+		report("url", "names no host; write it like postgres://parley:PASSWORD@127.0.0.1:5432/parley")
+	}
 }
 
 // minToken is the shortest bearer token accepted beyond loopback.

@@ -148,6 +148,7 @@ func TestLoadFile(t *testing.T) {
 	want := Config{
 		DataDir:   "/srv/parley",
 		Retention: Duration{90 * 24 * time.Hour},
+		Store:     Store{URL: "postgres://parley:pg-store-password@db.example.org:5432/parley"},
 		HTTP:      HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token", AllowedHosts: []string{"parley.example.org", "192.0.2.7"}},
 		Log:       Log{Level: "debug", Format: "json"},
 		Outbox: Outbox{
@@ -406,6 +407,11 @@ func TestValidation(t *testing.T) {
 			want: []string{"config: retention: 1h0m0s is shorter than a day", "use 30d, or at least 24h", "(set retention or PARLEY_RETENTION)"}},
 		{name: "retention not a duration", file: "retention = \"a month\"\n",
 			want: []string{`retention: "a month" is not a duration like 2s`}},
+		{name: "store url of another engine", env: []string{"PARLEY_STORE_URL=mysql://parley:pg-secret-pw@127.0.0.1/parley"},
+			want: []string{`config: store.url: its scheme "mysql" is not postgres or postgresql`, "postgres://parley:PASSWORD@127.0.0.1:5432/parley",
+				"remove it to keep the bbolt file in data_dir", "(set [store] url or PARLEY_STORE_URL)"}},
+		{name: "store url without a host", file: "[store]\nurl = \"postgres:///parley\"\n",
+			want: []string{"config: store.url: names no host", "PARLEY_STORE_URL"}},
 		{name: "no data dir", noHome: true,
 			want: []string{"data_dir: empty", "(set data_dir or PARLEY_DATA_DIR)"}},
 	}
@@ -439,6 +445,8 @@ func TestValidConfigs(t *testing.T) {
 		{"telegram webhook", []string{"PARLEY_TELEGRAM_TOKEN=t", "PARLEY_TELEGRAM_CHAT_ID=-100", "PARLEY_TELEGRAM_ALLOWED_USERS=1",
 			"PARLEY_TELEGRAM_MODE=webhook", "PARLEY_TELEGRAM_WEBHOOK_URL=https://x.example.org/tg", "PARLEY_TELEGRAM_WEBHOOK_SECRET=abc_DEF-1"}},
 		{"log level in capitals", []string{"PARLEY_LOG_LEVEL=WARN"}},
+		{"store on postgres", []string{"PARLEY_STORE_URL=postgres://parley:pw@127.0.0.1:5432/parley?sslmode=disable"}},
+		{"store on postgresql by socket", []string{"PARLEY_STORE_URL=postgresql:///parley?host=/run/postgresql"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -576,7 +584,7 @@ func TestRedaction(t *testing.T) {
 	}
 	secrets := []string{
 		c.HTTP.Token, telegramOf(c).Token, telegramOf(c).WebhookSecret, c.Transcription.APIKey, "url-secret-password",
-		"sk-ant-agent-secret", "8000",
+		"sk-ant-agent-secret", "8000", "pg-store-password",
 	}
 	var text, js bytes.Buffer
 	slog.New(slog.NewTextHandler(&text, nil)).Info("config", "config", c)
@@ -635,12 +643,16 @@ func TestErrorsNeverShowSecrets(t *testing.T) {
 		"PARLEY_HTTP_LISTEN=0.0.0.0:1",
 		"PARLEY_MATRIX_ACCESS_TOKEN="+secret,
 		"PARLEY_TRANSCRIPTION_API_URL=ftp://u:"+secret+"@x",
+		"PARLEY_STORE_URL=mysql://u:"+secret+"@x",
 	))
 	if strings.Contains(msg, secret) || strings.Contains(msg, "bad secret") {
 		t.Errorf("error shows a secret:\n%s", msg)
 	}
 	if !strings.Contains(msg, "telegram.webhook_secret") {
 		t.Errorf("invalid webhook secret not reported:\n%s", msg)
+	}
+	if !strings.Contains(msg, "store.url") {
+		t.Errorf("invalid store url not reported:\n%s", msg)
 	}
 }
 

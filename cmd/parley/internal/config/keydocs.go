@@ -36,6 +36,8 @@ var keyDocs = map[string]string{
 	"retention":             "retention is how long parley keeps what only serves to recognise a\nrepeated delivery (dedup keys, session reservations) or to finish a\ndeletion (cleanup-ledger rows); older ones are pruned hourly.\nMessages, sessions and undelivered messages are never pruned.\nDefault 30d. At least 24h: platforms redeliver for up to a day.",
 	"routing":               "Routing decides where events go besides the default rules.",
 	"routing.reflect_input": "reflect_input copies what a person writes on one platform to the\nsession's other platforms, so everyone sees the whole conversation.\nDefault false: replies go to where the person wrote, input stays\nwhere it was written.",
+	"store":                 "Store says where parley keeps its state: bbolt in data_dir, or a\nPostgreSQL database.",
+	"store.url":             "url is a PostgreSQL database parley keeps its state in instead of\nthe bbolt file in data_dir (which still holds received and\ngenerated files): postgres://USER:PASSWORD@HOST:5432/DB, PostgreSQL\n15 or newer; parley creates and migrates its tables. Never logged,\nas it may hold a password. `parley migrate --from DATA_DIR` copies\na data directory's state into it. Default \"\": the bbolt file.",
 	"transcription":         "Transcription turns voice messages into text; enabled when api_url is\nset.",
 	"transcription.api_key": "api_key is the bearer token for the API.",
 	"transcription.api_url": "api_url is the API's base URL. Setting it enables transcription.",

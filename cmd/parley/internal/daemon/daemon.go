@@ -4,6 +4,11 @@
 // configuration; end-to-end tests build one on t.TempDir() with the fake
 // adapter. It is the only place that knows every package.
 //
+// The store is the bbolt file parley.db in the data directory, or, when
+// Options.StoreURL names one, a PostgreSQL database (store/postgres); the
+// data directory then still holds received and generated files. Everything
+// past Open sees only store.Store, so both engines run the same code.
+//
 // Lifecycle: Open opens the store, replays the cleanup deletions that were
 // due at the last stop, replays the delivery journal (every assistant
 // message, notice, question, turn-done message and final output not yet
@@ -14,7 +19,7 @@
 //
 // Growth: while it runs, the daemon prunes dedup keys, session reservations
 // and cleanup-ledger rows older than Options.Retention every PruneInterval
-// (bolt.Store.Prune); a redelivered platform update is recognised for that
+// (store.Store.Prune); a redelivered platform update is recognised for that
 // long. Messages, sessions and undelivered journal entries are never pruned.
 // Run runs the adapters and the event consumers until its context ends, then
 // stops the adapters, drains the outbox for at most DrainTimeout and returns;
@@ -43,13 +48,19 @@ import (
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/delivery"
+	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/store/bolt"
+	"github.com/parley-chat/parley/store/postgres"
 )
 
 // Options configure a Daemon.
 type Options struct {
-	// DataDir holds the database and received and generated files.
+	// DataDir holds the bbolt database (unless StoreURL is set) and
+	// received and generated files.
 	DataDir string
+	// StoreURL, when set, is the PostgreSQL database the state is kept in
+	// instead of DataDir's bbolt file ([store] url).
+	StoreURL string
 	// Adapters are the UI adapters to run.
 	Adapters []core.Adapter
 	// NewAdapters builds more adapters once the store, the bus and the
@@ -87,8 +98,10 @@ type Options struct {
 	// DefaultPruneInterval.
 	PruneInterval time.Duration
 	// Store tunes the bbolt store (tests set NoSync for speed).
-	Store  bolt.Options
-	Logger *slog.Logger
+	Store bolt.Options
+	// Postgres tunes the PostgreSQL store when StoreURL is set.
+	Postgres postgres.Options
+	Logger   *slog.Logger
 }
 
 // Deps are what adapters built by Options.NewAdapters may use.
@@ -123,7 +136,7 @@ func (p latePacer) TakeMethod(a core.AdapterName, place core.Place, method strin
 
 // Daemon is a wired parley.
 type Daemon struct {
-	Store      *bolt.Store
+	Store      store.Store
 	Bus        *core.MemBus
 	Service    *commands.Service
 	Router     *delivery.Router
@@ -174,29 +187,26 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: data directory: %w", err)
 	}
-	store, err := bolt.Open(filepath.Join(opts.DataDir, DBFile), opts.Store)
-	if errors.Is(err, bolt.ErrInUse) {
-		return nil, fmt.Errorf("another parley is using %s: stop it, or give this one another data directory (data_dir, PARLEY_DATA_DIR)", opts.DataDir)
-	}
+	st, err := OpenStore(ctx, opts)
 	if err != nil {
+		return nil, err
+	}
+	last, err := st.LastEventSeq(ctx)
+	if err != nil {
+		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	last, err := store.LastEventSeq(ctx)
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("daemon: %w", err)
-	}
-	d := &Daemon{Store: store, opts: opts, log: opts.Logger, startSeq: last}
+	d := &Daemon{Store: st, opts: opts, log: opts.Logger, startSeq: last}
 	d.Bus = core.NewMemBus(last + 1)
-	d.Service, err = commands.New(ctx, store, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
+	d.Service, err = commands.New(ctx, st, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
 	if err != nil {
-		store.Close()
+		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: store, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: st, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
-			store.Close()
+			st.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
 		}
 		opts.Adapters = append(append([]core.Adapter(nil), opts.Adapters...), more...)
@@ -207,14 +217,14 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.Outbox = delivery.NewOutbox(delivery.OutboxOptions{EditInterval: opts.EditInterval, MaxBackoff: opts.MaxBackoff, Jitter: opts.Jitter,
 		Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
 	var ledger *cleanup.Ledger
-	d.Dispatcher = delivery.NewDispatcher(store, d.Router, d.Outbox, delivery.DispatcherOptions{
+	d.Dispatcher = delivery.NewDispatcher(st, d.Router, d.Outbox, delivery.DispatcherOptions{
 		FileDir:       filepath.Join(opts.DataDir, "outputs"),
 		OnSent:        func(ctx context.Context, s delivery.Sent) { ledger.Sent(ctx, s) },
 		OnOutputShown: opts.OnOutputShown,
 		OnConfirmed:   opts.OnConfirmed,
 		Logger:        opts.Logger.With("component", "dispatch"),
 	})
-	ledger = cleanup.New(store, d.Dispatcher, cleanup.Options{
+	ledger = cleanup.New(st, d.Dispatcher, cleanup.Options{
 		Disabled: opts.DisabledCleanup,
 		Capabilities: func(name core.AdapterName) (core.Capabilities, bool) {
 			a, ok := d.Router.Adapter(name)
@@ -245,10 +255,32 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.cancelSubs = []func(){c1, c2}
 	if err := d.recover(ctx); err != nil {
 		d.Outbox.Close()
-		store.Close()
+		st.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// OpenStore opens the store opts name: the PostgreSQL database at
+// StoreURL, or else the bbolt file in DataDir (which must exist).
+func OpenStore(ctx context.Context, opts Options) (store.Store, error) {
+	if opts.StoreURL != "" {
+		st, err := postgres.Open(ctx, opts.StoreURL, opts.Postgres)
+		if err != nil {
+			// The error names the host, never the URL: it may hold a
+			// password.
+			return nil, fmt.Errorf("daemon: the database of [store] url: %w (check that PostgreSQL runs and the url's user, password and database are right: parley doctor says more)", err)
+		}
+		return st, nil
+	}
+	st, err := bolt.Open(filepath.Join(opts.DataDir, DBFile), opts.Store)
+	if errors.Is(err, bolt.ErrInUse) {
+		return nil, fmt.Errorf("another parley is using %s: stop it, or give this one another data directory (data_dir, PARLEY_DATA_DIR)", opts.DataDir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	return st, nil
 }
 
 // recover resumes what the last run left unfinished.

@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/commands"
-	"github.com/parley-chat/parley/store/bolt"
+	"github.com/parley-chat/parley/store"
 )
 
 // prune removes, once at start and then every PruneInterval until ctx
 // ends, the dedup keys, session reservations and cleanup-ledger rows older
-// than Retention (bolt.Store.Prune, which works in small batches next to
+// than Retention (store.Store.Prune, which works in small batches next to
 // the ordinary writes). A failed run is logged and retried at the next
 // tick: nothing depends on pruning but the size of the data directory.
 func (d *Daemon) prune(ctx context.Context) {
@@ -31,8 +31,8 @@ func (d *Daemon) prune(ctx context.Context) {
 
 // PruneOnce removes what is older than the retention now and returns what it
 // removed. Run calls it on its timer; errors are logged.
-func (d *Daemon) PruneOnce(ctx context.Context) bolt.PruneStats {
-	st, err := d.Store.Prune(ctx, bolt.PruneOptions{
+func (d *Daemon) PruneOnce(ctx context.Context) store.PruneStats {
+	st, err := d.Store.Prune(ctx, store.PruneOptions{
 		Before:         time.Now().Add(-d.opts.Retention),
 		CursorPrefixes: []string{commands.ReservationPrefix},
 	})
@@ -40,7 +40,7 @@ func (d *Daemon) PruneOnce(ctx context.Context) bolt.PruneStats {
 	case err != nil && ctx.Err() == nil:
 		d.log.Warn("pruning old dedup keys and cleanup rows failed; retrying at the next interval",
 			"err", err, "interval", d.opts.PruneInterval)
-	case st != bolt.PruneStats{}:
+	case st != store.PruneStats{}:
 		d.log.Info("pruned records older than the retention", "retention", d.opts.Retention,
 			"dedup_keys", st.Dedup, "reservations", st.Cursors, "cleanup_rows", st.Ledger)
 	}

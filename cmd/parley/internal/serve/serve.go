@@ -90,6 +90,7 @@ func (m *Main) Open(ctx context.Context) error {
 	})
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
+		StoreURL: c.Store.URL,
 		Adapters: m.Adapters,
 		Allow:    m.AllowLists(),
 		Pairing:  commands.PairingOptions{Enabled: c.Access.Pairing},
@@ -161,7 +162,7 @@ func (m *Main) Open(ctx context.Context) error {
 		names = append(names, string(a.Name()))
 	}
 	m.Logger.Debug("configuration", "config", c)
-	m.Logger.Info("parley started", "version", m.Version, "data_dir", c.DataDir, "adapters", names,
+	m.Logger.Info("parley started", "version", m.Version, "data_dir", c.DataDir, "store", storeName(c), "adapters", names,
 		"listen", m.http.Addr(), "page", "http://"+m.http.Addr()+"/")
 	return nil
 }
@@ -208,6 +209,15 @@ func (m *Main) Close() error {
 		return nil
 	}
 	return m.daemon.Close()
+}
+
+// storeName says which engine keeps the state, for the log: never the
+// URL, which may hold a password.
+func storeName(c config.Config) string {
+	if c.Store.URL != "" {
+		return "postgres"
+	}
+	return "bbolt"
 }
 
 // protectedPaths are parley's own files, which agents never send: the data
