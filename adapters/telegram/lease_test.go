@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -105,59 +106,78 @@ func (in *inbox) count() (distinct, total int) {
 	return distinct, total
 }
 
-// TestPollLeaseHandover runs two instances' adapters on one PostgreSQL
-// store polling one bot: only the lease's holder polls (telegramtest
-// would end a second getUpdates with 409; the client sees no two polls in
-// flight at once), and when the holder stops the other takes over within
-// 2 s, from the offset the holder stored: people's messages written
-// throughout reach the handler each exactly once.
-func TestPollLeaseHandover(t *testing.T) {
-	pg := pgtest.Start(t)
-	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	ann := telegramtest.User{ID: 42, FirstName: "Ann"}
-	chat := srv.NewPrivateChat(ann)
-	p := &polls{by: map[string]int{}, first: map[string]time.Time{}}
-	in := &inbox{seen: map[string]int{}}
+// pollCluster is instances' adapters polling one telegramtest bot, each
+// on its own connection to one PostgreSQL store, while a person writes to
+// the bot.
+type pollCluster struct {
+	t    *testing.T
+	pg   *pgtest.Server
+	srv  *telegramtest.Server
+	chat int64
+	ann  telegramtest.User
+	p    *polls
+	in   *inbox
+}
 
-	start := func(instance string) (stop func() error) {
-		st, err := postgres.Open(t.Context(), pg.URL, postgres.Options{Instance: core.InstanceID(instance)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		a, err := telegram.New(telegram.Options{Token: srv.Token, APIURL: srv.URL, Cursors: st, Leases: st,
-			Authorizer: adaptertest.Everyone, PollTimeout: 2 * time.Second, HTTPClient: p.client(instance),
-			Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, in) }()
-		stopped := false
-		t.Cleanup(func() {
-			if !stopped {
-				cancel()
-				<-done
-			}
-		})
-		return func() error {
-			stopped = true
+func newPollCluster(t *testing.T) *pollCluster {
+	c := &pollCluster{t: t, pg: pgtest.Start(t), srv: telegramtest.NewServer(t, telegramtest.Options{}),
+		ann: telegramtest.User{ID: 42, FirstName: "Ann"},
+		p:   &polls{by: map[string]int{}, first: map[string]time.Time{}}, in: &inbox{seen: map[string]int{}}}
+	c.chat = c.srv.NewPrivateChat(c.ann)
+	return c
+}
+
+// start runs an instance's adapter until stop, which returns Run's error.
+func (c *pollCluster) start(instance string) (stop func() error, st *postgres.Store) {
+	t := c.t
+	st, err := postgres.Open(t.Context(), c.pg.URL, postgres.Options{Instance: core.InstanceID(instance)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a, err := telegram.New(telegram.Options{Token: c.srv.Token, APIURL: c.srv.URL, Cursors: st, Leases: st,
+		Authorizer: adaptertest.Everyone, PollTimeout: 2 * time.Second, HTTPClient: c.p.client(instance),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, c.in) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
 			cancel()
 			select {
-			case err := <-done:
-				return err
+			case runErr = <-done:
 			case <-time.After(10 * time.Second):
-				return fmt.Errorf("%s: Run did not return", instance)
+				runErr = fmt.Errorf("%s: Run did not return", instance)
 			}
-		}
+		})
+		return runErr
 	}
-	polled := func(instance string) int {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.by[instance]
-	}
-	// People write throughout, until told to stop.
+	t.Cleanup(func() { _ = stop() })
+	return stop, st
+}
+
+// polled is how many getUpdates instance sent.
+func (c *pollCluster) polled(instance string) int {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	return c.p.by[instance]
+}
+
+// firstPoll is when instance sent its first getUpdates.
+func (c *pollCluster) firstPoll(instance string) time.Time {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	return c.p.first[instance]
+}
+
+// write makes the person write a message every 20 ms until the returned
+// stop, which says how many were written.
+func (c *pollCluster) write() (stop func() int) {
 	written := make(chan int, 1)
 	quit := make(chan struct{})
 	go func() {
@@ -168,46 +188,89 @@ func TestPollLeaseHandover(t *testing.T) {
 			case <-quit:
 				return
 			case <-time.After(20 * time.Millisecond):
-				srv.SendText(chat, 0, ann, fmt.Sprintf("message %d", n))
+				c.srv.SendText(c.chat, 0, c.ann, fmt.Sprintf("message %d", n))
 				n++
 			}
 		}
 	}()
-	stopA := start("a")
-	srv.Await(t, 10*time.Second, "instance a to poll", func() bool { return polled("a") > 0 })
-	stopB := start("b")
+	return func() int {
+		close(quit)
+		return <-written
+	}
+}
+
+// TestPollLeaseHandover runs two instances' adapters on one PostgreSQL
+// store polling one bot: only the lease's holder polls (telegramtest
+// would end a second getUpdates with 409; the client sees no two polls in
+// flight at once), and when the holder stops the other takes over within
+// 2 s, from the offset the holder stored: people's messages written
+// throughout reach the handler each exactly once.
+func TestPollLeaseHandover(t *testing.T) {
+	c := newPollCluster(t)
+	stopWriting := c.write()
+	stopA, _ := c.start("a")
+	c.srv.Await(t, 10*time.Second, "instance a to poll", func() bool { return c.polled("a") > 0 })
+	stopB, _ := c.start("b")
 	// b tries for the lease every 0.5 s meanwhile and must not poll.
-	waitFor(t, 10*time.Second, "a to hand on 30 messages", func() bool { d, _ := in.count(); return d >= 30 })
-	if n := polled("b"); n != 0 {
+	waitFor(t, 10*time.Second, "a to hand on 30 messages", func() bool { d, _ := c.in.count(); return d >= 30 })
+	if n := c.polled("b"); n != 0 {
 		t.Fatalf("instance b polled %d times while a held the lease", n)
 	}
 	stopped := time.Now()
 	if err := stopA(); err != nil {
 		t.Fatalf("a's Run: %v", err)
 	}
-	waitFor(t, 10*time.Second, "instance b to poll", func() bool { return polled("b") > 0 })
-	p.mu.Lock()
-	took := p.first["b"].Sub(stopped)
-	p.mu.Unlock()
+	waitFor(t, 10*time.Second, "instance b to poll", func() bool { return c.polled("b") > 0 })
+	took := c.firstPoll("b").Sub(stopped)
 	t.Logf("handover after a clean stop: %s", took)
 	if took > 2*time.Second {
 		t.Errorf("b took over %s after a stopped, want ≤ 2 s", took)
 	}
 	waitFor(t, 10*time.Second, "b to hand on 20 more messages", func() bool {
-		d, _ := in.count()
+		d, _ := c.in.count()
 		return d >= 30+20
 	})
-	close(quit)
-	n := <-written
-	waitFor(t, 10*time.Second, "every message handed on", func() bool { d, _ := in.count(); return d == n })
+	n := stopWriting()
+	waitFor(t, 10*time.Second, "every message handed on", func() bool { d, _ := c.in.count(); return d == n })
 	if err := stopB(); err != nil {
 		t.Fatalf("b's Run: %v", err)
 	}
-	if d, total := in.count(); d != n || total != n {
+	if d, total := c.in.count(); d != n || total != n {
 		t.Errorf("%d messages written, %d handed on, %d times in all: want each exactly once", n, d, total)
 	}
-	if most, c := p.most.Load(), p.conflicts.Load(); most != 1 || c != 0 {
-		t.Errorf("at most %d getUpdates in flight at once, %d answered 409: want 1 and 0", most, c)
+	if most, conflicts := c.p.most.Load(), c.p.conflicts.Load(); most != 1 || conflicts != 0 {
+		t.Errorf("at most %d getUpdates in flight at once, %d answered 409: want 1 and 0", most, conflicts)
+	}
+}
+
+// TestPollLeaseHolderCutOff: the holder loses the database (its store
+// closes: it can neither renew nor store an offset) while it keeps
+// polling Telegram. It stops polling on its own clock before the lease
+// expires by the database's, so the other instance, which takes over once
+// it has, never polls at the same time; it takes over within 10 s and no
+// message is lost (those the cut-off holder handled without storing their
+// offset come again, for the store's dedup to drop).
+func TestPollLeaseHolderCutOff(t *testing.T) {
+	c := newPollCluster(t)
+	stopWriting := c.write()
+	_, stA := c.start("a")
+	c.srv.Await(t, 10*time.Second, "instance a to poll", func() bool { return c.polled("a") > 0 })
+	c.start("b")
+	waitFor(t, 10*time.Second, "a to hand on 10 messages", func() bool { d, _ := c.in.count(); return d >= 10 })
+	cut := time.Now()
+	stA.Close()
+	waitFor(t, 15*time.Second, "instance b to poll", func() bool { return c.polled("b") > 0 })
+	took := c.firstPoll("b").Sub(cut)
+	t.Logf("takeover after the holder lost the database: %s", took)
+	if took > 10*time.Second {
+		t.Errorf("b took over %s after a was cut off, want ≤ 10 s", took)
+	}
+	n := stopWriting()
+	waitFor(t, 10*time.Second, "every message handed on", func() bool { d, _ := c.in.count(); return d == n })
+	d, total := c.in.count()
+	t.Logf("%d messages written, %d handed on, %d repeats for dedup", n, d, total-d)
+	if most, conflicts := c.p.most.Load(), c.p.conflicts.Load(); most != 1 || conflicts != 0 {
+		t.Errorf("at most %d getUpdates in flight at once, %d answered 409: want 1 and 0", most, conflicts)
 	}
 }
 
@@ -365,4 +428,107 @@ func botID(t *testing.T, token string) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// oneUpdate is a Bot API in memory with one update queued (id 5), handed
+// to every getUpdates whose offset does not confirm it, as Telegram does;
+// a poll with nothing to hand waits its timeout on the bubble's clock.
+type oneUpdate struct{}
+
+func (oneUpdate) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !isGetUpdates(r) {
+		return botAPIDown{}.RoundTrip(r)
+	}
+	var req struct {
+		Offset int64 `json:"offset"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, err
+	}
+	body := `{"ok":true,"result":[{"update_id":5,"message":{"message_id":1,"date":1,"chat":{"id":42,"type":"private"},"from":{"id":42,"is_bot":false,"first_name":"Ann"},"text":"hi"}}]}`
+	if req.Offset > 5 {
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-time.After(time.Second):
+		}
+		body = `{"ok":true,"result":[]}`
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+}
+
+// refusedOnce is the tests' always-granted leases, except that the first
+// fenced write is refused as a store refuses a holder that lost its lease.
+type refusedOnce struct {
+	cursors
+	mu       sync.Mutex
+	acquired int
+	refused  bool
+}
+
+func (r *refusedOnce) AcquireLease(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
+	r.mu.Lock()
+	r.acquired++
+	r.mu.Unlock()
+	return r.cursors.AcquireLease(ctx, name, ttl)
+}
+
+func (r *refusedOnce) SetCursorFenced(ctx context.Context, name, value string, l core.Lease) error {
+	r.mu.Lock()
+	first := !r.refused
+	r.refused = true
+	r.mu.Unlock()
+	if first {
+		return fmt.Errorf("set cursor under lease %s: %w", l.Name, core.ErrLeaseLost)
+	}
+	return r.cursors.SetCursorFenced(ctx, name, value, l)
+}
+
+// TestFencedOffsetRefused: when the store refuses the offset write (the
+// lease passed to another instance meanwhile), the poll stops at once, the
+// adapter waits for the lease again and, holding it, reads the offset
+// anew: the update whose offset was refused comes again (for the store's
+// dedup), and nothing is skipped.
+func TestFencedOffsetRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		leases := &refusedOnce{cursors: cursors{m: map[string]string{}}}
+		var mu sync.Mutex
+		handled := 0
+		a, err := telegram.New(telegram.Options{Token: "1:x", APIURL: "http://bot.invalid", HTTPClient: &http.Client{Transport: oneUpdate{}},
+			PollTimeout: time.Second, Cursors: leases, Leases: leases, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- a.Run(ctx, core.HandlerFunc(func(_ context.Context, c core.Command) (core.Result, error) {
+				if c.PlatformID == "42:1" {
+					mu.Lock()
+					handled++
+					mu.Unlock()
+				}
+				return core.Result{Session: "s"}, nil
+			}))
+		}()
+		time.Sleep(5 * time.Second) // the bubble's clock
+		synctest.Wait()
+		mu.Lock()
+		n := handled
+		mu.Unlock()
+		leases.mu.Lock()
+		acquired := leases.acquired
+		leases.mu.Unlock()
+		if n != 2 || acquired != 2 {
+			t.Errorf("the update handed on %d times, the lease acquired %d times: want 2 and 2", n, acquired)
+		}
+		if v, _ := leases.Cursor(t.Context(), "telegram.offset"); v != "6" {
+			t.Errorf("offset = %q, want 6", v)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
 }
