@@ -1,6 +1,7 @@
 package matrix_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -210,5 +211,66 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		case <-t.Context().Done():
 			t.Fatal(t.Context().Err())
 		}
+	}
+}
+
+// refusedOnce is the tests' always-granted leases, except that the first
+// fenced write is refused as a store refuses a holder that lost its
+// lease; it counts the acquisitions.
+type refusedOnce struct {
+	*cursors
+	mu       sync.Mutex
+	acquired int
+	refused  []string
+}
+
+func (r *refusedOnce) AcquireLease(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
+	r.mu.Lock()
+	r.acquired++
+	r.mu.Unlock()
+	return r.cursors.AcquireLease(ctx, name, ttl)
+}
+
+func (r *refusedOnce) SetCursorFenced(ctx context.Context, name, value string, l core.Lease) error {
+	r.mu.Lock()
+	first := len(r.refused) == 0
+	if first {
+		r.refused = append(r.refused, name)
+	}
+	r.mu.Unlock()
+	if first {
+		return fmt.Errorf("set cursor under lease %s: %w", l.Name, core.ErrLeaseLost)
+	}
+	return r.cursors.SetCursorFenced(ctx, name, value, l)
+}
+
+// TestFencedWriteRefused: when the store refuses a fenced write of the
+// sync (the lease passed to another instance meanwhile), the sync stops,
+// the adapter waits for the lease again and, holding it, reads its
+// cursors anew and goes on: nothing is lost.
+func TestFencedWriteRefused(t *testing.T) {
+	w := newWorld(t)
+	h := newHandler(w.ann.User.ID)
+	leases := &refusedOnce{cursors: w.store}
+	a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, AccessToken: w.bot.AccessToken,
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: leases, FileDir: w.files,
+		SyncTimeout: time.Second, HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, a, h)
+	room := w.ann.CreateRoom(t, "Fenced", w.bot.ID)
+	h.wait(t, "the session", func(cmd core.Command) bool { return cmd.Kind == core.CreateSession })
+	joinedBy(t, w.ann, room, w.bot.ID, "join")
+	w.ann.Send(t, room, "hello")
+	h.wait(t, "the message", func(cmd core.Command) bool { return cmd.Text == "hello" })
+	leases.mu.Lock()
+	acquired, refused := leases.acquired, leases.refused
+	leases.mu.Unlock()
+	if acquired != 2 || len(refused) != 1 || refused[0] != "matrix.filter" {
+		t.Errorf("lease acquired %d times, refused writes %q: want twice, the filter's", acquired, refused)
+	}
+	if v, _ := w.store.Cursor(t.Context(), "matrix.next_batch"); v == "" {
+		t.Error("no sync position stored")
 	}
 }
