@@ -56,6 +56,11 @@ type Options struct {
 	// Cursors persist the sync position, the filter and a password's
 	// login; required.
 	Cursors Cursors
+	// Leases give the sync to one instance among those sharing the store
+	// (see Run); required. It must be the store Cursors is: the position
+	// and the filter are read from Cursors and written through
+	// Leases.SetCursorFenced.
+	Leases core.Leaser
 	// FileDir is where received files are stored (below FileDir/matrix).
 	FileDir string
 	// MaxFileSize is the largest file fetched (default 50 MB); larger
@@ -135,6 +140,8 @@ func New(opts Options) (*Adapter, error) {
 		return nil, errors.New("matrix: no cursor store")
 	case opts.Authorizer == nil:
 		return nil, errors.New("matrix: no authorizer")
+	case opts.Leases == nil:
+		return nil, errors.New("matrix: no lease store (the sync needs one)")
 	}
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = defaultMaxFile
@@ -170,6 +177,9 @@ func New(opts Options) (*Adapter, error) {
 		next = http.DefaultTransport
 	}
 	hc.Transport = &authTransport{next: next, host: cli.HomeserverURL.Host, token: &a.token}
+	if opts.AccessToken == "" {
+		hc.Transport.(*authTransport).refused = a.adoptStored
+	}
 	cli.Client = &hc
 	cli.AccessToken = ""
 	// The outbox retries, paces and waits out 429s for the whole account;
@@ -187,6 +197,10 @@ type authTransport struct {
 	next  http.RoundTripper
 	host  string
 	token *atomic.Pointer[string]
+	// refused, when set (a password's login), is told of a token the
+	// homeserver refused (401), so that an instance that does not sync
+	// takes the token another instance's new login stored.
+	refused func(tok string)
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -196,7 +210,11 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && t.refused != nil {
+		t.refused(tok)
+	}
+	return resp, err
 }
 
 // MarkupHTML is the dialect of a Matrix event's formatted_body

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
@@ -44,13 +45,14 @@ func (a *Adapter) Check(ctx context.Context) error {
 		a.log.Warn("the homeserver does not offer authenticated media (spec v1.11); files people send cannot be fetched",
 			"versions", len(vers.Versions))
 	}
-	if err := a.login(ctx, false); err != nil {
+	if err := a.login(ctx, ""); err != nil {
 		return err
 	}
+	tok := *a.token.Load()
 	who, err := a.cli.Whoami(ctx)
 	if errors.Is(err, mautrix.MUnknownToken) && a.opts.AccessToken == "" {
 		// The stored login was logged out: log in again, once.
-		if err := a.login(ctx, true); err != nil {
+		if err := a.login(ctx, tok); err != nil {
 			return err
 		}
 		who, err = a.cli.Whoami(ctx)
@@ -72,23 +74,39 @@ func (a *Adapter) Check(ctx context.Context) error {
 }
 
 // login sets the client's token: the configured one, else the one a
-// password login left in the store, else (or when again is set) a new
-// password login, kept in the store.
-func (a *Adapter) login(ctx context.Context, again bool) error {
+// password login left in the store, else (or when that is forgotten, the
+// token the homeserver no longer knows) a new password login, kept in the
+// store.
+//
+// Instances sharing the store share that login, one device of the
+// account: a password login happens under the lease LoginLeaseName, after
+// reading the store again, so that instances starting together log in
+// once, and after the homeserver forgot the token the first to notice logs
+// in again while the others take the token it stored.
+func (a *Adapter) login(ctx context.Context, forgotten string) error {
 	if a.opts.AccessToken != "" {
 		a.token.Store(new(a.opts.AccessToken))
 		return nil
 	}
-	if !again {
-		v, err := a.opts.Cursors.Cursor(ctx, cursorLogin)
-		if err != nil {
-			return core.WithFix(fmt.Errorf("matrix: read the stored login: %w", err), "check parley's data directory (data_dir) and its log")
+	if forgotten == "" {
+		if tok, err := a.storedToken(ctx); err != nil || tok != "" {
+			if tok != "" {
+				a.token.Store(new(tok))
+			}
+			return err
 		}
-		var l storedLogin
-		if v != "" && json.Unmarshal([]byte(v), &l) == nil && l.Homeserver == a.opts.Homeserver && l.UserID == a.opts.UserID && l.AccessToken != "" {
-			a.token.Store(new(l.AccessToken))
-			return nil
+	}
+	held, err := core.Hold(ctx, a.opts.Leases, LoginLeaseName(a.opts.UserID), core.HoldOptions{Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("matrix: log in: %w", err)
+	}
+	defer held.Release(context.WithoutCancel(ctx))
+	ctx = held.Context()
+	if tok, err := a.storedToken(ctx); err != nil || tok != "" && tok != forgotten {
+		if tok != "" {
+			a.token.Store(new(tok))
 		}
+		return err
 	}
 	resp, err := a.cli.Login(ctx, &mautrix.ReqLogin{
 		Type:                     mautrix.AuthTypePassword,
@@ -104,10 +122,45 @@ func (a *Adapter) login(ctx context.Context, again bool) error {
 			"check [matrix] user_id and password; if the homeserver did not answer, check that this machine reaches "+a.opts.Homeserver)
 	}
 	b, _ := json.Marshal(storedLogin{Homeserver: a.opts.Homeserver, UserID: resp.UserID, AccessToken: resp.AccessToken, DeviceID: resp.DeviceID})
-	if err := a.opts.Cursors.SetCursor(ctx, cursorLogin, string(b)); err != nil {
+	if err := a.opts.Leases.SetCursorFenced(ctx, cursorLogin, string(b), held.Lease()); err != nil {
 		return core.WithFix(fmt.Errorf("matrix: keep the login in the store: %w", err), "check parley's data directory (data_dir) and its log")
 	}
 	a.token.Store(new(resp.AccessToken))
 	a.log.Info("logged in to Matrix with the password; the token is kept in parley's store", "user", resp.UserID)
 	return nil
 }
+
+// LoginLeaseName is the lease a password login of the account user
+// happens under.
+func LoginLeaseName(user id.UserID) string { return "matrix-login/" + string(user) }
+
+// storedToken is the access token a password login left in the store for
+// this homeserver and user, or "".
+func (a *Adapter) storedToken(ctx context.Context) (string, error) {
+	v, err := a.opts.Cursors.Cursor(ctx, cursorLogin)
+	if err != nil {
+		return "", core.WithFix(fmt.Errorf("matrix: read the stored login: %w", err), "check parley's data directory (data_dir) and its log")
+	}
+	var l storedLogin
+	if v != "" && json.Unmarshal([]byte(v), &l) == nil && l.Homeserver == a.opts.Homeserver && l.UserID == a.opts.UserID {
+		return l.AccessToken, nil
+	}
+	return "", nil
+}
+
+// adoptStored is called when the homeserver refused forgotten, the token a
+// request carried (401): when another instance has logged in again since,
+// its token, kept in the store, is taken for the next requests. Logging in
+// again is left to the sync and Check, which see the refusal themselves.
+func (a *Adapter) adoptStored(forgotten string) {
+	ctx, cancel := context.WithTimeout(context.Background(), adoptTimeout)
+	defer cancel()
+	if tok, err := a.storedToken(ctx); err == nil && tok != "" && tok != forgotten {
+		if cur := a.token.Load(); *cur == forgotten {
+			a.token.CompareAndSwap(cur, new(tok))
+		}
+	}
+}
+
+// adoptTimeout bounds the read of the stored login after a refused token.
+const adoptTimeout = 5 * time.Second

@@ -34,8 +34,9 @@ func TestCheckSaysDownOrRefused(t *testing.T) {
 	}))
 	defer hs.Close()
 	const token = "syt_secret_token"
+	cur := newCursors()
 	a, err := matrix.New(matrix.Options{Homeserver: hs.URL, UserID: "@parley:example.org", AccessToken: token,
-		Cursors: newCursors(), Authorizer: adaptertest.Everyone, FileDir: t.TempDir()})
+		Cursors: cur, Leases: cur, Authorizer: adaptertest.Everyone, FileDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,16 @@ func TestNewNeedsAnAuthorizer(t *testing.T) {
 	}
 }
 
+// TestNewNeedsLeases: the sync must be held by one instance, so the
+// adapter is not built without leases to hold it by.
+func TestNewNeedsLeases(t *testing.T) {
+	_, err := New(Options{Homeserver: "https://matrix.example.org", UserID: "@parley:example.org", AccessToken: "t", Cursors: nopCursors{},
+		Authorizer: adaptertest.Everyone})
+	if err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Fatalf("New without Leases: %v, want an error naming them", err)
+	}
+}
+
 // TestPlatformLimits: the limits Platform says a section configures are
 // the ones the adapter declares, at the default budget and a configured
 // one.
@@ -92,7 +102,7 @@ func TestPlatformLimits(t *testing.T) {
 			c.MessagesPerMinute = perMinute
 		}
 		opts := c.Options()
-		opts.Cursors, opts.Authorizer = nopCursors{}, adaptertest.Everyone
+		opts.Cursors, opts.Leases, opts.Authorizer = nopCursors{}, nopCursors{}, adaptertest.Everyone
 		a, err := New(opts)
 		if err != nil {
 			t.Fatal(err)

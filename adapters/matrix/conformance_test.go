@@ -44,8 +44,9 @@ func newConformanceEnv(t *testing.T, hs *matrixtest.Homeserver, bot *matrixtest.
 	t.Helper()
 	proxy := matrixtest.NewProxy(t, hs.URL)
 	rec := &recorder{next: http.DefaultTransport}
+	cur := newCursors()
 	a, err := matrix.New(matrix.Options{Homeserver: proxy.URL, UserID: bot.ID, AccessToken: bot.AccessToken,
-		Allowed: []string{string(ann.User.ID)}, Authorizer: admit(ann.User.ID), Cursors: newCursors(), FileDir: t.TempDir(),
+		Allowed: []string{string(ann.User.ID)}, Authorizer: admit(ann.User.ID), Cursors: cur, Leases: cur, FileDir: t.TempDir(),
 		HTTPClient: &http.Client{Transport: rec, Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -319,4 +320,24 @@ func (c *cursors) SetCursor(_ context.Context, name, value string) error {
 	defer c.mu.Unlock()
 	c.m[name] = value
 	return nil
+}
+
+// The in-memory cursors are also the tests' leases, always granted as on
+// bbolt (one process holds every lease), so that a fenced write lands in
+// the map the tests read; store/bolt and store/postgres are tested as
+// Leasers on their own.
+func (c *cursors) AcquireLease(_ context.Context, name string, _ time.Duration) (core.Lease, bool, error) {
+	return core.Lease{Name: name, Holder: "test", Token: 1}, true, nil
+}
+
+func (c *cursors) RenewLease(_ context.Context, l core.Lease, _ time.Duration) (core.Lease, error) {
+	return l, nil
+}
+
+func (c *cursors) ReleaseLease(context.Context, core.Lease) error { return nil }
+
+func (c *cursors) Leases(context.Context) ([]core.LeaseInfo, error) { return nil, nil }
+
+func (c *cursors) SetCursorFenced(ctx context.Context, name, value string, _ core.Lease) error {
+	return c.SetCursor(ctx, name, value)
 }

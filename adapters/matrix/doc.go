@@ -111,6 +111,23 @@
 //     leaves, rather than sit in a room it cannot read.
 //   - Login: an access token is used as it is; a password logs in once and
 //     the token and device id are kept in the store (never logged).
+//   - Several instances (parley on PostgreSQL): every instance sends, only
+//     one syncs. The sync is held by the lease "matrix/<user id>"
+//     (core.Lead): its holder reads the position once it holds it and
+//     writes the position and the filter fenced by the lease, so after a
+//     takeover the new holder goes on from the last batch stored and the
+//     event ids drop what comes twice. The instances share one login, as
+//     a person's clients share nothing but the account: a configured
+//     token is the same everywhere, and a password's login is made once,
+//     under the lease "matrix-login/<user id>", and kept in the shared
+//     store, so the account gets one device, not one per instance, and
+//     transaction ids (scoped by the homeserver to an access token) make a
+//     send replayed by another instance the same event. After the
+//     homeserver forgets that token, the instance that notices first logs
+//     in again and the others take the token it stored as soon as the
+//     homeserver refuses theirs (their refused call is retried). A keyed send waits for the first sync
+//     (see Echoes) only on the instance that syncs; elsewhere it goes at
+//     once and relies on the homeserver's transaction cache alone.
 //   - Known limit: creating a room is not idempotent; a crash between the
 //     homeserver's answer and the stored binding leaves an empty room.
 //     "!new" keeps its room under the command's event id before the session

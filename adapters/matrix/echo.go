@@ -153,7 +153,7 @@ func (r *echo) duplicates() []id.EventID {
 	return out
 }
 
-// runBegan marks Run as begun.
+// runBegan marks Run as begun: its sync is about to start.
 func (e *echoes) runBegan() {
 	e.armed.Store(true)
 	e.beganOnce.Do(func() { close(e.began) })
@@ -183,6 +183,13 @@ func (e *echoes) isSynced() bool {
 // time. The daemon calls Check, lets the outbox go, then calls Run: after
 // Check a send waits up to runGrace for Run to begin; a Run that does not
 // come (a caller that only sends) disarms the wait until the next Check.
+//
+// Only the instance holding the sync lease syncs (see Run): on the others
+// Run's first attempt at the lease disarms the wait (see standby), and
+// their keyed sends rely on the homeserver's transaction cache alone,
+// which the instances share as they share the access token. "Run began"
+// means the lease is held and the sync starts: an instance that takes the
+// sync over arms the wait again for its first sync.
 func (a *Adapter) waitFirstSync(ctx context.Context) {
 	e := a.echo
 	if !e.armed.Load() || e.isSynced() {

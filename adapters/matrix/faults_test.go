@@ -23,7 +23,7 @@ func (w *world) proxied(t *testing.T) (*matrix.Adapter, *matrixtest.Proxy) {
 	t.Helper()
 	p := matrixtest.NewProxy(t, w.hs.URL)
 	a, err := matrix.New(matrix.Options{Homeserver: p.URL, UserID: w.bot.ID, AccessToken: w.bot.AccessToken,
-		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, FileDir: w.files, HTTPClient: &http.Client{Timeout: time.Minute}})
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, FileDir: w.files, HTTPClient: &http.Client{Timeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestRemovedFromRoom(t *testing.T) {
 func TestPasswordLoginKept(t *testing.T) {
 	w := newWorld(t)
 	opts := func() matrix.Options {
-		return matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password, Cursors: w.store, Authorizer: admit(w.ann.User.ID),
+		return matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password, Cursors: w.store, Leases: w.store, Authorizer: admit(w.ann.User.ID),
 			HTTPClient: &http.Client{Timeout: time.Minute}}
 	}
 	a, err := matrix.New(opts())

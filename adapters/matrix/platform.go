@@ -24,7 +24,7 @@ var Platform = platform.Of(platform.Def[Config]{
 // position, filter and a password's login are kept in parley's store.
 func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
-	opts.Cursors = d.Store
+	opts.Cursors, opts.Leases = d.Store, d.Leases
 	opts.FileDir = filepath.Join(d.DataDir, "files")
 	opts.Authorizer = d.Authorizer
 	opts.Transcriber = d.Transcriber

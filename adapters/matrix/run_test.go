@@ -117,7 +117,7 @@ func (w *world) adapter(t *testing.T, opts matrix.Options) *matrix.Adapter {
 	opts.Homeserver, opts.UserID, opts.AccessToken = w.hs.URL, w.bot.ID, w.bot.AccessToken
 	opts.Allowed = []string{string(w.ann.User.ID)}
 	opts.Authorizer = admit(w.ann.User.ID)
-	opts.Cursors, opts.FileDir, opts.SyncTimeout = w.store, w.files, 2*time.Second
+	opts.Cursors, opts.Leases, opts.FileDir, opts.SyncTimeout = w.store, w.store, w.files, 2*time.Second
 	opts.HTTPClient = &http.Client{Timeout: time.Minute}
 	opts.Logger = slog.New(slog.DiscardHandler)
 	a, err := matrix.New(opts)
@@ -448,7 +448,7 @@ func TestLoggedOutLogsInAgain(t *testing.T) {
 	w := newWorld(t)
 	h := newHandler(w.ann.User.ID)
 	a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password,
-		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, FileDir: w.files, SyncTimeout: time.Second,
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, FileDir: w.files, SyncTimeout: time.Second,
 		HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

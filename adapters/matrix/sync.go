@@ -71,15 +71,56 @@ func syncFilter() *mautrix.Filter {
 // /messages from where the previous sync ended. The very first sync of an
 // account (no stored position) takes no old messages, only invites: the
 // history of rooms the bot was already in is not parley's to answer.
+//
+// The homeserver would serve several syncs of one account, but each would
+// hand every event to its own instance: among instances sharing the store
+// only the holder of the lease "matrix/<user id>" syncs (core.Lead). It
+// reads the position once it holds the lease and writes the position and
+// the filter fenced by it, so a holder that lost the lease moves nothing;
+// the next holder starts from the last position stored and the event ids
+// drop what is handed twice.
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	if !a.ready.Load() {
 		if err := a.Check(ctx); err != nil {
 			return err
 		}
 	}
+	return core.Lead(ctx, standby{a.opts.Leases, a.echo}, LeaseName(a.opts.UserID), core.HoldOptions{Logger: a.log}, func(held *core.Held) error {
+		return a.sync(held, h)
+	})
+}
+
+// LeaseName is the lease whose holder syncs for the account user.
+func LeaseName(user id.UserID) string { return "matrix/" + string(user) }
+
+// standby is the adapter's leases as Run holds the sync's: an attempt that
+// is not granted (another instance syncs) lets keyed sends go without
+// waiting for a first sync this instance does not make (see
+// waitFirstSync); sync arms the wait again once the lease is held.
+type standby struct {
+	core.Leaser
+	echo *echoes
+}
+
+func (s standby) AcquireLease(ctx context.Context, name string, ttl time.Duration) (core.Lease, bool, error) {
+	l, granted, err := s.Leaser.AcquireLease(ctx, name, ttl)
+	if err == nil && !granted {
+		s.echo.armed.Store(false)
+	}
+	return l, granted, err
+}
+
+// sync long-polls /sync while held is held. It returns nil when held's
+// context ends, an error wrapping core.ErrLeaseLost when a fenced write was
+// refused, and what ends Run otherwise.
+func (a *Adapter) sync(held *core.Held, h core.Handler) error {
+	ctx := held.Context()
 	a.echo.runBegan()
 	since, err := a.loadPosition(ctx, cursorSince, 0)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	filter := ""
@@ -93,7 +134,10 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			}
 		}
 		if filter == "" {
-			if filter, err = a.filter(ctx); err != nil {
+			if filter, err = a.filter(ctx, held); err != nil {
+				if errors.Is(err, core.ErrLeaseLost) {
+					return err
+				}
 				backoff = nextBackoff(backoff, err)
 				a.log.Warn("create the sync filter", "err", err, "retry_in", backoff)
 				continue
@@ -106,6 +150,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		if !a.echo.isSynced() {
 			timeout = 0
 		}
+		tok := *a.token.Load()
 		resp, err := a.cli.SyncRequest(ctx, int(timeout/time.Millisecond), since, filter, false, event.PresenceOffline)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -114,7 +159,7 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			if errors.Is(err, mautrix.MUnknownToken) && a.opts.AccessToken == "" {
 				// The password's login was logged out (or expired): log
 				// in again; the configured password is still good.
-				if lerr := a.login(ctx, true); lerr != nil {
+				if lerr := a.login(ctx, tok); lerr != nil {
 					a.log.Error("log in again after the homeserver forgot the token", "err", lerr)
 				}
 			}
@@ -122,7 +167,9 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 				// The stored filter is unknown to the homeserver (it
 				// was reset): make a new one.
 				filter = ""
-				_ = a.opts.Cursors.SetCursor(ctx, cursorFilter, "")
+				if err := a.opts.Leases.SetCursorFenced(ctx, cursorFilter, "", held.Lease()); errors.Is(err, core.ErrLeaseLost) {
+					return fmt.Errorf("matrix: forget the sync filter: %w", err)
+				}
 			}
 			backoff = nextBackoff(backoff, err)
 			a.log.Warn("sync", "err", err, "retry_in", backoff)
@@ -136,10 +183,14 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		if resp.NextBatch != "" && resp.NextBatch != since {
 			since = resp.NextBatch
 			// The batch is handled: its position is stored even when a
-			// stop came meanwhile, or the next start hands it again.
+			// stop came meanwhile (the lease is kept until sync
+			// returns), or the next start hands it again.
 			save, cancel := context.WithTimeout(context.WithoutCancel(ctx), positionSaveTimeout)
-			a.savePosition(save, cursorSince, since, 0)
+			err := a.savePosition(save, held, cursorSince, since, 0)
 			cancel()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -161,7 +212,7 @@ func nextBackoff(prev time.Duration, err error) time.Duration {
 
 // filter returns the stored filter id, or uploads syncFilter and stores
 // its id.
-func (a *Adapter) filter(ctx context.Context) (string, error) {
+func (a *Adapter) filter(ctx context.Context, held *core.Held) (string, error) {
 	if f, err := a.loadPosition(ctx, cursorFilter, filterVersion); err != nil || f != "" {
 		return f, err
 	}
@@ -169,7 +220,9 @@ func (a *Adapter) filter(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	a.savePosition(ctx, cursorFilter, resp.FilterID, filterVersion)
+	if err := a.savePosition(ctx, held, cursorFilter, resp.FilterID, filterVersion); err != nil {
+		return "", err
+	}
 	return resp.FilterID, nil
 }
 
@@ -185,14 +238,20 @@ func (a *Adapter) loadPosition(ctx context.Context, name string, version int) (s
 	return p.Value, nil
 }
 
-// savePosition stores a cursor, retrying until it is stored or ctx ends:
-// a position not stored only means a batch handled again.
-func (a *Adapter) savePosition(ctx context.Context, name, value string, version int) {
+// savePosition stores a cursor under held's lease, retrying while the
+// store fails until it is stored or ctx ends: a position not stored only
+// means a batch handled again. It returns an error wrapping
+// core.ErrLeaseLost when the store refused the write: another instance
+// syncs now, from the position it reads itself.
+func (a *Adapter) savePosition(ctx context.Context, held *core.Held, name, value string, version int) error {
 	b, _ := json.Marshal(position{UserID: a.opts.UserID, Value: value, Version: version})
 	for ctx.Err() == nil {
-		err := a.opts.Cursors.SetCursor(ctx, name, string(b))
+		err := a.opts.Leases.SetCursorFenced(ctx, name, string(b), held.Lease())
 		if err == nil {
-			return
+			return nil
+		}
+		if errors.Is(err, core.ErrLeaseLost) {
+			return fmt.Errorf("matrix: save %s: %w", name, err)
 		}
 		a.log.Error("save the sync position", "cursor", name, "err", err)
 		select {
@@ -200,6 +259,7 @@ func (a *Adapter) savePosition(ctx context.Context, name, value string, version 
 		case <-time.After(time.Second):
 		}
 	}
+	return nil
 }
 
 // process deals with one sync response, room by room in a fixed order; it

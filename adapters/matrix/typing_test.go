@@ -26,7 +26,7 @@ func TestTypingRenewal(t *testing.T) {
 		_, _ = w.Write([]byte("{}"))
 	}))
 	defer srv.Close()
-	a, err := New(Options{Homeserver: srv.URL, UserID: "@parley:example.org", AccessToken: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone})
+	a, err := New(Options{Homeserver: srv.URL, UserID: "@parley:example.org", AccessToken: "t", Cursors: nopCursors{}, Leases: nopCursors{}, Authorizer: adaptertest.Everyone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,3 +59,13 @@ type nopCursors struct{}
 
 func (nopCursors) Cursor(context.Context, string) (string, error)  { return "", nil }
 func (nopCursors) SetCursor(context.Context, string, string) error { return nil }
+
+func (nopCursors) AcquireLease(_ context.Context, name string, _ time.Duration) (core.Lease, bool, error) {
+	return core.Lease{Name: name, Holder: "test", Token: 1}, true, nil
+}
+func (nopCursors) RenewLease(_ context.Context, l core.Lease, _ time.Duration) (core.Lease, error) {
+	return l, nil
+}
+func (nopCursors) ReleaseLease(context.Context, core.Lease) error                    { return nil }
+func (nopCursors) Leases(context.Context) ([]core.LeaseInfo, error)                  { return nil, nil }
+func (nopCursors) SetCursorFenced(context.Context, string, string, core.Lease) error { return nil }

@@ -86,6 +86,12 @@ type Transcriber interface {
 type Deps struct {
 	// Store is parley's store; adapters keep their cursors in it.
 	Store core.Store
+	// Leases is the same store's leases, for what must have one consumer
+	// among the instances sharing it (a Telegram long poll, a Matrix
+	// sync): its holder acts and writes its cursors fenced
+	// (core.Leaser.SetCursorFenced); on bbolt the one process holds
+	// every lease.
+	Leases core.Leaser
 	// Bus carries the daemon's events.
 	Bus core.Bus
 	// Handler executes the commands the adapter makes of people's input;

@@ -54,6 +54,11 @@ type Options struct {
 	FileDir string
 	// Cursors persist the update offset; required.
 	Cursors Cursors
+	// Leases give the long poll to one instance among those sharing the
+	// store (see Run); required in long-polling mode, unused with a
+	// webhook. It must be the store Cursors is: the offset is read from
+	// Cursors and written through Leases.SetCursorFenced.
+	Leases core.Leaser
 	// Authorizer decides whose input the adapter acts on, before it
 	// creates a topic, fetches a file or says anything; required.
 	Authorizer core.Authorizer
@@ -146,6 +151,9 @@ func New(opts Options) (*Adapter, error) {
 	}
 	if opts.Authorizer == nil {
 		return nil, errors.New("telegram: no authorizer")
+	}
+	if !opts.Webhook && opts.Leases == nil {
+		return nil, errors.New("telegram: no lease store (long polling needs one)")
 	}
 	if opts.Webhook && opts.WebhookSecret == "" {
 		return nil, errors.New("telegram: webhook mode needs a secret token (set [telegram] webhook_secret or PARLEY_TELEGRAM_WEBHOOK_SECRET, e.g. to the output of `openssl rand -hex 32`)")

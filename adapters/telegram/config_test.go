@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/adaptertest"
 )
 
@@ -95,11 +97,11 @@ func TestConfigAllowedAndOptions(t *testing.T) {
 // TestNewRefusesWebhookWithoutSecret: an adapter built from Options rather
 // than a validated Config still cannot serve a webhook anyone could post to.
 func TestNewRefusesWebhookWithoutSecret(t *testing.T) {
-	_, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone, Webhook: true, WebhookURL: "https://x.example.org/tg"})
+	_, err := New(Options{Token: "t", Cursors: nopCursors{}, Leases: nopCursors{}, Authorizer: adaptertest.Everyone, Webhook: true, WebhookURL: "https://x.example.org/tg"})
 	if err == nil || !strings.Contains(err.Error(), "webhook_secret") {
 		t.Fatalf("New in webhook mode without a secret: %v, want an error naming webhook_secret", err)
 	}
-	if _, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone, Webhook: true, WebhookURL: "https://x.example.org/tg", WebhookSecret: "abc"}); err != nil {
+	if _, err := New(Options{Token: "t", Cursors: nopCursors{}, Leases: nopCursors{}, Authorizer: adaptertest.Everyone, Webhook: true, WebhookURL: "https://x.example.org/tg", WebhookSecret: "abc"}); err != nil {
 		t.Fatalf("New with a secret: %v", err)
 	}
 }
@@ -117,12 +119,25 @@ func TestNewNeedsAnAuthorizer(t *testing.T) {
 	}
 }
 
+// TestNewNeedsLeasesToPoll: long polling must be held by one instance, so
+// the adapter is not built without leases to hold it by; a webhook needs
+// none.
+func TestNewNeedsLeasesToPoll(t *testing.T) {
+	if _, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone}); err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Fatalf("New without Leases: %v, want an error naming them", err)
+	}
+	if _, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone, Webhook: true,
+		WebhookURL: "https://x.example.org/tg", WebhookSecret: "abc"}); err != nil {
+		t.Fatalf("New in webhook mode without Leases: %v", err)
+	}
+}
+
 // TestPlatformLimits: the limits Platform says a section configures are
 // the ones the adapter declares.
 func TestPlatformLimits(t *testing.T) {
 	c := DefaultConfig()
 	c.Token = "t"
-	a, err := New(Options{Token: "t", Cursors: nopCursors{}, Authorizer: adaptertest.Everyone})
+	a, err := New(Options{Token: "t", Cursors: nopCursors{}, Leases: nopCursors{}, Authorizer: adaptertest.Everyone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,3 +145,13 @@ func TestPlatformLimits(t *testing.T) {
 		t.Errorf("Platform.Limits = %+v, the adapter declares %+v", got, want)
 	}
 }
+
+func (nopCursors) AcquireLease(_ context.Context, name string, _ time.Duration) (core.Lease, bool, error) {
+	return core.Lease{Name: name, Holder: "test", Token: 1}, true, nil
+}
+func (nopCursors) RenewLease(_ context.Context, l core.Lease, _ time.Duration) (core.Lease, error) {
+	return l, nil
+}
+func (nopCursors) ReleaseLease(context.Context, core.Lease) error                    { return nil }
+func (nopCursors) Leases(context.Context) ([]core.LeaseInfo, error)                  { return nil, nil }
+func (nopCursors) SetCursorFenced(context.Context, string, string, core.Lease) error { return nil }

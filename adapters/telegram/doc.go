@@ -6,7 +6,10 @@
 // Input: updates are long-polled by the adapter itself, in order, and the
 // offset is persisted only after the update's command is durable (the
 // library's poller confirms a batch to Telegram before the last update is
-// handled). Webhook mode answers 200 only after the same, and needs a
+// handled). Telegram allows one long poll per bot, so among several
+// instances sharing a store only the holder of the lease
+// "telegram/<bot id>" polls, and it writes the offset fenced by the lease;
+// a 409 from getUpdates (another poller) gives the lease up for a while. Webhook mode answers 200 only after the same, and needs a
 // secret token: a request without it (compared in constant time) is
 // refused before it is read, since user ids are not secret and the allow-list
 // alone would admit a forged update "from" an allowed user. Text, replies

@@ -27,7 +27,7 @@ var Platform = platform.Of(platform.Def[Config]{
 func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
 	opts.FileDir = filepath.Join(d.DataDir, "files")
-	opts.Cursors = d.Store
+	opts.Cursors, opts.Leases = d.Store, d.Leases
 	opts.Authorizer, opts.Pairer = d.Authorizer, d.Pairer
 	opts.Transcriber = d.Transcriber
 	opts.Pacer = d.Pacer

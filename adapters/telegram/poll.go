@@ -35,6 +35,16 @@ var allowedUpdates = []string{"message", "edited_message", "callback_query"}
 // offset moves, durably, only after an update was dealt with; a crash before
 // that makes Telegram deliver it again and the command's dedup key drops
 // the repeat.
+//
+// Telegram allows one long poll per bot (a second getUpdates ends the first
+// with 409), so among instances sharing the store only the holder of the
+// lease "telegram/<bot id>" polls (core.Lead): the others wait for it. The
+// holder reads the offset once it holds the lease (the previous holder's
+// last write is then final) and writes it fenced by the lease, so a holder
+// that lost the lease moves nothing. A 409 all the same (a process outside
+// the cluster, or a holder that has not stopped yet) gives the lease up
+// for a while (core.ErrLeaseConflict). Webhook mode needs no lease: any
+// instance answers Telegram's request after its commit.
 func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 	if a.me.Load() == nil {
 		if err := a.Check(ctx); err != nil {
@@ -55,11 +65,30 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 			}
 		}
 	}
+	return core.Lead(ctx, a.opts.Leases, LeaseName(a.me.Load().ID), core.HoldOptions{Logger: a.log}, func(held *core.Held) error {
+		return a.poll(held, h)
+	})
+}
+
+// LeaseName is the lease whose holder long-polls for the bot with the id
+// bot (getMe's; the token never appears in a lease's name, which doctor
+// and metrics show).
+func LeaseName(bot int64) string { return "telegram/" + strconv.FormatInt(bot, 10) }
+
+// poll long-polls while held is held. It returns nil when held's context
+// ends, an error wrapping core.ErrLeaseConflict on a 409, one wrapping
+// core.ErrLeaseLost when a fenced offset write was refused, and what ends
+// Run otherwise (a refused token, a Bot API down).
+func (a *Adapter) poll(held *core.Held, h core.Handler) error {
+	ctx := held.Context()
 	if _, err := a.bot.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
 		a.log.Warn("delete webhook", "err", err)
 	}
 	offset, err := a.loadOffset(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	backoff, failures := time.Duration(0), 0
@@ -75,6 +104,9 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if errors.Is(err, core.ErrLeaseConflict) {
+				return err
 			}
 			// A token refused now (revoked), or a Bot API that has not
 			// answered for about a minute, ends Run: the daemon then
@@ -108,7 +140,9 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 				a.log.Warn("skipping an update parley cannot read", "update_id", head.ID, "err", err)
 				if head.ID >= offset {
 					offset = head.ID + 1
-					a.saveOffset(ctx, offset)
+					if err := a.saveOffset(ctx, held, offset); err != nil {
+						return err
+					}
 				}
 				continue
 			}
@@ -119,11 +153,23 @@ func (a *Adapter) Run(ctx context.Context, h core.Handler) error {
 				return nil // ctx ended while retrying; the update comes again
 			}
 			offset = u.ID + 1
-			a.saveOffset(ctx, offset)
+			// The update is dealt with: its offset is stored even when a
+			// stop came meanwhile (the lease is kept until poll returns),
+			// or the next holder hands it again.
+			save, cancel := context.WithTimeout(context.WithoutCancel(ctx), offsetSaveTimeout)
+			err := a.saveOffset(save, held, offset)
+			cancel()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
+
+// offsetSaveTimeout bounds the storing of a handled update's offset once
+// the poll is stopping.
+const offsetSaveTimeout = 5 * time.Second
 
 func (a *Adapter) loadOffset(ctx context.Context) (int64, error) {
 	v, err := a.opts.Cursors.Cursor(ctx, cursorOffset)
@@ -133,11 +179,18 @@ func (a *Adapter) loadOffset(ctx context.Context) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
-func (a *Adapter) saveOffset(ctx context.Context, offset int64) {
+// saveOffset stores the offset under held's lease, retrying every second
+// while the store fails, until ctx ends. It returns an error wrapping
+// core.ErrLeaseLost when the store refused the write: another instance
+// holds the lease now and reads the offset itself.
+func (a *Adapter) saveOffset(ctx context.Context, held *core.Held, offset int64) error {
 	for ctx.Err() == nil {
-		err := a.opts.Cursors.SetCursor(ctx, cursorOffset, strconv.FormatInt(offset, 10))
+		err := a.opts.Leases.SetCursorFenced(ctx, cursorOffset, strconv.FormatInt(offset, 10), held.Lease())
 		if err == nil {
-			return
+			return nil
+		}
+		if errors.Is(err, core.ErrLeaseLost) {
+			return fmt.Errorf("telegram: save update offset: %w", err)
 		}
 		a.log.Error("save update offset", "err", err)
 		select {
@@ -145,6 +198,7 @@ func (a *Adapter) saveOffset(ctx context.Context, offset int64) {
 		case <-time.After(time.Second):
 		}
 	}
+	return nil
 }
 
 // getUpdates long-polls Telegram for updates from offset on.
@@ -189,6 +243,11 @@ func (a *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessa
 			return nil, &bot.TooManyRequestsError{Message: r.Description, RetryAfter: r.Parameters.RetryAfter}
 		}
 		err := fmt.Errorf("getUpdates: %d %s", r.ErrorCode, r.Description)
+		if r.ErrorCode == http.StatusConflict {
+			// Another getUpdates ended this one, or a webhook is set:
+			// another consumer of the bot's updates is active.
+			return nil, fmt.Errorf("telegram: %w: %w", core.ErrLeaseConflict, err)
+		}
 		if r.ErrorCode == http.StatusUnauthorized || r.ErrorCode == http.StatusNotFound {
 			err = core.Permanent(fmt.Errorf("telegram: the token was refused: check [telegram] token (PARLEY_TELEGRAM_TOKEN) against @BotFather: %w", err))
 		}

@@ -20,7 +20,7 @@ func TestCheckLearnsRichMessages(t *testing.T) {
 		srv := telegramtest.NewServer(t, telegramtest.Options{RichMessages: rich})
 		forum := srv.NewForum("Team")
 		cur := &cursors{m: map[string]string{}}
-		a, err := telegram.New(telegram.Options{Token: srv.Token, APIURL: srv.URL, ChatID: forum, Cursors: cur, Authorizer: adaptertest.Everyone,
+		a, err := telegram.New(telegram.Options{Token: srv.Token, APIURL: srv.URL, ChatID: forum, Cursors: cur, Leases: cur, Authorizer: adaptertest.Everyone,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

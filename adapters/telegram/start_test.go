@@ -24,8 +24,9 @@ import (
 
 func newStartAdapter(t *testing.T, token, url string, chat int64) *telegram.Adapter {
 	t.Helper()
+	cur := &cursors{m: map[string]string{}}
 	a, err := telegram.New(telegram.Options{Token: token, APIURL: url, ChatID: chat,
-		Cursors: &cursors{m: map[string]string{}}, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
+		Cursors: cur, Leases: cur, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +114,9 @@ func (botAPIDown) RoundTrip(r *http.Request) (*http.Response, error) {
 // carries its fix.
 func TestRunEndsWhenTheBotAPIStaysDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		cur := &cursors{m: map[string]string{}}
 		a, err := telegram.New(telegram.Options{Token: "1:x", APIURL: "http://bot.invalid", HTTPClient: &http.Client{Transport: botAPIDown{}},
-			Cursors: &cursors{m: map[string]string{}}, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
+			Cursors: cur, Leases: cur, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,8 +18,9 @@ import (
 // send 200 for a handler that returns without answering, and Telegram
 // would drop the update.
 func TestWebhookNotTaken(t *testing.T) {
+	cur := &cursors{m: map[string]string{}}
 	a, err := telegram.New(telegram.Options{Token: "123:abc", APIURL: "http://127.0.0.1:1", ChatID: -100, Webhook: true,
-		WebhookURL: "https://x.example.org/tg", WebhookSecret: "s3cret-token", Cursors: &cursors{m: map[string]string{}}, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
+		WebhookURL: "https://x.example.org/tg", WebhookSecret: "s3cret-token", Cursors: cur, Leases: cur, Authorizer: adaptertest.Everyone, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -310,7 +310,7 @@ func TestConfigMatrixFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	a, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{Store: st, DataDir: t.TempDir(), Authorizer: admitAll})
+	a, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{Store: st, Leases: st, DataDir: t.TempDir(), Authorizer: admitAll})
 	if err != nil {
 		t.Fatal(err)
 	}
