@@ -192,6 +192,24 @@ func (r *registry) publish(session core.SessionID, m InboxMessage) {
 	}
 }
 
+// resync tells every subscriber to re-read each URI it subscribed to (a
+// bare {uri}): events were missed, which messages is unknown.
+func (r *registry) resync() {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, sub := range r.subs {
+		sub.mu.Lock()
+		for uri := range sub.uris {
+			sub.overflowLocked(sub.queue(uri))
+		}
+		sub.mu.Unlock()
+		select {
+		case sub.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // uriQueue is what waits for one subscribed URI: messages, or after an
 // overflow just the fact that the client must re-read.
 type uriQueue struct {

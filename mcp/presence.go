@@ -145,12 +145,29 @@ func (s *Server) readStatus(ctx context.Context, req mcp.ReadResourceRequest) ([
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: inboxMime, Text: string(b)}}, nil
 }
 
+// presenceBox holds the Presence set by SetNoticePresence.
+type presenceBox struct{ p core.Presence }
+
+// SetNoticePresence makes p decide whether an agent listens when a person
+// writes (the no-agent notice): among instances sharing a store, the
+// presence of them all (store/follow.Presence), since the agent may be
+// connected to another. Call it before Run.
+func (s *Server) SetNoticePresence(p core.Presence) { s.presence.Store(&presenceBox{p}) }
+
+// noticePresence is the presence the no-agent notice is decided by.
+func (s *Server) noticePresence() core.Presence {
+	if b := s.presence.Load(); b != nil {
+		return b.p
+	}
+	return s
+}
+
 // noAgentNotice tells the person who wrote e, a human message, that no
 // agent listens to its session, if none does.
 func (s *Server) noAgentNotice(ctx context.Context, e core.Event) {
 	text := s.opts.NoAgentNotice
 	if text == "" || e.Message == nil || !e.Origin.IsUI() || e.Message.Mime == core.MimeControl ||
-		slices.Contains(s.opts.NoAgentNoticeSkip, e.Origin) || s.AgentStatus().Listening(e.Session) {
+		slices.Contains(s.opts.NoAgentNoticeSkip, e.Origin) || s.noticePresence().AgentStatus().Listening(e.Session) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeTimeout)

@@ -21,8 +21,15 @@ type Options struct {
 	Handler core.Handler
 	// Store is read for the inbox, sessions and watermark reads.
 	Store core.Store
-	// Bus feeds the notifications; New subscribes to it at once.
+	// Bus feeds the notifications; New subscribes to it at once. Among
+	// instances sharing a store it is the cluster feed: every instance's
+	// events (store/follow).
 	Bus core.Bus
+	// Local, when set, carries only the events this instance committed
+	// (the daemon's local bus): the no-agent notice is decided for those
+	// alone, so that of the instances that hear of a message only the one
+	// where the person wrote answers it. Nil decides it on Bus.
+	Local core.Bus
 	// Logger is scoped by the caller; nil discards.
 	Logger *slog.Logger
 	// Name and Version are reported to clients (defaults "parley", "dev").
@@ -58,9 +65,15 @@ type Server struct {
 	http   *server.StreamableHTTPServer
 	sub    *core.Subscription
 	cancel func()
-	subs   *registry
-	agents *agents
-	conns  *conns
+	// localSub is Options.Local's subscription, for the no-agent notice.
+	localSub    *core.Subscription
+	cancelLocal func()
+	// presence decides the no-agent notice (SetNoticePresence); nil
+	// means the server's own.
+	presence atomic.Pointer[presenceBox]
+	subs     *registry
+	agents   *agents
+	conns    *conns
 	// admitting counts the initialize and listen requests in flight,
 	// which the bound on sessions counts ahead (conns.go).
 	admitMu   sync.Mutex
@@ -159,6 +172,10 @@ func New(opts Options) (*Server, error) {
 		server.WithDisableLocalhostProtection(true),
 	)
 	s.sub, s.cancel = opts.Bus.Subscribe(busBuffer, false)
+	s.cancelLocal = func() {}
+	if opts.Local != nil {
+		s.localSub, s.cancelLocal = opts.Local.Subscribe(busBuffer, false)
+	}
 	return s, nil
 }
 
@@ -178,6 +195,17 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.guard) }
 func (s *Server) Run(ctx context.Context) {
 	s.ready.Store(true)
 	defer s.ready.Store(false)
+	if s.localSub != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() {
+			core.Consume(ctx, s.localSub, func(ctx context.Context, e core.Event) {
+				if e.Kind == core.EventHumanMessage {
+					s.noAgentNotice(ctx, e)
+				}
+			})
+		})
+	}
 	core.Consume(ctx, s.sub, s.handleEvent)
 }
 
@@ -194,11 +222,16 @@ func (s *Server) handleEvent(ctx context.Context, e core.Event) {
 	case core.EventCancel:
 		s.asks.fail(e.Session, errAskCancelled)
 	}
+	if e.Kind == core.EventResync {
+		// Events were missed: every subscriber re-reads its inbox.
+		s.subs.resync()
+		return
+	}
 	if !e.Human() || e.Message == nil {
 		return
 	}
 	s.subs.publish(e.Session, toWire(*e.Message))
-	if e.Kind == core.EventHumanMessage {
+	if e.Kind == core.EventHumanMessage && s.localSub == nil {
 		s.noAgentNotice(ctx, e)
 	}
 }
@@ -216,6 +249,7 @@ func (s *Server) Agents() int { return s.agents.count() }
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.cancel()
+		s.cancelLocal()
 		s.asks.failAll(errAskShutdown)
 		s.subs.close()
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownDeadline)

@@ -76,6 +76,7 @@ type Adapter struct {
 	idPrefix string
 	clients  atomic.Int64
 	presence atomic.Pointer[presenceBox] // presence.go
+	cluster  atomic.Pointer[clusterBox]  // health.go
 	// platforms is what the health probe reports (health.go).
 	platforms atomic.Pointer[healthBox]
 	pairing   atomic.Pointer[pairingBox] // pairing.go

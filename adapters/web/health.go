@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -24,6 +25,12 @@ import (
 // error is "starting", "unreachable", "refused" (the platform refused
 // parley's configuration; the log and parley doctor say the fix) or
 // "stopped". The web page itself is not listed: it answers.
+//
+// Among instances sharing a store, it also says which instance answered
+// ("instance": its id, the host name and process id) and which leases it
+// holds ("leases": their names, such as a Telegram poller's), so that an
+// operator behind a load balancer sees where the single consumers run.
+// Both are omitted when the daemon gave none (SetCluster).
 
 type healthBox struct{ h core.PlatformHealth }
 
@@ -36,6 +43,24 @@ type healthView struct {
 	OK        bool                        `json:"ok"`
 	Error     string                      `json:"error,omitempty"`
 	Platforms map[core.AdapterName]status `json:"platforms,omitempty"`
+	Instance  string                      `json:"instance,omitempty"`
+	Leases    []string                    `json:"leases,omitempty"`
+}
+
+// clusterBox holds what SetCluster gave.
+type clusterBox struct {
+	instance string
+	leases   func(context.Context) ([]string, error)
+}
+
+// leasesTimeout bounds the store read of the leases held, so that a slow
+// database never makes the liveness probe time out: the list is left out.
+const leasesTimeout = time.Second
+
+// SetCluster gives the health probe this instance's id and what lists the
+// leases it holds. cmd calls it once the daemon exists, before serving.
+func (a *Adapter) SetCluster(instance string, leases func(context.Context) ([]string, error)) {
+	a.cluster.Store(&clusterBox{instance: instance, leases: leases})
 }
 
 type status struct {
@@ -45,7 +70,7 @@ type status struct {
 	NextRetry time.Time          `json:"next_retry,omitzero"`
 }
 
-func (a *Adapter) health(w http.ResponseWriter, _ *http.Request) {
+func (a *Adapter) health(w http.ResponseWriter, r *http.Request) {
 	if a.back.Load() == nil || a.handler.Load() == nil {
 		writeJSON(w, http.StatusServiceUnavailable, healthView{Error: "not running"})
 		return
@@ -62,6 +87,16 @@ func (a *Adapter) health(w http.ResponseWriter, _ *http.Request) {
 			v.Platforms[name] = status{Up: s.Up, Error: s.State,
 				Since: s.Since.UTC().Truncate(time.Second), NextRetry: s.NextRetry.UTC().Truncate(time.Second)}
 		}
+	}
+	if c := a.cluster.Load(); c != nil {
+		v.Instance = c.instance
+		ctx, cancel := context.WithTimeout(r.Context(), leasesTimeout)
+		if held, err := c.leases(ctx); err == nil {
+			v.Leases = held
+		} else {
+			a.log.Debug("health: leases not read", "err", err)
+		}
+		cancel()
 	}
 	writeJSON(w, http.StatusOK, v)
 }

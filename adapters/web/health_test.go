@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -42,5 +44,38 @@ func TestHealthSaysWhichPlatformIsDown(t *testing.T) {
 	}
 	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
 		t.Errorf("health\n got %s\nwant %s", g, w)
+	}
+}
+
+// The probe says which instance answered and the leases it holds; a store
+// that cannot list them leaves the list out and the probe healthy.
+func TestHealthSaysInstanceAndLeases(t *testing.T) {
+	s := newStack(t)
+	fail := false
+	s.web.SetCluster("host-7-0a0b0c0d", func(context.Context) ([]string, error) {
+		if fail {
+			return nil, errors.New("database down")
+		}
+		return []string{"telegram/poll/1"}, nil
+	})
+	for _, tc := range []struct {
+		fail bool
+		want map[string]any
+	}{
+		{false, map[string]any{"ok": true, "instance": "host-7-0a0b0c0d", "leases": []any{"telegram/poll/1"}}},
+		{true, map[string]any{"ok": true, "instance": "host-7-0a0b0c0d"}},
+	} {
+		fail = tc.fail
+		st, body := s.get("/api/health")
+		if st != http.StatusOK {
+			t.Fatalf("status %d: %s", st, body)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if g, w := mustJSON(t, got), mustJSON(t, tc.want); g != w {
+			t.Errorf("health (leases failing: %v)\n got %s\nwant %s", tc.fail, g, w)
+		}
 	}
 }

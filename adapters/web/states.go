@@ -119,7 +119,9 @@ func (s *states) apply(e core.Event) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if en := s.entries[e.Session]; en != nil {
+	if e.Kind == core.EventResync {
+		s.dropAllLocked()
+	} else if en := s.entries[e.Session]; en != nil {
 		if en.red == nil {
 			en.pending = append(en.pending, e)
 		} else {
@@ -130,6 +132,17 @@ func (s *states) apply(e core.Event) {
 		s.applied = e.Seq
 		close(s.moved)
 		s.moved = make(chan struct{})
+	}
+}
+
+// dropAllLocked forgets every session's state after an EventResync: the
+// events it missed will not come, so each state is built again from the
+// store at its next use. A build under way may have read the store before
+// them: it is finished for its caller but not kept. The caller holds mu.
+func (s *states) dropAllLocked() {
+	for id, en := range s.entries {
+		s.lru.Remove(en.elem)
+		delete(s.entries, id)
 	}
 }
 
@@ -242,7 +255,9 @@ func (s *states) finish(en *entry, st uistate.UIState, err error) (uistate.UISta
 	defer close(en.ready)
 	if err != nil {
 		s.lru.Remove(en.elem)
-		delete(s.entries, en.id)
+		if s.entries[en.id] == en { // not dropped and built again meanwhile
+			delete(s.entries, en.id)
+		}
 		return uistate.UIState{}, err
 	}
 	en.red = uistate.NewUIReducer(st)

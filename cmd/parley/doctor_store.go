@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/postgres"
 )
 
@@ -17,7 +19,9 @@ const storeFix = "[store] url (PARLEY_STORE_URL)"
 // fine (parley serve creates or migrates it), a newer one is refused as
 // serve would. When the schema is this parley's, doctor opens the store and
 // runs its Check, and the platforms' checks use it. It never creates or
-// migrates anything. The bbolt file is data_dir's check.
+// migrates anything. The bbolt file is data_dir's check. Its detail lists
+// the leases' holders: which instance runs each single consumer (a
+// Telegram poller, a Matrix sync) of those sharing the database.
 func (c *checkup) checkStore(ctx context.Context) finding {
 	const check = "store"
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -34,8 +38,12 @@ func (c *checkup) checkStore(ctx context.Context) finding {
 		return f
 	}
 	st, err := postgres.Open(ctx, c.cfg.Store.URL, postgres.Options{})
+	var leases []core.LeaseInfo
 	if err == nil {
 		err = st.Check(ctx)
+		if err == nil {
+			leases, err = st.Leases(ctx)
+		}
 		st.Close()
 	}
 	if err != nil {
@@ -43,7 +51,21 @@ func (c *checkup) checkStore(ctx context.Context) finding {
 			Fix: "run parley doctor again; if it fails the same way, restore the database from a backup"}
 	}
 	c.storeReady = true
-	return finding{Check: check, OK: true, Detail: fmt.Sprintf("PostgreSQL %s answers; schema version %d, this parley's", info.Server, info.Schema)}
+	return finding{Check: check, OK: true, Detail: fmt.Sprintf("PostgreSQL %s answers; schema version %d, this parley's; %s", info.Server, info.Schema, leaseHolders(leases))}
+}
+
+// leaseHolders says who holds each lease, for doctor's store detail.
+func leaseHolders(leases []core.LeaseInfo) string {
+	var held []string
+	for _, l := range leases {
+		if l.Held {
+			held = append(held, fmt.Sprintf("%s held by %s", l.Name, l.Holder))
+		}
+	}
+	if len(held) == 0 {
+		return "no lease held (no parley serve holds a single consumer now)"
+	}
+	return "leases: " + strings.Join(held, ", ")
 }
 
 // schemaFinding judges the server's version and the database's schema

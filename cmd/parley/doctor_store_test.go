@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,7 +33,19 @@ func TestDoctorStoreFindings(t *testing.T) {
 	}
 	st.Close()
 	_, fs = runDoctor(t, url)
-	wantFinding(t, fs, "store", true, fmt.Sprintf("schema version %d, this parley's", postgres.SchemaVersion))
+	wantFinding(t, fs, "store", true, fmt.Sprintf("schema version %d, this parley's", postgres.SchemaVersion), "no lease held")
+
+	// A running instance's lease: doctor names its holder.
+	st, err = postgres.Open(ctx, srv.URL, postgres.Options{Instance: "host-1-cafe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, granted, err := st.AcquireLease(ctx, "telegram/poll/1", time.Minute); err != nil || !granted {
+		t.Fatalf("acquire: granted %v, %v", granted, err)
+	}
+	_, fs = runDoctor(t, url)
+	wantFinding(t, fs, "store", true, "leases: telegram/poll/1 held by host-1-cafe")
+	st.Close()
 
 	conn, err := pgx.Connect(ctx, srv.URL)
 	if err != nil {

@@ -34,6 +34,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,7 @@ import (
 	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/store/bolt"
+	"github.com/parley-chat/parley/store/follow"
 	"github.com/parley-chat/parley/store/postgres"
 )
 
@@ -101,13 +103,24 @@ type Options struct {
 	Store bolt.Options
 	// Postgres tunes the PostgreSQL store when StoreURL is set.
 	Postgres postgres.Options
-	Logger   *slog.Logger
+	// Instance names this process among those sharing the store: the
+	// holder of its leases and journal claims. Empty means
+	// core.NewInstanceID().
+	Instance core.InstanceID
+	// Claims tune the journal claims (their Store and Instance are the
+	// daemon's); tests shorten them.
+	Claims delivery.ClaimOptions
+	Logger *slog.Logger
 }
 
 // Deps are what adapters built by Options.NewAdapters may use.
 type Deps struct {
-	Store   core.Store
-	Bus     core.Bus
+	Store core.Store
+	// Bus carries the events this instance committed (Daemon.Bus).
+	Bus core.Bus
+	// Feed carries every event any instance committed, once and in Seq
+	// order (Daemon.Feed): what the web page follows.
+	Feed    core.Bus
 	Handler core.Handler
 	// Authorizer is the allow-lists the Handler keeps, which every chat
 	// adapter asks before it acts on a person's input.
@@ -136,8 +149,21 @@ func (p latePacer) TakeMethod(a core.AdapterName, place core.Place, method strin
 
 // Daemon is a wired parley.
 type Daemon struct {
-	Store      store.Store
-	Bus        *core.MemBus
+	Store store.Store
+	// Instance names this process among those sharing the store.
+	Instance core.InstanceID
+	// Bus is the local bus: the events this instance committed
+	// (commands.Service publishes them), read by the dispatcher, the
+	// cleanup ledger and the metrics, so that each event is delivered by
+	// the instance that committed it. On PostgreSQL it is unordered: the
+	// seqs between its events are other instances'.
+	Bus *core.MemBus
+	// Feed is the cluster feed: every event of the store's log, whichever
+	// instance committed it, once and in Seq order, published by Follower
+	// alone; the MCP server and the web page read it.
+	Feed *core.MemBus
+	// Follower publishes Feed (store/follow).
+	Follower   *follow.Follower
 	Service    *commands.Service
 	Router     *delivery.Router
 	Outbox     *delivery.Outbox
@@ -184,6 +210,9 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("daemon: no data directory")
 	}
+	if opts.Instance == "" {
+		opts.Instance = core.NewInstanceID()
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: data directory: %w", err)
 	}
@@ -196,15 +225,24 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{Store: st, opts: opts, log: opts.Logger, startSeq: last}
+	d := &Daemon{Store: st, Instance: opts.Instance, opts: opts, log: opts.Logger, startSeq: last}
 	d.Bus = core.NewMemBus(last + 1)
+	if opts.StoreURL != "" {
+		// Other instances' commits leave gaps in this one's seqs.
+		d.Bus = core.NewUnorderedMemBus()
+	}
+	d.Feed = core.NewMemBus(last + 1)
+	// Before anything publishes: the follower subscribes to the local bus
+	// at once, so that it misses none of this instance's events.
+	d.Follower = follow.New(st, d.Feed, follow.Options{After: last, Local: d.Bus, Listener: st,
+		Logger: opts.Logger.With("component", "follow")})
 	d.Service, err = commands.New(ctx, st, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: st, Bus: d.Bus, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: st, Bus: d.Bus, Feed: d.Feed, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			st.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
@@ -222,6 +260,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		OnSent:        func(ctx context.Context, s delivery.Sent) { ledger.Sent(ctx, s) },
 		OnOutputShown: opts.OnOutputShown,
 		OnConfirmed:   opts.OnConfirmed,
+		Claims:        claimOptions(opts.Claims, st, opts.Instance),
 		Logger:        opts.Logger.With("component", "dispatch"),
 	})
 	ledger = cleanup.New(st, d.Dispatcher, cleanup.Options{
@@ -261,9 +300,22 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
+// claimOptions are the journal claims of instance on st: every journaled
+// event is claimed before it is sent, so that among the instances sharing
+// st one delivers it (on bbolt every claim is granted).
+func claimOptions(o delivery.ClaimOptions, st store.Store, instance core.InstanceID) delivery.ClaimOptions {
+	if c, ok := st.(core.DeliveryClaimer); ok {
+		o.Store = c
+	}
+	o.Instance = string(instance)
+	return o
+}
+
 // OpenStore opens the store opts name: the PostgreSQL database at
 // StoreURL, or else the bbolt file in DataDir (which must exist).
 func OpenStore(ctx context.Context, opts Options) (store.Store, error) {
+	opts.Store.Instance = cmp.Or(opts.Store.Instance, opts.Instance)
+	opts.Postgres.Instance = cmp.Or(opts.Postgres.Instance, opts.Instance)
 	if opts.StoreURL != "" {
 		st, err := postgres.Open(ctx, opts.StoreURL, opts.Postgres)
 		if err != nil {
@@ -335,8 +387,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.supervise(ctx, a)
 		}()
 	}
+	// The claims stay renewed until the outbox has drained: the last
+	// operations of a clean stop are still this instance's to send.
+	claimsCtx, stopClaims := context.WithCancel(context.WithoutCancel(ctx))
+	var claims sync.WaitGroup
+	claims.Go(func() { d.Dispatcher.RunClaims(claimsCtx) })
 	var consumers sync.WaitGroup
-	consumers.Add(3)
+	consumers.Add(4)
+	go func() { defer consumers.Done(); _ = d.Follower.Run(ctx) }()
 	go func() { defer consumers.Done(); d.Dispatcher.Run(ctx, d.dispatchSub) }()
 	go func() { defer consumers.Done(); d.Ledger.Run(ctx, d.ledgerSub) }()
 	go func() { defer consumers.Done(); d.prune(ctx) }()
@@ -349,6 +407,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Warn("outbox not drained; journaled operations go out at the next start", "pending", d.Outbox.Stats().Pending)
 	}
 	consumers.Wait()
+	stopClaims()
+	claims.Wait()
 	d.Dispatcher.StopTyping()
 	return nil
 }
@@ -387,6 +447,20 @@ func (d *Daemon) WaitIdle(ctx context.Context) error {
 	return nil
 }
 
+// Leases says, for every lease the store knows, whether this instance
+// holds it now (by the store's clock), for /metrics and /api/health.
+func (d *Daemon) Leases(ctx context.Context) (map[string]bool, error) {
+	infos, err := d.Store.Leases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: leases: %w", err)
+	}
+	out := make(map[string]bool, len(infos))
+	for _, l := range infos {
+		out[l.Name] = l.Mine && l.Held
+	}
+	return out, nil
+}
+
 // Adapters returns the adapters the daemon runs.
 func (d *Daemon) Adapters() []core.Adapter { return d.opts.Adapters }
 
@@ -396,5 +470,12 @@ func (d *Daemon) Close() error {
 		c()
 	}
 	d.Outbox.Close()
+	// Nothing of this instance's is sent any more: what it did not finish
+	// is another instance's to take at once, not at the claims' expiry.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.Dispatcher.ReleaseClaims(ctx); err != nil {
+		d.log.Warn("journal claims not released; other instances take them over when they expire", "err", err)
+	}
 	return d.Store.Close()
 }

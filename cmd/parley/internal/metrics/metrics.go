@@ -35,6 +35,11 @@ type Sources struct {
 	MCPSubscribers func() int
 	// Platforms is the daemon's status of each platform.
 	Platforms func() map[core.AdapterName]core.PlatformStatus
+	// Instance is this instance's id among those sharing the store.
+	Instance string
+	// Leases says, for every lease the store knows, whether this
+	// instance holds it.
+	Leases func() (map[string]bool, error)
 }
 
 // Metrics is parley's registry.
@@ -118,6 +123,8 @@ var (
 	descBacklog   = prometheus.NewDesc("parley_outbox_backlog", "Platform operations waiting in the outbox, by adapter.", []string{"adapter"}, nil)
 	descJournalBy = prometheus.NewDesc("parley_delivery_pending_by_adapter", "Journaled messages with an operation of the adapter not yet confirmed.", []string{"adapter"}, nil)
 	descUp        = prometheus.NewDesc("parley_platform_up", "1 while the platform's adapter runs, 0 while it is down and being retried (see /api/health for why).", []string{"adapter"}, nil)
+	descInstance  = prometheus.NewDesc("parley_instance_info", "Always 1; its label is this instance's id among those sharing the store.", []string{"instance"}, nil)
+	descLease     = prometheus.NewDesc("parley_lease_held", "1 while this instance holds the lease (a single consumer such as a Telegram poller), 0 while another does or none.", []string{"lease"}, nil)
 )
 
 // sourceCollector reads Sources at scrape time.
@@ -125,7 +132,7 @@ type sourceCollector struct{ src Sources }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueue, descInFlight, descOps, descLimited, descFailed, descRetries, descJournal,
-		descDeleted, descDelFailed, descSSE, descMCP, descAgents, descOutcomes, descBacklog, descJournalBy, descUp} {
+		descDeleted, descDelFailed, descSSE, descMCP, descAgents, descOutcomes, descBacklog, descJournalBy, descUp, descInstance, descLease} {
 		ch <- d
 	}
 }
@@ -181,6 +188,22 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.MCPSubscribers != nil {
 		ch <- prometheus.MustNewConstMetric(descMCP, prometheus.GaugeValue, float64(c.src.MCPSubscribers()))
+	}
+	if c.src.Instance != "" {
+		ch <- prometheus.MustNewConstMetric(descInstance, prometheus.GaugeValue, 1, c.src.Instance)
+	}
+	if c.src.Leases != nil {
+		// A store that does not answer leaves the gauges out rather than
+		// reporting every lease lost.
+		if held, err := c.src.Leases(); err == nil {
+			for name, mine := range held {
+				v := 0.0
+				if mine {
+					v = 1
+				}
+				ch <- prometheus.MustNewConstMetric(descLease, prometheus.GaugeValue, v, name)
+			}
+		}
 	}
 	if c.src.Platforms != nil {
 		for a, s := range c.src.Platforms() {

@@ -34,6 +34,10 @@ func TestScrape(t *testing.T) {
 		Platforms: func() map[core.AdapterName]core.PlatformStatus {
 			return map[core.AdapterName]core.PlatformStatus{"telegram": {State: core.PlatformUnreachable}, "slack": {Up: true}}
 		},
+		Instance: "host-42-0a1b2c3d",
+		Leases: func() (map[string]bool, error) {
+			return map[string]bool{"telegram/poll/1": true, "matrix/sync/@bot:x": false}, nil
+		},
 	})
 	m.OutputShown("telegram", 300*time.Millisecond)
 	m.Confirmed("telegram", 200*time.Microsecond)
@@ -75,6 +79,9 @@ func TestScrape(t *testing.T) {
 		`parley_messages_total{direction="in",origin="telegram"} 1`,
 		`parley_messages_total{direction="out",origin="mcp"} 1`,
 		`parley_edit_lag_seconds_count{adapter="telegram"} 1`,
+		`parley_instance_info{instance="host-42-0a1b2c3d"} 1`,
+		`parley_lease_held{lease="telegram/poll/1"} 1`,
+		`parley_lease_held{lease="matrix/sync/@bot:x"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/mcp"
 	"github.com/parley-chat/parley/mcp/orchestrator"
+	"github.com/parley-chat/parley/store/follow"
 )
 
 // Main is a configured daemon: Open builds it, Run serves until the
@@ -53,12 +55,15 @@ type Main struct {
 	// added.
 	Adapters []core.Adapter
 
-	daemon  *daemon.Daemon
-	routes  []route
-	web     *web.Adapter
-	mcp     *mcp.Server
-	metrics *metrics.Metrics
-	http    *httpServer
+	daemon *daemon.Daemon
+	routes []route
+	web    *web.Adapter
+	mcp    *mcp.Server
+	// presence is the agents' presence across the instances sharing the
+	// store (store/follow).
+	presence *follow.Presence
+	metrics  *metrics.Metrics
+	http     *httpServer
 	// agents runs [agent] kind's agent for each session; nil when parley
 	// runs none.
 	agents *orchestrator.Orchestrator
@@ -75,6 +80,9 @@ func (m *Main) Open(ctx context.Context) error {
 		core.LifetimeNextInput:    !c.Cleanup.NextInput,
 		core.LifetimeTurnComplete: !c.Cleanup.TurnComplete,
 	}
+	// One id for this process among those sharing the store: it holds the
+	// leases and the journal claims, and announces its agents.
+	instance := core.NewInstanceID()
 	// The registry exists before the daemon, whose start-up replay may
 	// already report; its sources are read at scrape time, once the HTTP
 	// server (started last) serves.
@@ -87,15 +95,22 @@ func (m *Main) Open(ctx context.Context) error {
 		SSEClients:     func() int { return m.web.SSEClients() },
 		MCPSubscribers: func() int { return m.mcp.Subscribers() },
 		Platforms:      func() map[core.AdapterName]core.PlatformStatus { return m.daemon.Health().Platforms() },
+		Instance:       string(instance),
+		Leases: func() (map[string]bool, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return m.daemon.Leases(ctx)
+		},
 	})
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
 		StoreURL: c.Store.URL,
+		Instance: instance,
 		Adapters: m.Adapters,
 		Allow:    m.AllowLists(),
 		Pairing:  commands.PairingOptions{Enabled: c.Access.Pairing},
 		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
-			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Bus, Logger: m.Logger.With("adapter", "web")})
+			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Feed, Logger: m.Logger.With("adapter", "web")})
 			adapters := []core.Adapter{m.web}
 			if m.Adapters == nil {
 				built, err := m.BuildAdapters(ctx, deps, false)
@@ -119,7 +134,9 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.daemon = d
-	m.mcp, err = mcp.New(mcp.Options{Handler: d.Service, Store: d.Store, Bus: d.Bus,
+	// The MCP server notifies agents of every instance's events (the
+	// cluster feed) and sends the no-agent notice for this one's own.
+	m.mcp, err = mcp.New(mcp.Options{Handler: d.Service, Store: d.Store, Bus: d.Feed, Local: d.Bus,
 		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: m.Version,
 		// The page shows presence itself.
 		NoAgentNotice: c.MCP.NoAgentNotice, NoAgentNoticeSkip: []core.Origin{core.Origin(web.Name)},
@@ -128,9 +145,25 @@ func (m *Main) Open(ctx context.Context) error {
 		d.Close()
 		return err
 	}
-	m.web.SetPresence(m.mcp)
+	// Presence is the same from every instance: this one's agents and
+	// those the others announce.
+	m.presence = follow.NewPresence(m.mcp, d.Store, follow.PresenceOptions{Instance: string(d.Instance),
+		Logger: m.Logger.With("component", "presence")})
+	m.mcp.SetNoticePresence(m.presence)
+	m.web.SetPresence(m.presence)
 	m.web.SetPlatformHealth(d.Health())
 	m.web.SetPairing(d.Service)
+	m.web.SetCluster(string(d.Instance), func(ctx context.Context) ([]string, error) {
+		held, err := d.Leases(ctx)
+		var names []string
+		for name, mine := range held {
+			if mine {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		return names, err
+	})
 	m.metrics = met
 	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
 		m.web, m.mcp.Handler(), met, m.routes...)
@@ -162,7 +195,7 @@ func (m *Main) Open(ctx context.Context) error {
 		names = append(names, string(a.Name()))
 	}
 	m.Logger.Debug("configuration", "config", c)
-	m.Logger.Info("parley started", "version", m.Version, "data_dir", c.DataDir, "store", storeName(c), "adapters", names,
+	m.Logger.Info("parley started", "version", m.Version, "data_dir", c.DataDir, "store", storeName(c), "instance", d.Instance, "adapters", names,
 		"listen", m.http.Addr(), "page", "http://"+m.http.Addr()+"/")
 	return nil
 }
@@ -170,6 +203,10 @@ func (m *Main) Open(ctx context.Context) error {
 // Daemon is the daemon Open opened: its store, outbox and health, for
 // what looks inside a running parley (the end-to-end tests).
 func (m *Main) Daemon() *daemon.Daemon { return m.daemon }
+
+// Presence is the agents' presence across every instance sharing the
+// store, as the page and the no-agent notice see it.
+func (m *Main) Presence() core.Presence { return m.presence }
 
 // Addr is the address the HTTP server listens on.
 func (m *Main) Addr() string { return m.http.Addr() }
@@ -180,8 +217,9 @@ func (m *Main) Run(ctx context.Context) error {
 	sub, cancel := m.daemon.Bus.Subscribe(1024, false)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); m.metrics.Run(ctx, sub) }()
+	go func() { defer wg.Done(); _ = m.presence.Run(ctx) }()
 	go func() { defer wg.Done(); m.mcp.Run(ctx) }()
 	var httpErr error
 	go func() { defer wg.Done(); httpErr = m.http.serve(ctx) }()
