@@ -30,7 +30,9 @@ import (
 // ("instance": its id, the host name and process id) and which leases it
 // holds ("leases": their names, such as a Telegram poller's), so that an
 // operator behind a load balancer sees where the single consumers run.
-// Both are omitted when the daemon gave none (SetCluster).
+// Those name a host and a bot or account, so they are told only to a
+// request that may read the rest of the API (with [http] token set, one
+// that sends it); both are omitted when the daemon gave none (SetCluster).
 
 type healthBox struct{ h core.PlatformHealth }
 
@@ -51,16 +53,19 @@ type healthView struct {
 type clusterBox struct {
 	instance string
 	leases   func(context.Context) ([]string, error)
+	admit    func(*http.Request) bool
 }
 
 // leasesTimeout bounds the store read of the leases held, so that a slow
 // database never makes the liveness probe time out: the list is left out.
 const leasesTimeout = time.Second
 
-// SetCluster gives the health probe this instance's id and what lists the
-// leases it holds. cmd calls it once the daemon exists, before serving.
-func (a *Adapter) SetCluster(instance string, leases func(context.Context) ([]string, error)) {
-	a.cluster.Store(&clusterBox{instance: instance, leases: leases})
+// SetCluster gives the health probe this instance's id, what lists the
+// leases it holds, and admit, which says whether a request may be told
+// them (it carries the API's token). cmd calls it once the daemon exists,
+// before serving.
+func (a *Adapter) SetCluster(instance string, leases func(context.Context) ([]string, error), admit func(*http.Request) bool) {
+	a.cluster.Store(&clusterBox{instance: instance, leases: leases, admit: admit})
 }
 
 type status struct {
@@ -88,7 +93,7 @@ func (a *Adapter) health(w http.ResponseWriter, r *http.Request) {
 				Since: s.Since.UTC().Truncate(time.Second), NextRetry: s.NextRetry.UTC().Truncate(time.Second)}
 		}
 	}
-	if c := a.cluster.Load(); c != nil {
+	if c := a.cluster.Load(); c != nil && c.admit(r) {
 		v.Instance = c.instance
 		ctx, cancel := context.WithTimeout(r.Context(), leasesTimeout)
 		if held, err := c.leases(ctx); err == nil {

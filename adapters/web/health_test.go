@@ -47,25 +47,28 @@ func TestHealthSaysWhichPlatformIsDown(t *testing.T) {
 	}
 }
 
-// The probe says which instance answered and the leases it holds; a store
-// that cannot list them leaves the list out and the probe healthy.
+// The probe says which instance answered and the leases it holds to a
+// request admitted to the API, and nothing of them to others (they name a
+// host and a bot); a store that cannot list them leaves the list out and
+// the probe healthy.
 func TestHealthSaysInstanceAndLeases(t *testing.T) {
 	s := newStack(t)
-	fail := false
+	fail, admitted := false, true
 	s.web.SetCluster("host-7-0a0b0c0d", func(context.Context) ([]string, error) {
 		if fail {
 			return nil, errors.New("database down")
 		}
 		return []string{"telegram/poll/1"}, nil
-	})
+	}, func(*http.Request) bool { return admitted })
 	for _, tc := range []struct {
-		fail bool
-		want map[string]any
+		fail, admitted bool
+		want           map[string]any
 	}{
-		{false, map[string]any{"ok": true, "instance": "host-7-0a0b0c0d", "leases": []any{"telegram/poll/1"}}},
-		{true, map[string]any{"ok": true, "instance": "host-7-0a0b0c0d"}},
+		{false, true, map[string]any{"ok": true, "instance": "host-7-0a0b0c0d", "leases": []any{"telegram/poll/1"}}},
+		{true, true, map[string]any{"ok": true, "instance": "host-7-0a0b0c0d"}},
+		{false, false, map[string]any{"ok": true}},
 	} {
-		fail = tc.fail
+		fail, admitted = tc.fail, tc.admitted
 		st, body := s.get("/api/health")
 		if st != http.StatusOK {
 			t.Fatalf("status %d: %s", st, body)

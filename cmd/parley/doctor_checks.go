@@ -374,7 +374,7 @@ func (c *checkup) checkPlatform(ctx context.Context, row platform.Platform) []fi
 	m := &serve.Main{Config: cfg, Logger: log, Platforms: []platform.Platform{row}}
 	ctx, cancel := context.WithTimeout(ctx, platformTimeout)
 	defer cancel()
-	adapters, err := m.BuildAdapters(ctx, daemon.Deps{Store: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Authorizer: admitNobody, Pacer: directPacer{}, Logger: log}, true)
+	adapters, err := m.BuildAdapters(ctx, daemon.Deps{Store: st, Leases: st, Bus: core.NewMemBus(1), Handler: refuseCommands, Authorizer: admitNobody, Pacer: directPacer{}, Logger: log}, true)
 	if err != nil {
 		var out []finding
 		for _, e := range splitErr(err) {

@@ -44,6 +44,18 @@ func requireToken(token string, h http.Handler) http.Handler {
 	})
 }
 
+// HasToken reports whether r carries token as its bearer credentials
+// ("Authorization: Bearer <token>"), comparing in constant time; with no
+// token configured every request has it. It lets a route that answers
+// everyone (the liveness probe) say more to whoever proves the token.
+func HasToken(token string, r *http.Request) bool {
+	if token == "" {
+		return true
+	}
+	got, _ := bearer(r.Header.Get("Authorization"))
+	return subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
 // bearer returns the credentials of an Authorization header of the Bearer
 // scheme, and whether it was one.
 func bearer(header string) (string, bool) {

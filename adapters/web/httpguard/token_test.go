@@ -45,3 +45,28 @@ func TestRequireToken(t *testing.T) {
 		})
 	}
 }
+
+func TestHasToken(t *testing.T) {
+	req := func(auth string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/api/health", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		token, auth string
+		want        bool
+	}{
+		{"", "", true},
+		{"s3cret", "Bearer s3cret", true},
+		{"s3cret", "bearer s3cret", true},
+		{"s3cret", "Bearer wrong", false},
+		{"s3cret", "", false},
+		{"s3cret", "Basic s3cret", false},
+	} {
+		if got := HasToken(tc.token, req(tc.auth)); got != tc.want {
+			t.Errorf("HasToken(%q, %q) = %v, want %v", tc.token, tc.auth, got, tc.want)
+		}
+	}
+}

@@ -116,6 +116,9 @@ type Options struct {
 // Deps are what adapters built by Options.NewAdapters may use.
 type Deps struct {
 	Store core.Store
+	// Leases is the same store as the lease holder of what must have one
+	// consumer among instances (a Telegram long poll, a Matrix sync).
+	Leases core.Leaser
 	// Bus carries the events this instance committed (Daemon.Bus).
 	Bus core.Bus
 	// Feed carries every event any instance committed, once and in Seq
@@ -242,7 +245,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: st, Bus: d.Bus, Feed: d.Feed, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: st, Leases: st, Bus: d.Bus, Feed: d.Feed, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			st.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)

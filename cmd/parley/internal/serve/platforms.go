@@ -48,14 +48,13 @@ func (m *Main) BuildAdapters(ctx context.Context, dd daemon.Deps, check bool) ([
 		tr = transcribe.New(c.Transcription.APIURL, c.Transcription.APIKey, c.Transcription.Model)
 	}
 	var adapters []core.Adapter
-	leases, _ := dd.Store.(core.Leaser) // both stores are; daemon.Deps names no Leases yet
 	for _, p := range m.Platforms {
 		s := SectionOf(&c, p)
 		if s == nil || !s.Enabled() {
 			continue
 		}
 		a, err := p.New(ctx, s, platform.Deps{
-			Store: dd.Store, Leases: leases, Bus: dd.Bus, Handler: dd.Handler, Authorizer: dd.Authorizer, Pairer: dd.Pairer, Pacer: dd.Pacer, Methods: dd.Methods,
+			Store: dd.Store, Leases: dd.Leases, Bus: dd.Bus, Handler: dd.Handler, Authorizer: dd.Authorizer, Pairer: dd.Pairer, Pacer: dd.Pacer, Methods: dd.Methods,
 			Logger: m.Logger.With("adapter", string(p.Name)), DataDir: c.DataDir, Transcriber: tr,
 			Route: func(path string, h http.Handler) {
 				m.routes = append(m.routes, route{path: path, handler: h, webhook: true})

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/web"
+	"github.com/parley-chat/parley/adapters/web/httpguard"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
@@ -163,7 +165,7 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		slices.Sort(names)
 		return names, err
-	})
+	}, func(r *http.Request) bool { return httpguard.HasToken(c.HTTP.Token, r) })
 	m.metrics = met
 	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
 		m.web, m.mcp.Handler(), met, m.routes...)
