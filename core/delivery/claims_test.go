@@ -17,6 +17,10 @@ import (
 	"github.com/parley-chat/parley/store/bolt"
 )
 
+// claimTTL is the claims' TTL in these tests, whose instants (a renewal
+// every 5 s, a scan every 5 s) are written for it.
+const claimTTL = 15 * time.Second
+
 // The claims' tests run two instances, each a dispatcher, outbox and bus
 // of its own, on one store and one fake platform, in a synctest bubble:
 // sharedClaims models what a store shared by instances does with claims
@@ -149,9 +153,16 @@ func startInstance(t *testing.T, name string, st core.Store, claims core.Deliver
 // startInstanceLog is startInstance logging to log.
 func startInstanceLog(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter, log *slog.Logger) *instance {
 	t.Helper()
+	return startInstanceTTL(t, name, st, claims, fk, log, claimTTL)
+}
+
+// startInstanceTTL is startInstanceLog with claims of ttl (0: the
+// default).
+func startInstanceTTL(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter, log *slog.Logger, ttl time.Duration) *instance {
+	t.Helper()
 	in := &instance{t: t, bus: core.NewMemBus(0), out: newOutbox(fk, delivery.OutboxOptions{})}
 	in.d = delivery.NewDispatcher(st, delivery.NewRouter(fk), in.out, delivery.DispatcherOptions{FileDir: t.TempDir(),
-		Claims: delivery.ClaimOptions{Store: claims, Instance: name}, Logger: log})
+		Claims: delivery.ClaimOptions{Store: claims, Instance: name, TTL: ttl}, Logger: log})
 	sub, unsubscribe := in.bus.Subscribe(64, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.stop = func() {
@@ -288,12 +299,41 @@ func TestClaimsTakenOverAtExpiry(t *testing.T) {
 		synctest.Wait()
 		// b scans every 5 s: +10s and +15s find the claim held, +20s
 		// finds it expired.
-		want := delivery.DefaultClaimTTL + 5*time.Second
+		want := claimTTL + 5*time.Second
 		if got := sends(fk, start, "the answer"); len(got) != 1 || got[0] != want {
 			t.Errorf("sent at %v; want once, by b, at +%v", got, want)
 		}
 		if n := journalLen(t, st); n != 0 {
 			t.Errorf("%d events left in the journal", n)
+		}
+	})
+}
+
+// TestClaimsDefaultTakeoverWithinTenSeconds: with the default timings
+// (TTL 6 s, renewals and scans every 2 s), an instance that dies just after
+// renewing holds its claim until +8s, and the other sends at that instant:
+// within the 10 s a platform's single consumer fails over in.
+func TestClaimsDefaultTakeoverWithinTenSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := openStore(t)
+		shared := newSharedClaims(st)
+		fk := newFake(core.Capabilities{})
+		a := startInstanceTTL(t, "a", st, shared, fk, nil, 0)
+		b := startInstanceTTL(t, "b", st, shared, fk, nil, 0)
+		start := time.Now()
+		id := boundSession(t, st, a, b)
+		a.out.Hold("fake", true)
+		postTo(t, st, id, "the answer", a, b) // a claims it at +0s
+		time.Sleep(3 * time.Second)           // a renewed at +2s: held until +8s
+		a.die()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		want := delivery.DefaultClaimTTL + 2*time.Second
+		if got := sends(fk, start, "the answer"); len(got) != 1 || got[0] != want {
+			t.Errorf("sent at %v; want once, by b, at +%v", got, want)
+		}
+		if want > 10*time.Second {
+			t.Errorf("the default takeover takes %v, more than 10s", want)
 		}
 	})
 }
@@ -320,8 +360,8 @@ func TestClaimsStopOnOwnClock(t *testing.T) {
 		a.out.Hold("fake", false) // +13s: too late by a's own clock
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if got := sends(fk, start, "the answer"); len(got) != 1 || got[0] != delivery.DefaultClaimTTL {
-			t.Errorf("sent at %v; want once, by b, at +%v", got, delivery.DefaultClaimTTL)
+		if got := sends(fk, start, "the answer"); len(got) != 1 || got[0] != claimTTL {
+			t.Errorf("sent at %v; want once, by b, at +%v", got, claimTTL)
 		}
 		if n := journalLen(t, st); n != 0 {
 			t.Errorf("%d events left in the journal", n)
@@ -454,7 +494,7 @@ func TestClaimsCancelCallAtExpiry(t *testing.T) {
 		a.out.Hold("fake", false) // +11s: a starts the send
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		want := delivery.DefaultClaimTTL + fk.Latency
+		want := claimTTL + fk.Latency
 		if got := sends(fk, start, "the answer"); len(got) != 1 || got[0] != want {
 			t.Errorf("sent at %v; want once, by b, at +%v", got, want)
 		}
