@@ -12,6 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // appendOp is one Append: what is prepared outside the transaction, and
@@ -23,7 +24,7 @@ type appendOp struct {
 	dedupKey []byte
 	sid      []byte
 	update   func(*core.Session)
-	evs      []preparedEvent
+	evs      []store.PreparedEvent
 	rows     []ledgerRow
 	now      time.Time
 
@@ -65,7 +66,7 @@ func (s *Store) Append(ctx context.Context, a core.Append) (core.AppendResult, e
 // prepareAppend does all the work of an Append that does not need the
 // transaction, so that the one committer does as little as possible.
 func prepareAppend(now time.Time, a core.Append) (*appendOp, error) {
-	op := &appendOp{msg: cloneMessage(a.Message), update: a.Update, now: now}
+	op := &appendOp{msg: store.CloneMessage(a.Message), update: a.Update, now: now}
 	if op.msg.Session == "" {
 		return nil, fmt.Errorf("message has no session: %w", core.ErrNotFound)
 	}
@@ -83,7 +84,7 @@ func prepareAppend(now time.Time, a core.Append) (*appendOp, error) {
 	if err := checkKey("dedup key", op.dedupKey); err != nil {
 		return nil, err
 	}
-	if op.evs, err = prepareEvents(now, op.msg.Session, a.Events, true); err != nil {
+	if op.evs, err = store.PrepareEvents(now, op.msg.Session, a.Events, true); err != nil {
 		return nil, err
 	}
 	if op.rows, err = prepareCleanup(now, op.msg.Session, a.Cleanup); err != nil {
@@ -203,7 +204,7 @@ func (op *appendOp) result(cache *sessionCache) (core.AppendResult, error) {
 		res = core.AppendResult{Message: m, Duplicate: true}
 	} else {
 		op.msg.ID = op.id
-		res = core.AppendResult{Message: op.msg, Events: finishEvents(op.evs, op.seqs, &op.msg)}
+		res = core.AppendResult{Message: op.msg, Events: store.FinishEvents(op.evs, op.seqs, &op.msg)}
 	}
 	switch {
 	case op.sessHit != nil:
@@ -338,12 +339,6 @@ func decodeMessage(id, v []byte) (core.Message, error) {
 	}
 	m.ID = core.MessageID(id)
 	return m, nil
-}
-
-// cloneMessage copies m so the copy shares no slice with it.
-func cloneMessage(m core.Message) core.Message {
-	m.Attachments = slices.Clone(m.Attachments)
-	return m
 }
 
 // Deduped implements core.Store.

@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // Event values start with a flag byte saying where the event's message is.
@@ -20,55 +19,10 @@ const (
 	eventMsgRef = 1 // then one length byte and the id of an inbox message
 )
 
-// preparedEvent is an event encoded outside the transaction. Only its Seq
-// (the key) and, for a reference, the message id are filled in inside.
-type preparedEvent struct {
-	ev   core.Event // Seq zero; Message nil when ref
-	ref  bool       // the event carries the message of its Append
-	body []byte     // JSON of ev
-}
-
-// prepareEvents fills defaults (Time now, Session session when empty) and
-// encodes the events. With msgRef, events with a Message will carry the
-// message their Append stores instead of the one given.
-func prepareEvents(now time.Time, session core.SessionID, events []core.Event, msgRef bool) ([]preparedEvent, error) {
-	if len(events) == 0 {
-		return nil, nil
-	}
-	out := make([]preparedEvent, len(events))
-	for i, e := range events {
-		e.Seq = 0
-		if e.Time.IsZero() {
-			e.Time = now
-		}
-		if e.Session == "" {
-			e.Session = session
-		}
-		ref := msgRef && e.Message != nil
-		if ref {
-			e.Message = nil
-		} else if e.Message != nil {
-			m := cloneMessage(*e.Message)
-			e.Message = &m
-		}
-		e.Options = slices.Clone(e.Options)
-		if e.Tool != nil {
-			t := *e.Tool
-			e.Tool = &t
-		}
-		body, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
-		}
-		out[i] = preparedEvent{ev: e, ref: ref, body: body}
-	}
-	return out, nil
-}
-
 // putEvents appends prepared events to the log, referencing the inbox
 // message msgID where asked, and returns the assigned seqs. The group trims
 // the log once, when it finishes.
-func putEvents(w *wtx, evs []preparedEvent, msgID core.MessageID) ([]uint64, error) {
+func putEvents(w *wtx, evs []store.PreparedEvent, msgID core.MessageID) ([]uint64, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
@@ -81,19 +35,19 @@ func putEvents(w *wtx, evs []preparedEvent, msgID core.MessageID) ([]uint64, err
 			return nil, err
 		}
 		var val []byte
-		if e.ref {
-			val = make([]byte, 0, 2+len(msgID)+len(e.body))
+		if e.Ref {
+			val = make([]byte, 0, 2+len(msgID)+len(e.Body))
 			val = append(val, eventMsgRef, byte(len(msgID)))
 			val = append(val, msgID...)
 		} else {
-			val = make([]byte, 0, 1+len(e.body))
+			val = make([]byte, 0, 1+len(e.Body))
 			val = append(val, eventPlain)
 		}
-		val = append(val, e.body...)
+		val = append(val, e.Body...)
 		if err := b.Put(seqKey(seq), val); err != nil {
 			return nil, err
 		}
-		if e.ev.Journaled() {
+		if e.Event.Journaled() {
 			if err := putJournal(w, seq, val); err != nil {
 				return nil, err
 			}
@@ -131,24 +85,6 @@ func (s *Store) trimEvents(b *bbolt.Bucket) error {
 	return nil
 }
 
-// finishEvents returns the caller's copy of stored events: Seq set and, for
-// references, a copy of msg each.
-func finishEvents(evs []preparedEvent, seqs []uint64, msg *core.Message) []core.Event {
-	if len(evs) == 0 {
-		return nil
-	}
-	out := make([]core.Event, len(evs))
-	for i, e := range evs {
-		out[i] = e.ev
-		out[i].Seq = seqs[i]
-		if e.ref && msg != nil {
-			m := cloneMessage(*msg)
-			out[i].Message = &m
-		}
-	}
-	return out
-}
-
 // AppendEvents appends events without an inbox message and returns them
 // with Seq (and, when zero, Time) set. A Message on an event is stored with
 // the event as given.
@@ -156,7 +92,7 @@ func (s *Store) AppendEvents(ctx context.Context, events ...core.Event) ([]core.
 	if len(events) == 0 {
 		return nil, nil
 	}
-	evs, err := prepareEvents(s.clock(), "", events, false)
+	evs, err := store.PrepareEvents(s.clock(), "", events, false)
 	if err != nil {
 		return nil, fmt.Errorf("bolt: append events: %w", err)
 	}
@@ -169,7 +105,7 @@ func (s *Store) AppendEvents(ctx context.Context, events ...core.Event) ([]core.
 	if err != nil {
 		return nil, fmt.Errorf("bolt: append events: %w", err)
 	}
-	return finishEvents(evs, seqs, nil), nil
+	return store.FinishEvents(evs, seqs, nil), nil
 }
 
 // EventsSince returns up to limit events with Seq > after, oldest first; a

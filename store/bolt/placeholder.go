@@ -38,7 +38,7 @@ func markPlaceholders(tx *bbolt.Tx) error {
 		id  []byte
 		val []byte
 	}
-	var todo []marked
+	var pending []marked
 	err := b.ForEach(func(k, v []byte) error {
 		if !bytes.Contains(v, []byte(`"title":"`+legacyPrefix)) {
 			return nil
@@ -57,13 +57,13 @@ func markPlaceholders(tx *bbolt.Tx) error {
 		}
 		// Written after the walk: bbolt does not allow changing a
 		// bucket while ForEach walks it.
-		todo = append(todo, marked{id: bytes.Clone(k), val: val})
+		pending = append(pending, marked{id: bytes.Clone(k), val: val})
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("mark placeholder titles: %w", err)
 	}
-	for _, m := range todo {
+	for _, m := range pending {
 		if err := b.Put(m.id, m.val); err != nil {
 			return fmt.Errorf("mark placeholder titles: %w", err)
 		}

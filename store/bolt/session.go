@@ -13,6 +13,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // CreateSession stores a new session and its events. An empty ID gets a new
@@ -42,7 +43,7 @@ func (s *Store) CreateSession(ctx context.Context, sess core.Session, events ...
 	if err := checkPlaces(sess.Bindings); err != nil {
 		return core.Session{}, nil, fmt.Errorf("bolt: create session: %w", err)
 	}
-	evs, err := prepareEvents(now, sess.ID, events, false)
+	evs, err := store.PrepareEvents(now, sess.ID, events, false)
 	if err != nil {
 		return core.Session{}, nil, fmt.Errorf("bolt: create session: %w", err)
 	}
@@ -70,7 +71,7 @@ func (s *Store) CreateSession(ctx context.Context, sess core.Session, events ...
 	if exists {
 		return core.Session{}, nil, fmt.Errorf("bolt: create session %s: %w", sess.ID, core.ErrExists)
 	}
-	return sess, finishEvents(evs, seqs, nil), nil
+	return sess, store.FinishEvents(evs, seqs, nil), nil
 }
 
 // Session returns one session, or an error wrapping core.ErrNotFound.
@@ -160,7 +161,7 @@ func (s *Store) SessionAt(ctx context.Context, adapter core.AdapterName, place c
 // core.ErrNotFound.
 func (s *Store) UpdateSession(ctx context.Context, id core.SessionID, fn func(*core.Session) error, events ...core.Event) (core.Session, []core.Event, error) {
 	now := s.clock()
-	evs, err := prepareEvents(now, id, events, false)
+	evs, err := store.PrepareEvents(now, id, events, false)
 	if err != nil {
 		return core.Session{}, nil, fmt.Errorf("bolt: update session %s: %w", id, err)
 	}
@@ -216,7 +217,7 @@ func (s *Store) UpdateSession(ctx context.Context, id core.SessionID, fn func(*c
 	if written != nil {
 		s.cache.put(id, written, sess)
 	}
-	return sess, finishEvents(evs, seqs, nil), nil
+	return sess, store.FinishEvents(evs, seqs, nil), nil
 }
 
 // encodeSession finishes a session that a caller's function changed from

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // appendOp is one Append: what is prepared outside the transaction, and
@@ -22,7 +23,7 @@ type appendOp struct {
 	dedupKey []byte
 	sid      []byte
 	update   func(*core.Session)
-	evs      []preparedEvent
+	evs      []store.PreparedEvent
 	rows     []ledgerRow
 	now      time.Time
 
@@ -51,7 +52,7 @@ type appendOp struct {
 // ledger rows without Created get now.
 func (s *Store) Append(ctx context.Context, a core.Append) (core.AppendResult, error) {
 	now := s.clock()
-	op := &appendOp{msg: cloneMessage(a.Message), update: a.Update, now: now}
+	op := &appendOp{msg: store.CloneMessage(a.Message), update: a.Update, now: now}
 	if op.msg.Session == "" {
 		return core.AppendResult{}, fmt.Errorf("postgres: append: message has no session: %w", core.ErrNotFound)
 	}
@@ -64,7 +65,7 @@ func (s *Store) Append(ctx context.Context, a core.Append) (core.AppendResult, e
 		return core.AppendResult{}, fmt.Errorf("postgres: append: %w", err)
 	}
 	op.dedupKey = []byte(a.DedupKey)
-	if op.evs, err = prepareEvents(now, op.msg.Session, a.Events, true); err != nil {
+	if op.evs, err = store.PrepareEvents(now, op.msg.Session, a.Events, true); err != nil {
 		return core.AppendResult{}, fmt.Errorf("postgres: append: %w", err)
 	}
 	if op.rows, err = prepareCleanup(now, op.msg.Session, a.Cleanup); err != nil {
@@ -154,7 +155,7 @@ func (op *appendOp) result() (core.AppendResult, error) {
 		res = core.AppendResult{Message: m, Duplicate: true}
 	} else {
 		op.msg.ID = op.id
-		res = core.AppendResult{Message: op.msg, Events: finishEvents(op.evs, op.seqs, &op.msg)}
+		res = core.AppendResult{Message: op.msg, Events: store.FinishEvents(op.evs, op.seqs, &op.msg)}
 	}
 	if op.sessRaw != nil {
 		var err error

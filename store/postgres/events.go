@@ -9,11 +9,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // eventsOp is one AppendEvents.
 type eventsOp struct {
-	evs  []preparedEvent
+	evs  []store.PreparedEvent
 	seqs []uint64
 }
 
@@ -31,7 +32,7 @@ func (s *Store) AppendEvents(ctx context.Context, events ...core.Event) ([]core.
 	if len(events) == 0 {
 		return nil, nil
 	}
-	evs, err := prepareEvents(s.clock(), "", events, false)
+	evs, err := store.PrepareEvents(s.clock(), "", events, false)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: append events: %w", err)
 	}
@@ -39,7 +40,7 @@ func (s *Store) AppendEvents(ctx context.Context, events ...core.Event) ([]core.
 	if err := s.update(ctx, op); err != nil {
 		return nil, fmt.Errorf("postgres: append events: %w", err)
 	}
-	return finishEvents(evs, op.seqs, nil), nil
+	return store.FinishEvents(evs, op.seqs, nil), nil
 }
 
 // EventsSince returns up to limit events with Seq > after, oldest first; a

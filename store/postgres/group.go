@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // groupReads is what a group's ops will look up.
@@ -211,7 +212,7 @@ func (g *group) nextSeq() uint64 {
 // putEvents adds prepared events to the log (and the journal, for those
 // Event.Journaled selects), referencing the inbox message msgID where asked,
 // and returns their seqs.
-func (g *group) putEvents(evs []preparedEvent, msgID []byte) []uint64 {
+func (g *group) putEvents(evs []store.PreparedEvent, msgID []byte) []uint64 {
 	if len(evs) == 0 {
 		return nil
 	}
@@ -219,12 +220,12 @@ func (g *group) putEvents(evs []preparedEvent, msgID []byte) []uint64 {
 	for i, e := range evs {
 		seq := g.nextSeq()
 		var ref []byte
-		if e.ref {
+		if e.Ref {
 			ref = msgID
 		}
-		g.events.add(seq, ref, e.body)
-		if e.ev.Journaled() {
-			g.journal.add(seq, ref, e.body)
+		g.events.add(seq, ref, e.Body)
+		if e.Event.Journaled() {
+			g.journal.add(seq, ref, e.Body)
 		}
 		seqs[i] = seq
 	}

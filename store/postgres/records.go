@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/core"
@@ -78,68 +77,6 @@ func increment(e *[10]byte) bool {
 		}
 	}
 	return false
-}
-
-// preparedEvent is an event encoded outside the transaction.
-type preparedEvent struct {
-	ev   core.Event // Seq zero; Message nil when ref
-	ref  bool       // the event carries the message of its Append
-	body []byte     // JSON of ev
-}
-
-// prepareEvents fills defaults (Time now, Session session when empty) and
-// encodes the events. With msgRef, events with a Message will carry the
-// message their Append stores instead of the one given.
-func prepareEvents(now time.Time, session core.SessionID, events []core.Event, msgRef bool) ([]preparedEvent, error) {
-	if len(events) == 0 {
-		return nil, nil
-	}
-	out := make([]preparedEvent, len(events))
-	for i, e := range events {
-		e.Seq = 0
-		if e.Time.IsZero() {
-			e.Time = now
-		}
-		if e.Session == "" {
-			e.Session = session
-		}
-		ref := msgRef && e.Message != nil
-		if ref {
-			e.Message = nil
-		} else if e.Message != nil {
-			m := cloneMessage(*e.Message)
-			e.Message = &m
-		}
-		e.Options = slices.Clone(e.Options)
-		if e.Tool != nil {
-			t := *e.Tool
-			e.Tool = &t
-		}
-		body, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
-		}
-		out[i] = preparedEvent{ev: e, ref: ref, body: body}
-	}
-	return out, nil
-}
-
-// finishEvents returns the caller's copy of stored events: Seq set and, for
-// references, a copy of msg each.
-func finishEvents(evs []preparedEvent, seqs []uint64, msg *core.Message) []core.Event {
-	if len(evs) == 0 {
-		return nil
-	}
-	out := make([]core.Event, len(evs))
-	for i, e := range evs {
-		out[i] = e.ev
-		out[i].Seq = seqs[i]
-		if e.ref && msg != nil {
-			m := cloneMessage(*msg)
-			out[i].Message = &m
-		}
-	}
-	return out
 }
 
 // decodeEvent reads a stored event, with the message it references (id and
@@ -242,12 +179,6 @@ func decodeMessage(id, v []byte) (core.Message, error) {
 	}
 	m.ID = core.MessageID(id)
 	return m, nil
-}
-
-// cloneMessage copies m so the copy shares no slice with it.
-func cloneMessage(m core.Message) core.Message {
-	m.Attachments = slices.Clone(m.Attachments)
-	return m
 }
 
 // cloneSession copies s so the copy shares no map with it.

@@ -14,13 +14,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store"
 )
 
 // createOp is one CreateSession.
 type createOp struct {
 	sess core.Session
 	val  []byte
-	evs  []preparedEvent
+	evs  []store.PreparedEvent
 
 	exists bool
 	seqs   []uint64
@@ -68,7 +69,7 @@ func (s *Store) CreateSession(ctx context.Context, sess core.Session, events ...
 	if err != nil {
 		return core.Session{}, nil, fmt.Errorf("postgres: create session: %w", err)
 	}
-	evs, err := prepareEvents(now, sess.ID, events, false)
+	evs, err := store.PrepareEvents(now, sess.ID, events, false)
 	if err != nil {
 		return core.Session{}, nil, fmt.Errorf("postgres: create session: %w", err)
 	}
@@ -79,14 +80,14 @@ func (s *Store) CreateSession(ctx context.Context, sess core.Session, events ...
 	if op.exists {
 		return core.Session{}, nil, fmt.Errorf("postgres: create session %s: %w", sess.ID, core.ErrExists)
 	}
-	return sess, finishEvents(evs, op.seqs, nil), nil
+	return sess, store.FinishEvents(evs, op.seqs, nil), nil
 }
 
 // updateOp is one UpdateSession.
 type updateOp struct {
 	id  core.SessionID
 	fn  func(*core.Session) error
-	evs []preparedEvent
+	evs []store.PreparedEvent
 	now time.Time
 
 	found bool
@@ -140,7 +141,7 @@ func (op *updateOp) apply(g *group) error {
 // Missing sessions give an error wrapping core.ErrNotFound.
 func (s *Store) UpdateSession(ctx context.Context, id core.SessionID, fn func(*core.Session) error, events ...core.Event) (core.Session, []core.Event, error) {
 	now := s.clock()
-	evs, err := prepareEvents(now, id, events, false)
+	evs, err := store.PrepareEvents(now, id, events, false)
 	if err != nil {
 		return core.Session{}, nil, fmt.Errorf("postgres: update session %s: %w", id, err)
 	}
@@ -158,7 +159,7 @@ func (s *Store) UpdateSession(ctx context.Context, id core.SessionID, fn func(*c
 	if err != nil {
 		return core.Session{}, nil, fmt.Errorf("postgres: update session %s: %w", id, err)
 	}
-	return sess, finishEvents(evs, op.seqs, nil), nil
+	return sess, store.FinishEvents(evs, op.seqs, nil), nil
 }
 
 // Session returns one session, or an error wrapping core.ErrNotFound.
