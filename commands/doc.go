@@ -51,6 +51,6 @@
 // its Msg is plain words without package prefixes or internal ids beyond
 // those the caller gave, and it wraps the sentinel (ErrSessionClosed,
 // ErrNotFound, ErrInvalid) that says what the refusal means. Adapters and
-// the MCP server show core.UserMessage(err) and decide by the sentinel;
+// the MCP server show delivery.UserMessage(err) and decide by the sentinel;
 // errors without words (the store failing) are for logs and retries.
 package commands

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // People's input: what a person writes, answers or asks about reaches the
@@ -204,7 +205,7 @@ func (s *Service) status(ctx context.Context, cmd core.Command) (core.Result, er
 	if err != nil {
 		return core.Result{}, err
 	}
-	text := fmt.Sprintf("%s %s — %s, %d turn(s) completed", sess.Status.Emoji(), sess.Title, sess.Status, sess.Turn)
+	text := fmt.Sprintf("%s %s — %s, %d turn(s) completed", delivery.StatusMark(sess.Status), sess.Title, sess.Status, sess.Turn)
 	if n := len(sess.Questions); n > 0 {
 		text += fmt.Sprintf(", %d open question(s)", n)
 	}

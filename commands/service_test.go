@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
@@ -164,7 +165,7 @@ func TestValidation(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
-			if said, ok := core.UserMessage(err); !ok || !strings.HasPrefix(said, tt.say) {
+			if said, ok := delivery.UserMessage(err); !ok || !strings.HasPrefix(said, tt.say) {
 				t.Errorf("people are told %q (a user error: %v), want %q", said, ok, tt.say)
 			}
 			if n := len(e.inbox("")); n != msgs {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/store/bolt"
 )
 
@@ -172,7 +173,7 @@ func TestUnknownSession(t *testing.T) {
 			if !errors.Is(err, core.ErrNotFound) {
 				t.Fatalf("got %v, want ErrNotFound", err)
 			}
-			if said, ok := core.UserMessage(err); !ok || said != "unknown session "+string(id) {
+			if said, ok := delivery.UserMessage(err); !ok || said != "unknown session "+string(id) {
 				t.Errorf("people are told %q (a user error: %v)", said, ok)
 			}
 			if !strings.HasPrefix(err.Error(), "commands: session "+string(id)+": ") {
@@ -225,7 +226,7 @@ func TestClosedSessionRefusesChanges(t *testing.T) {
 			if !errors.Is(err, core.ErrSessionClosed) {
 				t.Fatalf("got %v, want ErrSessionClosed", err)
 			}
-			if said, _ := core.UserMessage(err); said != "this session is closed" {
+			if said, _ := delivery.UserMessage(err); said != "this session is closed" {
 				t.Errorf("people are told %q", said)
 			}
 			if !reflect.DeepEqual(res, core.Result{Session: id}) {
@@ -254,7 +255,7 @@ func TestNoSessionAtThePlace(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			_, err := e.svc.Handle(context.Background(), core.Command{Kind: kind, Origin: "telegram", Place: place,
 				Title: "t", QuestionID: "q", Option: 1})
-			if said, _ := core.UserMessage(err); !errors.Is(err, core.ErrNotFound) || said != "there is no session here" {
+			if said, _ := delivery.UserMessage(err); !errors.Is(err, core.ErrNotFound) || said != "there is no session here" {
 				t.Errorf("got %v (told %q), want ErrNotFound saying there is no session here", err, said)
 			}
 		})
@@ -353,7 +354,7 @@ func TestWithdrawDecidesAgainWhenShownMoves(t *testing.T) {
 		ms.armed = true
 		ms.move = func(s *core.Session) { s.Questions = nil; ms.armed = false }
 		res, err := withdraw(svc, id)
-		if said, _ := core.UserMessage(err); !errors.Is(err, core.ErrInvalid) || said != "this question is no longer open" ||
+		if said, _ := delivery.UserMessage(err); !errors.Is(err, core.ErrInvalid) || said != "this question is no longer open" ||
 			!strings.Contains(err.Error(), "question answered meanwhile") {
 			t.Errorf("got %v (told %q), want the question no longer open, answered meanwhile", err, said)
 		}
@@ -370,7 +371,7 @@ func TestWithdrawDecidesAgainWhenShownMoves(t *testing.T) {
 		ms.armed = true
 		ms.move = func(s *core.Session) { n++; show(s, ref(fmt.Sprint(n))) }
 		res, err := withdraw(svc, id)
-		if _, told := core.UserMessage(err); err == nil || told || !strings.HasPrefix(err.Error(), "commands: withdraw: ") ||
+		if _, told := delivery.UserMessage(err); err == nil || told || !strings.HasPrefix(err.Error(), "commands: withdraw: ") ||
 			!strings.Contains(err.Error(), "shown somewhere new meanwhile") {
 			t.Errorf("got %v, want the withdrawal to give up as a failure to write", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Tool activity (core/tools.go): the session remembers its newest calls,
@@ -118,7 +119,7 @@ func (s *Service) toolOutput(ctx context.Context, cmd core.Command) (core.Result
 		}
 		t.Done = true
 		call := core.ToolCall{CallID: t.CallID, Tool: t.Tool,
-			Stdout: core.TailKeep(cmd.Call.Stdout, core.MaxToolOutput), Stderr: core.TailKeep(cmd.Call.Stderr, core.MaxToolOutput)}
+			Stdout: tailKeep(cmd.Call.Stdout, core.MaxToolOutput), Stderr: tailKeep(cmd.Call.Stderr, core.MaxToolOutput)}
 		if cmd.Call.ExitCode != nil {
 			code := *cmd.Call.ExitCode
 			t.ExitCode, call.ExitCode = &code, &code
@@ -145,7 +146,7 @@ func approvalText(c core.ToolCall, reason string) string {
 }
 
 // requestApproval asks the session's people to decide on a tool call: a
-// question with core.ApprovalOptions, whose answer records the decision.
+// question with delivery.ApprovalOptions, whose answer records the decision.
 // An unknown call is recorded as starting first.
 func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.Result, error) {
 	if err := checkCall(cmd.Call, true); err != nil {
@@ -164,7 +165,7 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 				fmt.Sprintf("call %s was decided already: %s", cmd.Call.CallID, sess.Tools[i].Decision), "call "+cmd.Call.CallID)
 		}
 		qid := cmd.QuestionID
-		q := core.Question{ID: qid, Text: text, Options: append([]string(nil), core.ApprovalOptions...), Asked: s.opts.Now()}
+		q := core.Question{ID: qid, Text: text, Options: append([]string(nil), delivery.ApprovalOptions...), Asked: s.opts.Now()}
 		msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: text}
 		// The events are decided on a copy, as Update applies the same
 		// changes to the session the store holds.
@@ -198,7 +199,7 @@ func approvalAnswer(sess core.Session, q core.Question, text string, cmd core.Co
 	if i < 0 {
 		return nil, func(*core.Session) {}, nil
 	}
-	decision, ok := core.DecisionOf(text)
+	decision, ok := delivery.DecisionOf(text)
 	if !ok {
 		return nil, nil, refusal(core.ErrInvalid, "this is an approval: answer Approve, Deny and continue, or Deny and abort (or 1, 2, 3)",
 			fmt.Sprintf("answer %q to approval %s", text, q.ID))
@@ -230,4 +231,18 @@ func forgetApproval(ss *core.Session, qid string) {
 	if i := questionTool(ss.Tools, qid); i >= 0 {
 		ownTools(ss)[i].Question = ""
 	}
+}
+
+// tailKeep returns the last max bytes of s (cut at a character boundary)
+// behind a line saying how many bytes were cut, or s when it fits: a tool's
+// output keeps its end, where the verdict usually is.
+func tailKeep(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := len(s) - max
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return fmt.Sprintf("… [%d bytes cut]\n", cut) + s[cut:]
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 func toolCmd(kind core.CommandKind, id core.SessionID, c core.ToolCall) core.Command {
@@ -58,7 +59,7 @@ func TestToolCalls(t *testing.T) {
 	}
 
 	_, err := e.svc.Handle(context.Background(), toolCmd(core.ToolCallOutput, id, core.ToolCall{CallID: "nope"}))
-	if msg, _ := core.UserMessage(err); !errors.Is(err, core.ErrInvalid) || !strings.Contains(msg, `unknown call_id "nope"`) {
+	if msg, _ := delivery.UserMessage(err); !errors.Is(err, core.ErrInvalid) || !strings.Contains(msg, `unknown call_id "nope"`) {
 		t.Fatalf("unknown call: %v (%q)", err, msg)
 	}
 	if got := e.events(); len(got) != 0 {
@@ -105,7 +106,7 @@ func TestApproval(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 	q := evs[2]
-	if q.QuestionID != "q1" || !slices.Equal(q.Options, core.ApprovalOptions) || !strings.Contains(q.Message.Content, "rm -rf build") ||
+	if q.QuestionID != "q1" || !slices.Equal(q.Options, delivery.ApprovalOptions) || !strings.Contains(q.Message.Content, "rm -rf build") ||
 		!strings.Contains(q.Message.Content, "cleans the tree") {
 		t.Fatalf("question %+v", q)
 	}

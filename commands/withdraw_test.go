@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Withdraw closes an open question: the event carries where it is shown
@@ -46,7 +47,7 @@ func TestWithdraw(t *testing.T) {
 		{Kind: core.Withdraw, Session: id, Origin: core.OriginMCP, QuestionID: "q1"},
 	} {
 		_, err := e.svc.Handle(context.Background(), cmd)
-		if msg, _ := core.UserMessage(err); !errors.Is(err, core.ErrInvalid) || msg != "this question is no longer open" {
+		if msg, _ := delivery.UserMessage(err); !errors.Is(err, core.ErrInvalid) || msg != "this question is no longer open" {
 			t.Fatalf("%s after the withdrawal: %v", cmd.Kind, err)
 		}
 	}

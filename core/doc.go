@@ -13,10 +13,10 @@
 // that turns events into paced platform operations is core/delivery, the
 // timeline a UI renders is core/uistate. core imports only the standard
 // library and nothing of the project, and holds no words for people: the
-// texts a person reads are chosen where they are shown. Two exceptions are
-// part of the contract rather than presentation: ApprovalOptions, which
-// are also the answers DecisionOf accepts, and GenericUserMessage, what
-// UserMessage says of an error without a UserError. Platform ids stay
+// texts a person reads are chosen where they are shown (the few several
+// packages share, such as the status marks in titles and the options of an
+// approval question, are in core/delivery's words.go). A UserError carries
+// words, but they are chosen by whoever refuses. Platform ids stay
 // opaque here: a Telegram topic id or a Slack thread timestamp is just a
 // string the owning adapter understands.
 package core

@@ -49,7 +49,7 @@ func TestCheckJSONText(t *testing.T) {
 			if !errors.Is(err, core.ErrInvalid) {
 				t.Errorf("error %v does not wrap ErrInvalid", err)
 			}
-			if msg, ok := core.UserMessage(err); !ok || msg == "" {
+			if ue := (*core.UserError)(nil); !errors.As(err, &ue) || ue.Msg == "" {
 				t.Errorf("error %v has no message for people", err)
 			}
 		})
@@ -104,9 +104,9 @@ func TestCheckJSONTextSaysWhere(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			msg, ok := core.UserMessage(core.CheckJSONText([]byte(tt.in)))
-			if !ok || msg != tt.want {
-				t.Errorf("message = %q, %v; want %q", msg, ok, tt.want)
+			var ue *core.UserError
+			if err := core.CheckJSONText([]byte(tt.in)); !errors.As(err, &ue) || ue.Msg != tt.want {
+				t.Errorf("error %v; want a message for people %q", err, tt.want)
 			}
 		})
 	}

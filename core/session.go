@@ -26,20 +26,6 @@ func (s Status) Valid() bool {
 	return false
 }
 
-// Emoji is the status marker adapters put in front of titles.
-func (s Status) Emoji() string {
-	switch s {
-	case StatusWorking:
-		return "⏳"
-	case StatusWaiting:
-		return "❓"
-	case StatusClosed:
-		return "✅"
-	default:
-		return "💬"
-	}
-}
-
 // Session is one conversation between people and an agent. It may be
 // reachable from several platforms at once, one Binding per adapter.
 type Session struct {

@@ -10,24 +10,20 @@ func TestStatus(t *testing.T) {
 	tests := []struct {
 		status core.Status
 		valid  bool
-		emoji  string
 	}{
-		{core.StatusIdle, true, "💬"},
-		{core.StatusWorking, true, "⏳"},
-		{core.StatusWaiting, true, "❓"},
-		{core.StatusClosed, true, "✅"},
-		// Anything else is no status; titles still get the idle marker.
-		{"", false, "💬"},
-		{"Idle", false, "💬"},
-		{"open", false, "💬"},
+		{core.StatusIdle, true},
+		{core.StatusWorking, true},
+		{core.StatusWaiting, true},
+		{core.StatusClosed, true},
+		// Anything else is no status.
+		{"", false},
+		{"Idle", false},
+		{"open", false},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.status), func(t *testing.T) {
 			if got := tt.status.Valid(); got != tt.valid {
 				t.Errorf("Status(%q).Valid() = %v, want %v", tt.status, got, tt.valid)
-			}
-			if got := tt.status.Emoji(); got != tt.emoji {
-				t.Errorf("Status(%q).Emoji() = %q, want %q", tt.status, got, tt.emoji)
 			}
 		})
 	}

@@ -1,10 +1,6 @@
 package core
 
-import (
-	"fmt"
-	"strings"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // Tool activity reported by the agent's runtime (ui.tool_call,
 // ui.tool_output, ui.request_approval), and people's decisions on
@@ -59,25 +55,9 @@ const (
 	DecisionDenyAbort    = "deny_abort"
 )
 
-// ApprovalOptions are the options of an approval question, in the order
-// of Decisions: buttons where the platform has them, numbers where not.
-var ApprovalOptions = []string{"Approve", "Deny and continue", "Deny and abort"}
-
-// Decisions are the decisions of ApprovalOptions, position for position.
+// Decisions are the decisions an approval question offers, in the order
+// its options are shown (core/delivery.ApprovalOptions).
 var Decisions = []string{DecisionApprove, DecisionDenyContinue, DecisionDenyAbort}
-
-// DecisionOf returns the decision an answer to an approval question
-// means: one of ApprovalOptions, a decision's own name, or the option's
-// number. ok is false for anything else.
-func DecisionOf(answer string) (decision string, ok bool) {
-	a := strings.TrimSpace(answer)
-	for i, o := range ApprovalOptions {
-		if strings.EqualFold(a, o) || a == Decisions[i] || a == fmt.Sprint(i+1) {
-			return Decisions[i], true
-		}
-	}
-	return "", false
-}
 
 // Bounds of tool activity.
 const (
@@ -151,17 +131,4 @@ func StateCmd(cmd string) string {
 		end--
 	}
 	return cmd[:end]
-}
-
-// TailKeep returns the last max bytes of s (cut at a character boundary)
-// behind a line saying how many bytes were cut, or s when it fits.
-func TailKeep(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := len(s) - max
-	for cut < len(s) && !utf8.RuneStart(s[cut]) {
-		cut++
-	}
-	return fmt.Sprintf("… [%d bytes cut]\n", cut) + s[cut:]
 }

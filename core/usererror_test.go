@@ -8,33 +8,6 @@ import (
 	"github.com/parley-chat/parley/core"
 )
 
-func TestUserMessage(t *testing.T) {
-	closed := &core.UserError{Msg: "this session is closed", Err: fmt.Errorf("commands: session 1: %w", core.ErrSessionClosed)}
-	tests := []struct {
-		name   string
-		err    error
-		want   string
-		wantOK bool
-	}{
-		{"nil", nil, "", false},
-		{"plain error", errors.New("bolt: disk full"), core.GenericUserMessage, false},
-		{"sentinel only", fmt.Errorf("commands: %w", core.ErrInvalid), core.GenericUserMessage, false},
-		{"user error", closed, "this session is closed", true},
-		{"wrapped user error", fmt.Errorf("telegram: handle: %w", closed), "this session is closed", true},
-		{"joined", errors.Join(errors.New("other"), closed), "this session is closed", true},
-		{"outermost wins", &core.UserError{Msg: "outer", Err: closed}, "outer", true},
-		{"empty message counts as none", &core.UserError{Err: core.ErrInvalid}, core.GenericUserMessage, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := core.UserMessage(tt.err)
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("UserMessage = %q, %v; want %q, %v", got, ok, tt.want, tt.wantOK)
-			}
-		})
-	}
-}
-
 func TestUserErrorWraps(t *testing.T) {
 	tests := []struct {
 		name      string

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // toolFunc is a tool's body: a JSON-able result (an object) or an error
@@ -30,7 +31,7 @@ func (s *Server) addTool(name, description string, fn toolFunc, opts ...mcp.Tool
 			}
 			// Bad text would reach the tool as U+FFFD: refuse it instead.
 			if err := core.CheckJSONText(raw); err != nil {
-				msg, _ := core.UserMessage(err)
+				msg, _ := delivery.UserMessage(err)
 				return mcp.NewToolResultError(name + ": arguments refused: " + msg), nil
 			}
 			res, err := fn(ctx, raw)
@@ -75,14 +76,14 @@ func bind(raw json.RawMessage, v any) error {
 }
 
 // describe turns an error into the message an agent reads: the tool's own
-// words (toolError), the Handler's words for a refusal (core.UserMessage),
+// words (toolError), the Handler's words for a refusal (delivery.UserMessage),
 // or, for anything else, what kind of failure it was.
 func (s *Server) describe(tool string, err error) string {
 	var te toolError
 	if errors.As(err, &te) {
 		return te.Error()
 	}
-	if msg, ok := core.UserMessage(err); ok {
+	if msg, ok := delivery.UserMessage(err); ok {
 		return msg
 	}
 	switch {

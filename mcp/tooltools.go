@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Tool activity from the agent's runtime: ui.tool_call and ui.tool_output
@@ -172,7 +173,7 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 		if o.err != nil {
 			return nil, toolError(o.err.Error())
 		}
-		d, ok := core.DecisionOf(o.msg.Content)
+		d, ok := delivery.DecisionOf(o.msg.Content)
 		if !ok {
 			return nil, fmt.Errorf("the answer %q is no decision", o.msg.Content)
 		}

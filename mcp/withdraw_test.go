@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // A ui.ask that times out withdraws its question: the closed event says
@@ -46,7 +47,7 @@ func TestAskTimeoutWithdraws(t *testing.T) {
 	before, _ := st.store.Inbox(context.Background(), id, "", 0)
 	_, err = st.svc.Handle(context.Background(), core.Command{Kind: core.Answer, Session: id, Origin: core.OriginAPI,
 		QuestionID: qid, Option: 1})
-	if msg, _ := core.UserMessage(err); !errors.Is(err, core.ErrInvalid) || msg != "this question is no longer open" {
+	if msg, _ := delivery.UserMessage(err); !errors.Is(err, core.ErrInvalid) || msg != "this question is no longer open" {
 		t.Fatalf("late answer: %v", err)
 	}
 	after, _ := st.store.Inbox(context.Background(), id, "", 0)

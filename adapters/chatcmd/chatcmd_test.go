@@ -9,6 +9,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/chatcmd"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 func TestParse(t *testing.T) {
@@ -71,7 +72,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
 			}
 			if tt.wantErr != "" {
-				msg, isUser := core.UserMessage(err)
+				msg, isUser := delivery.UserMessage(err)
 				if !isUser || !strings.Contains(msg, tt.wantErr) || !errors.Is(err, core.ErrInvalid) {
 					t.Fatalf("err = %v (for people: %q), want a user error saying %q", err, msg, tt.wantErr)
 				}
@@ -213,7 +214,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q taken for a command with prefix %q", text, prefix)
 		}
 		if err != nil {
-			if _, isUser := core.UserMessage(err); !isUser {
+			if _, isUser := delivery.UserMessage(err); !isUser {
 				t.Fatalf("error without words for people: %v", err)
 			}
 			return

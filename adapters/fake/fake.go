@@ -395,7 +395,7 @@ func (a *Adapter) ShowStatus(ctx context.Context, b core.Binding, v core.StatusV
 	if err := a.beginLocked(ctx, "rename", b.Place); err != nil {
 		return nil, err
 	}
-	title := v.Status.Emoji() + " " + v.Title
+	title := delivery.StatusMark(v.Status) + " " + v.Title
 	a.renamed[b.Place] = title
 	a.recordLocked(Op{Method: "rename", Place: b.Place, Text: title})
 	return nil, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/chatcmd"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Input is one adapter's way with people's input: the words its platform
@@ -105,7 +106,7 @@ func (in Input) Command(ctx context.Context, h core.Handler, base core.Command, 
 		return false, nil
 	}
 	if perr != nil {
-		msg, _ := core.UserMessage(perr)
+		msg, _ := delivery.UserMessage(perr)
 		if in.CapitalizeErrors {
 			msg = chatcmd.Capitalize(msg)
 		}

@@ -11,6 +11,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // maxRoomName bounds a room name; the specification sets no limit, but
@@ -21,7 +22,7 @@ const maxRoomName = 255
 // then the title.
 func roomName(v core.StatusView) string {
 	title := strings.Join(strings.Fields(v.Title), " ")
-	return shorten(v.Status.Emoji()+" "+title, maxRoomName)
+	return shorten(delivery.StatusMark(v.Status)+" "+title, maxRoomName)
 }
 
 // ShowStatus implements core.StatusShower: the room's name carries the

@@ -12,6 +12,7 @@ import (
 	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Commands. Slack's slash commands carry the channel but not the thread
@@ -86,7 +87,7 @@ func (a *Adapter) onSlash(ctx context.Context, h core.Handler, c slack.SlashComm
 	parsed, ok, perr := slashCommands.Parse("/parley " + c.Text)
 	switch {
 	case perr != nil:
-		msg, _ := core.UserMessage(perr)
+		msg, _ := delivery.UserMessage(perr)
 		return ephemeral("⚠️ " + chatcmd.Capitalize(msg)), nil
 	case !ok || parsed.Command.Name == "help":
 		return ephemeral(helpText()), nil

@@ -19,8 +19,20 @@ import (
 // adapter directly, faster than the outbox would, and injects the 429s it
 // checks. The adapter binds its own places (a root message in the channel
 // per session), so Env.Place is zero.
+//
+// It runs twice: with streaming off, and with it on, where the suite sees
+// the limits streaming declares (its methods' tiers) and the output edits
+// that become chat.startStream/appendStream/stopStream.
 func TestConformance(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Harness{New: newConformanceEnv})
+	for _, stream := range []bool{false, true} {
+		name := "update"
+		if stream {
+			name = "stream"
+		}
+		t.Run(name, func(t *testing.T) {
+			adaptertest.Run(t, adaptertest.Harness{New: func(t *testing.T) adaptertest.Env { return newConformanceEnv(t, stream) }})
+		})
+	}
 }
 
 // kinds maps the Web API methods the adapter calls to the outbox's
@@ -32,6 +44,9 @@ var kinds = map[string]core.OpKind{
 	"chat.update": core.OpEdit, "chat.delete": core.OpDelete,
 	"reactions.add": core.OpRename, "reactions.remove": core.OpRename,
 	"assistant.threads.setStatus": core.OpTyping,
+	// With streaming on, an output's first send starts a stream and its
+	// edits append to it or stop it.
+	"chat.startStream": core.OpSend, "chat.appendStream": core.OpEdit, "chat.stopStream": core.OpEdit,
 }
 
 // methods are the calls a 429 is injected into, by kind. A session the
@@ -42,13 +57,19 @@ var methods = map[core.OpKind]string{
 	core.OpRename: "chat.update", core.OpTyping: "assistant.threads.setStatus",
 }
 
-func newConformanceEnv(t *testing.T) adaptertest.Env {
+func newConformanceEnv(t *testing.T, stream bool) adaptertest.Env {
 	t.Helper()
-	srv := slacktest.NewServer(t, slacktest.Options{AssistantThreads: true})
+	srv := slacktest.NewServer(t, slacktest.Options{AssistantThreads: true, Streaming: stream})
 	channel := srv.NewChannel("conformance")
 	person := srv.NewUser("ann")
-	a, err := slack.New(slack.Options{BotToken: srv.BotToken, AppToken: srv.AppToken, APIURL: srv.URL, Channel: channel,
-		Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	opts := slack.Options{BotToken: srv.BotToken, AppToken: srv.AppToken, APIURL: srv.URL, Channel: channel,
+		Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
+	if stream {
+		// Slack streams in a channel only to a recipient; the person is
+		// the one the suite's sessions are for.
+		opts.Stream, opts.Recipients = true, []string{person.ID}
+	}
+	a, err := slack.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Slack's limits on what one message carries.
@@ -143,7 +144,7 @@ func escapeText(s string) string { return slackutilsx.EscapeMessage(s) }
 
 // rootText is what a root message parley owns shows of its session: the
 // status emoji and the title.
-func rootText(v core.StatusView) string { return v.Status.Emoji() + " " + bold(v.Title) }
+func rootText(v core.StatusView) string { return delivery.StatusMark(v.Status) + " " + bold(v.Title) }
 
 // headerText is the reply that shows a session's new title in a thread
 // whose root a person wrote.

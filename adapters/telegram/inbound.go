@@ -184,7 +184,7 @@ func (a *Adapter) createTopic(ctx context.Context, chat int64, title string) (th
 	create := func(ctx context.Context, _ core.Place) error {
 		a.topicMu.Lock()
 		defer a.topicMu.Unlock()
-		topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: chat, Name: topicName(core.StatusIdle.Emoji() + " " + title)})
+		topic, err := a.bot.CreateForumTopic(ctx, &bot.CreateForumTopicParams{ChatID: chat, Name: topicName(delivery.StatusMark(core.StatusIdle) + " " + title)})
 		if err != nil {
 			return classify("create topic", err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/markdown"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 const (
@@ -209,7 +210,7 @@ func (a *Adapter) ShowStatus(ctx context.Context, b core.Binding, v core.StatusV
 
 // statusTitle is how a topic name shows a session: its status as an emoji,
 // then its title.
-func statusTitle(v core.StatusView) string { return v.Status.Emoji() + " " + v.Title }
+func statusTitle(v core.StatusView) string { return delivery.StatusMark(v.Status) + " " + v.Title }
 
 // BindPlace implements core.BindPlacer: topics are created in the group,
 // and that counts against its budget.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/core/uistate"
 )
 
@@ -257,7 +258,7 @@ func (a *Adapter) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK 
 		return false
 	}
 	if err := core.CheckJSONText(body); err != nil {
-		msg, _ := core.UserMessage(err)
+		msg, _ := delivery.UserMessage(err)
 		writeJSON(w, http.StatusBadRequest, errorBody{"request body refused: " + msg})
 		return false
 	}
@@ -298,7 +299,7 @@ func (a *Adapter) failFor(w http.ResponseWriter, r *http.Request, err error, id 
 	case errors.Is(err, core.ErrInvalid):
 		status, msg = http.StatusBadRequest, "invalid request"
 	}
-	m, explained := core.UserMessage(err)
+	m, explained := delivery.UserMessage(err)
 	switch {
 	case status == http.StatusInternalServerError:
 		a.log.Error("api", "method", r.Method, "path", r.URL.Path, "err", err)

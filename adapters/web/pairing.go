@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // Pairing for the operator (commands/pairing.go has the design): the
@@ -125,7 +126,7 @@ func admittedOf(a core.Admission) PairingAdmitted {
 // pairingFail answers an error: the service's words for people with 404 or
 // 400, anything else as a bare 500 (its text may name internals).
 func pairingFail(w http.ResponseWriter, err error) {
-	msg, ok := core.UserMessage(err)
+	msg, ok := delivery.UserMessage(err)
 	status := http.StatusInternalServerError
 	switch {
 	case !ok:

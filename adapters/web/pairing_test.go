@@ -14,6 +14,7 @@ import (
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/adapters/web/httpguard"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // pairings is a pairing service holding codes in memory, with the
@@ -143,7 +144,7 @@ func TestPairingAPIStatus(t *testing.T) {
 		{"POST", "/api/pairing/XXXX-XXXX/approve", nil, http.StatusNotFound, `{"error":"no pairing code XXXX-XXXX is waiting"}`},
 		{"POST", "/api/pairing/XXXX-XXXX/deny", &core.UserError{Msg: "pairing is off: set [access] pairing = true", Err: core.ErrInvalid},
 			http.StatusBadRequest, `{"error":"pairing is off: set [access] pairing = true"}`},
-		{"GET", "/api/pairing", errors.New("bolt: disk on fire"), http.StatusInternalServerError, `{"error":"` + core.GenericUserMessage + `"}`},
+		{"GET", "/api/pairing", errors.New("bolt: disk on fire"), http.StatusInternalServerError, `{"error":"` + delivery.GenericUserMessage + `"}`},
 		{"GET", "/api/pairing/XXXX-XXXX/approve", nil, http.StatusMethodNotAllowed, "Method Not Allowed"},
 		{"GET", "/api/pairing/", nil, http.StatusNotFound, "404 page not found"},
 	}

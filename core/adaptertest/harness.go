@@ -134,6 +134,7 @@ var checks = []check{
 	{name: "capabilities stable", run: checkStable},
 	{name: "send", run: checkSend},
 	{name: "edit", run: checkEdit},
+	{name: "output grows", run: checkOutputGrows},
 	{name: "edit gone", run: checkEditGone},
 	{name: "buttons", run: checkButtons},
 	{name: "delete", run: checkDelete},

@@ -79,6 +79,51 @@ func checkEdit(t *testing.T, e *env) {
 	}
 }
 
+// checkOutputGrows: a session's output message, edited in place while the
+// agent streams — first growing, then rewritten — stays one message that
+// shows the latest text. Adapters may carry it by other platform means
+// than edits (Slack's streaming methods); people see the same.
+func checkOutputGrows(t *testing.T, e *env) {
+	ed, ok := e.Adapter.(core.Editor)
+	if !ok {
+		t.Skip("the adapter is not a core.Editor")
+	}
+	place := e.place(t)
+	steps := []string{
+		"Step one of the output",
+		"Step one of the output, then step two",
+		"Step one of the output, then step two, then step **three**",
+		"A rewritten output, in other words",
+	}
+	ref, err := e.Adapter.Send(ctx(t), place, core.OutMessage{Kind: core.KindOutput, Text: steps[0]})
+	if err != nil {
+		t.Fatalf("Send of an output message: %v", err)
+	}
+	count := -1
+	if e.Shown != nil {
+		count = len(e.Shown(place))
+	}
+	for _, text := range steps[1:] {
+		if err := ed.Edit(ctx(t), ref, core.OutMessage{Kind: core.KindOutput, Text: text}); err != nil {
+			t.Fatalf("Edit of the output message to %q: %v", text, err)
+		}
+	}
+	if ok, reason := e.need(t, HookShown); !ok {
+		t.Skipf("the edits succeed; what the platform shows cannot be checked: %s", reason)
+	}
+	m, ok := e.shown(place, ref.ID)
+	if !ok {
+		t.Fatalf("the output message %q is not shown at %+v: it shows %+v", ref.ID, place, e.Shown(place))
+	}
+	last := steps[len(steps)-1]
+	if miss := missing(m.Text, last); len(miss) > 0 || strings.Contains(m.Text, "Step") {
+		t.Errorf("the output message shows %q, want the words of %q and nothing of the earlier steps", m.Text, last)
+	}
+	if n := len(e.Shown(place)); n != count {
+		t.Errorf("the place shows %d messages after the output was edited, %d before: %+v", n, count, e.Shown(place))
+	}
+}
+
 // checkEditGone: editing a message deleted behind the adapter's back is
 // core.ErrMessageGone, so the output lifecycle sends a new one.
 func checkEditGone(t *testing.T, e *env) {

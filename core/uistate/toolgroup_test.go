@@ -26,7 +26,7 @@ func TestReduceToolGroups(t *testing.T) {
 		uiHuman(1, "m1", "build it"),
 		uiCall(2, core.EventToolCall, core.ToolCall{CallID: "a", Tool: "shell", Cmd: "make"}),
 		uiCall(3, core.EventToolCall, core.ToolCall{CallID: "b", Tool: "shell", Cmd: "rm -rf build"}),
-		uiQuestion(4, "q1", "Approve?", core.ApprovalOptions...),
+		uiQuestion(4, "q1", "Approve?", "Approve", "Deny and continue", "Deny and abort"),
 		uiCall(5, core.EventToolOutput, core.ToolCall{CallID: "a", Stdout: "ok\n", ExitCode: intp(0)}),
 		uiAnswerEv(6, "q1", "m2", "Deny and continue"),
 		uiCall(7, core.EventToolApproval, core.ToolCall{CallID: "b", Decision: core.DecisionDenyContinue, Actor: core.Actor{ID: "42"}}),
@@ -87,21 +87,6 @@ func TestReduceToolOutputWithoutCall(t *testing.T) {
 	}
 }
 
-func TestTailKeep(t *testing.T) {
-	if got := core.TailKeep("short", 16); got != "short" {
-		t.Fatalf("TailKeep kept %q", got)
-	}
-	long := strings.Repeat("a", 100) + "é" + strings.Repeat("z", 9)
-	got := core.TailKeep(long, 10) // the cut falls inside "é"
-	if got != "… [102 bytes cut]\n"+strings.Repeat("z", 9) {
-		t.Fatalf("TailKeep = %q", got)
-	}
-	got = core.TailKeep(long, 11)
-	if got != "… [100 bytes cut]\né"+strings.Repeat("z", 9) {
-		t.Fatalf("TailKeep = %q", got)
-	}
-}
-
 func TestStateCmd(t *testing.T) {
 	if got := core.StateCmd("ls -la"); got != "ls -la" {
 		t.Fatalf("StateCmd kept %q", got)
@@ -121,12 +106,12 @@ func TestStateCmd(t *testing.T) {
 func TestDecisionOf(t *testing.T) {
 	for in, want := range map[string]string{"Approve": "approve", "deny and continue": "deny_continue", "3": "deny_abort",
 		"deny_abort": "deny_abort", " 1 ": "approve"} {
-		if got, ok := core.DecisionOf(in); !ok || got != want {
+		if got, ok := delivery.DecisionOf(in); !ok || got != want {
 			t.Errorf("DecisionOf(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
 	for _, in := range []string{"", "yes", "4", "approve it"} {
-		if got, ok := core.DecisionOf(in); ok {
+		if got, ok := delivery.DecisionOf(in); ok {
 			t.Errorf("DecisionOf(%q) = %q, want none", in, got)
 		}
 	}

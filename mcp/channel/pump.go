@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
@@ -196,7 +197,7 @@ func event(m message) (channelEvent, bool) {
 	}
 	// Answers have core.MimeAnswer; parley stored them as text/plain
 	// before.
-	if _, ok := core.DecisionOf(m.Content); ok && (m.Mime == core.MimeAnswer || m.Mime == "text/plain") {
+	if _, ok := delivery.DecisionOf(m.Content); ok && (m.Mime == core.MimeAnswer || m.Mime == "text/plain") {
 		return channelEvent{}, false
 	}
 	meta := map[string]string{

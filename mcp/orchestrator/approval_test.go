@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // TestApprovals: a permission prompt becomes an approval people answer on
@@ -46,7 +47,7 @@ func TestApprovals(t *testing.T) {
 				if len(sess.Questions) != 1 || sess.Status != core.StatusWaiting {
 					t.Fatalf("questions %+v, status %s", sess.Questions, sess.Status)
 				}
-				if !strings.Contains(sess.Questions[0].Text, "touch f") || !slices.Equal(sess.Questions[0].Options, core.ApprovalOptions) {
+				if !strings.Contains(sess.Questions[0].Text, "touch f") || !slices.Equal(sess.Questions[0].Options, delivery.ApprovalOptions) {
 					t.Fatalf("question %+v", sess.Questions[0])
 				}
 				qid := sess.Questions[0].ID

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
@@ -44,7 +45,7 @@ func classify(m message) kind {
 	// chosen option; the orchestrator asks approvals only, so such an
 	// answer is a decision. People's own messages are markdown.
 	if m.Mime == "text/plain" {
-		if _, ok := core.DecisionOf(m.Content); ok {
+		if _, ok := delivery.DecisionOf(m.Content); ok {
 			return kindSkip
 		}
 	}
