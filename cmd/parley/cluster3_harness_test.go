@@ -329,6 +329,26 @@ func (tp *tap) acknowledged() map[int64]string {
 	return out
 }
 
+// repeated counts the updates the Bot API handed out more than once: to a
+// poller that did not acknowledge them (killed, or stopped by a lost
+// lease) and again to the next; the store's dedup keeps each once.
+func (tp *tap) repeated() int {
+	polls, _ := tp.snapshot()
+	handed := map[int64]int{}
+	for _, p := range polls {
+		for _, id := range p.updates {
+			handed[id]++
+		}
+	}
+	n := 0
+	for _, k := range handed {
+		if k > 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // conflicts counts the getUpdates answered with 409, by instance.
 func (tp *tap) conflicts() map[int]int {
 	polls, _ := tp.snapshot()
