@@ -61,20 +61,34 @@ func serveClusterChild() {
 // node is one `parley serve` child process of the cluster.
 type node struct {
 	n      int // its index in the cluster, for the tap and the figures
+	dir    string
 	listen string
+	env    []string
 	cmd    *exec.Cmd
 	log    *syncBuffer
 	exited chan struct{}
 }
 
 // startNode starts instance n with its own data directory and listen
-// address and the environment env (its configuration), and waits until it
-// answers on /api/health.
+// address and the environment env (its configuration); awaitHealthy waits
+// until it serves.
 func startNode(t *testing.T, n int, env []string) *node {
 	t.Helper()
-	nd := &node{n: n, listen: freeAddr(t), log: &syncBuffer{}, exited: make(chan struct{})}
+	return runNode(t, n, t.TempDir(), freeAddr(t), env)
+}
+
+// restart starts the instance again, after it stopped or was killed, on
+// its data directory and listen address, as a service manager would.
+func (nd *node) restart(t *testing.T) *node {
+	t.Helper()
+	return runNode(t, nd.n, nd.dir, nd.listen, nd.env)
+}
+
+func runNode(t *testing.T, n int, dir, listen string, env []string) *node {
+	t.Helper()
+	nd := &node{n: n, dir: dir, listen: listen, env: env, log: &syncBuffer{}, exited: make(chan struct{})}
 	nd.cmd = exec.Command(os.Args[0])
-	nd.cmd.Env = append(append(os.Environ(), clusterDirEnv+"="+t.TempDir(), clusterListenEnv+"="+nd.listen), env...)
+	nd.cmd.Env = append(append(os.Environ(), clusterDirEnv+"="+dir, clusterListenEnv+"="+listen), env...)
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
 	if err := nd.cmd.Start(); err != nil {
 		t.Fatal(err)

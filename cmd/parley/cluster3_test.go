@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -169,29 +170,41 @@ func TestClusterThreeInstances(t *testing.T) {
 		return true
 	}
 	pollUntil(t, 3*time.Minute, "every queued answer and every answer around the restart", all, nil)
-	for k := 1; k <= n; k++ {
-		if got := len(shown(srv, forum, queue, answer(k))); got != 1 {
-			t.Errorf("%q shown %d times, want exactly once", answer(k), got)
+	exactlyOnce := func(when string) {
+		for k := 1; k <= n; k++ {
+			if got := len(shown(srv, forum, queue, answer(k))); got != 1 {
+				t.Errorf("%s: %q shown %d times, want exactly once", when, answer(k), got)
+			}
+		}
+		for _, text := range acked {
+			if got := len(shown(srv, forum, w.topics[0], text)); got != 1 {
+				t.Errorf("%s: %q (acknowledged during the restart) shown %d times, want exactly once", when, text, got)
+			}
+		}
+		// An answer refused during the outage may have committed all
+		// the same (the commit's outcome was unknown to the agent):
+		// once at most.
+		for _, text := range refused {
+			if got := len(shown(srv, forum, w.topics[0], text)); got > 1 {
+				t.Errorf("%s: %q (refused during the restart) shown %d times", when, text, got)
+			}
 		}
 	}
-	for _, text := range acked {
-		if got := len(shown(srv, forum, w.topics[0], text)); got != 1 {
-			t.Errorf("%q (acknowledged during the restart) shown %d times, want exactly once", text, got)
-		}
-	}
-	// An answer refused during the outage may have committed all the
-	// same (the commit's outcome was unknown to the agent): once at most.
-	for _, text := range refused {
-		if got := len(shown(srv, forum, w.topics[0], text)); got > 1 {
-			t.Errorf("%q (refused during the restart) shown %d times", text, got)
-		}
-	}
+	exactlyOnce("once delivered")
 	t.Logf("Bot API calls after the kill, per instance: %v; 429s in all %d", tp.methods(killed), srv.RateLimited())
 	if k := tp.sent(killed, p); k != 0 {
 		t.Errorf("the killed instance %d sent %d messages after its death", p, k)
 	}
 	t.Logf("messages sent after the kill (the %d answers queued at it, and %d acknowledged around the restart): instance %d %d, instance %d %d",
 		n-before, len(acked), survivors[0], tp.sent(killed, survivors[0]), survivors[1], tp.sent(killed, survivors[1]))
+
+	// The killed instance starts again on its data (a service manager's
+	// restart) and joins: it replays its journal, whose every operation a
+	// survivor has delivered, and the deletions left due at its death.
+	nodes[p] = nodes[p].restart(t)
+	nodes[p].awaitHealthy(t)
+	agents[p] = listeningAgent(t, nodes[p].listen)
+	t.Logf("instance %d restarted after its kill: %s", p, replayed(nodes[p].log.String()))
 
 	// 3. A clean stop of the poller.
 	p = tp.poller()
@@ -239,6 +252,7 @@ func TestClusterThreeInstances(t *testing.T) {
 			t.Errorf("update %d (%q), acknowledged to Telegram, is in the inbox %d times", id, text, got[text])
 		}
 	}
+	exactlyOnce("at the end")
 	for _, o := range tp.overlaps() {
 		t.Errorf("two getUpdates in flight at once: %s", o)
 	}
@@ -396,4 +410,26 @@ func (an *answering) wait(t *testing.T) (acked, refused []string) {
 	}
 	t.Logf("answers around the restart: %d acknowledged, %d refused (%s)", len(an.acked), len(an.refused), strings.Join(an.errs, "; "))
 	return an.acked, an.refused
+}
+
+// replayed says what an instance's start-up replayed, from its log.
+func replayed(log string) string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		var rec struct {
+			Msg    string `json:"msg"`
+			Rows   *int   `json:"rows"`
+			Events *int   `json:"events"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		switch {
+		case rec.Rows != nil:
+			out = append(out, fmt.Sprintf("%s: %d rows", rec.Msg, *rec.Rows))
+		case rec.Events != nil:
+			out = append(out, fmt.Sprintf("%s: %d events", rec.Msg, *rec.Events))
+		}
+	}
+	return strings.Join(out, "; ")
 }
