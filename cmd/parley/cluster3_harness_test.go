@@ -393,6 +393,24 @@ func (tp *tap) methods(since time.Time) map[int]map[string]int {
 	return out
 }
 
+// spent counts the calls the Bot API accepted in the minute before now
+// that count against a group's budget of 20 a minute, as telegramtest's
+// Rates say: sends (drafts included), edits, deletions and topic calls
+// (one forum is all this test's chats).
+func (tp *tap) spent(now time.Time) int {
+	_, calls := tp.snapshot()
+	c := 0
+	for _, call := range calls {
+		m := call.method
+		counted := strings.HasPrefix(m, "send") && m != "sendChatAction" || strings.HasPrefix(m, "edit") ||
+			strings.HasPrefix(m, "delete") && m != "deleteWebhook" || strings.Contains(m, "ForumTopic")
+		if counted && call.code == http.StatusOK && now.Sub(call.at) < time.Minute {
+			c++
+		}
+	}
+	return c
+}
+
 // sent counts the messages an instance had accepted by the Bot API from
 // since on.
 func (tp *tap) sent(since time.Time, n int) int {
