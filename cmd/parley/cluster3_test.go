@@ -20,15 +20,18 @@ import (
 // connected to every instance:
 //
 //  1. The agent posts more answers through the poller than the group's
-//     budget (20 a minute) lets out; once the budget is spent the poller is
-//     killed with SIGKILL. Another instance polls within seconds (the lease
-//     expires), and the answers still queued are delivered by the
-//     survivors (the dead instance's claims expire), each exactly once.
+//     budget (20 a minute) lets out; once the budget is spent, and right
+//     after a burst of people's messages, the poller is killed with
+//     SIGKILL. Another instance polls within seconds (the lease expires),
+//     and the answers still queued are delivered by the survivors (the
+//     dead instance's claims expire), each exactly once.
 //  2. While the survivors wait for the group's budget, PostgreSQL stops
 //     (immediate: as if its machine lost power) and starts again; people
 //     keep writing and the agent keeps answering. The instances recover on
 //     their own.
-//  3. The new poller is stopped cleanly (SIGTERM): the last instance polls
+//  3. The killed instance starts again on its data and joins; nothing it
+//     replays shows twice.
+//  4. The poller is stopped cleanly (SIGTERM): another instance polls
 //     within a fraction of a second (the lease is released).
 //
 // Throughout, Telegram never saw two getUpdates in flight at once; at the
@@ -200,7 +203,7 @@ func TestClusterThreeInstances(t *testing.T) {
 	t.Logf("messages sent after the kill (the %d answers queued at it, and %d acknowledged around the restart): instance %d %d, instance %d %d",
 		n-before, len(acked), survivors[0], tp.sent(killed, survivors[0]), survivors[1], tp.sent(killed, survivors[1]))
 
-	// The killed instance starts again on its data (a service manager's
+	// 3. The killed instance starts again on its data (a service manager's
 	// restart) and joins: it replays its journal, whose every operation a
 	// survivor has delivered, and the deletions left due at its death.
 	nodes[p] = nodes[p].restart(t)
@@ -208,7 +211,7 @@ func TestClusterThreeInstances(t *testing.T) {
 	agents[p] = listeningAgent(t, nodes[p].listen)
 	t.Logf("instance %d restarted after its kill: %s", p, replayed(nodes[p].log.String()))
 
-	// 3. A clean stop of the poller.
+	// 4. A clean stop of the poller.
 	p = tp.poller()
 	if nodes[p].gone() {
 		t.Fatalf("the last poller, instance %d, is gone", p)
