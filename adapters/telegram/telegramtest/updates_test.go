@@ -213,3 +213,32 @@ func TestSecondPollerEndsTheFirst(t *testing.T) {
 		t.Fatal("the first poll was not ended")
 	}
 }
+
+// TestSecondLongPollConflicts: as on Telegram when two processes poll one
+// bot, a getUpdates arriving while another waits ends the waiting one with
+// 409 "terminated by other getUpdates request"; the newer one is answered
+// as usual.
+func TestSecondLongPollConflicts(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{})
+	type answer struct {
+		code int
+		desc string
+	}
+	first := make(chan answer, 1)
+	go func() {
+		code, _, desc := getUpdates(t, srv, `{"timeout": 30}`)
+		first <- answer{code, desc}
+	}()
+	srv.Await(t, 5*time.Second, "the first long poll to wait", func() bool { return srv.Polling() == 1 })
+	if code, _, desc := getUpdates(t, srv, `{"timeout": 0}`); code != http.StatusOK {
+		t.Fatalf("the second getUpdates: %d %s", code, desc)
+	}
+	select {
+	case a := <-first:
+		if a.code != http.StatusConflict || !strings.Contains(a.desc, "Conflict: terminated by other getUpdates request") {
+			t.Errorf("the waiting getUpdates ended with %d %q, want 409 terminated by other getUpdates request", a.code, a.desc)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting getUpdates was not ended by the second")
+	}
+}

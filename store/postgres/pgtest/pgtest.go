@@ -103,7 +103,8 @@ func Start(tb testing.TB) *Server {
 }
 
 // StartDurable is Start with fsync on, as in production: for benchmarks of
-// durable commits.
+// durable commits, and for tests that stop it with Stop("immediate") and
+// Start it again under load, so that the server recovers as in production.
 func StartDurable(tb testing.TB) *Server {
 	tb.Helper()
 	return start(tb, true)
