@@ -126,9 +126,12 @@ ALTER TABLE journal
 	// 4: pacing shared among instances (pace.go): per budget or pause
 	// key, the slots taken within its window and the pause a platform
 	// asked for, by the database clock; parley_pace_take takes slots in
-	// several windows at once, all or none, in one round trip.
+	// several windows at once, all or none, in one round trip. Unlogged:
+	// a take is on the path of every platform call and need not wait for
+	// a WAL flush; what a crash of the database forgets is a minute of
+	// counting at most.
 	`
-CREATE TABLE pace (
+CREATE UNLOGGED TABLE pace (
 	key          bytea         PRIMARY KEY,
 	takes        timestamptz[] NOT NULL DEFAULT '{}', -- slots taken within the window, oldest first
 	paused_until timestamptz,
