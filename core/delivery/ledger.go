@@ -52,7 +52,8 @@ const (
 	ledgerRetry = 5 * time.Second
 )
 
-// sharedPause is a pause to write to the ledger: keys for d.
+// sharedPause is a pause to write to the ledger: keys for d (none when
+// the op's adapter does not share pacing).
 type sharedPause struct {
 	keys []string
 	d    time.Duration
@@ -63,7 +64,7 @@ type sharedPause struct {
 // when the ledger refused: e is then back in the queue and its local takes
 // are refunded. pk is e's place key.
 func (o *Outbox) takeShared(e *entry, pk string) bool {
-	if o.opts.Ledger == nil {
+	if !o.sharesPacing(e.op.Adapter) {
 		return true
 	}
 	k := shareKind(e.op)
@@ -88,12 +89,35 @@ func (o *Outbox) takeShared(e *entry, pk string) bool {
 	o.heldLocked(take.Holds, ws, keys, k)
 	o.log.Debug("shared rate budget full", "adapter", e.op.Adapter, "op", e.op.Kind, "holds", len(take.Holds))
 	o.refundLocked(e)
+	o.unserveLocked(e, pk)
 	delete(o.running, pk)
 	o.inflight--
 	o.requeueLocked(e, e.notBefore)
 	o.idle.Broadcast()
 	o.signal()
 	return false
+}
+
+// sharesPacing reports whether adapter a's ops are paced with the other
+// instances: there is a ledger and a declares limits (a platform that
+// declares none, the web page, is not paced, and costs no round trip).
+func (o *Outbox) sharesPacing(a core.AdapterName) bool {
+	return o.opts.Ledger != nil && len(o.caps[a].Limits) > 0
+}
+
+// unserveLocked gives e's place back its turn among the conversations of
+// its group (lastServed): a run the ledger refused served nobody, and a
+// place refused again and again must not fall behind the others for it.
+func (o *Outbox) unserveLocked(e *entry, pk string) {
+	g := o.recent[scopeKey(e.op.Adapter, core.ScopeGroup, e.op.Place)]
+	if g == nil || !g[pk].Equal(e.startedAt) {
+		return // served again since, or pruned
+	}
+	if e.prevServed.IsZero() {
+		delete(g, pk)
+	} else {
+		g[pk] = e.prevServed
+	}
 }
 
 // opPauses are the keys of the pauses that hold op back: its scopes', and
@@ -143,7 +167,7 @@ func (o *Outbox) ledgerTake(windows []core.PaceWindow, pauses []string) (core.Pa
 // sharePause writes p to the ledger, so that every instance holds back as
 // long as this one. Called with no lock held.
 func (o *Outbox) sharePause(p sharedPause) {
-	if o.opts.Ledger == nil || len(p.keys) == 0 || p.d <= 0 {
+	if len(p.keys) == 0 || p.d <= 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(o.runCtx, ledgerTimeout)

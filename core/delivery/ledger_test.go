@@ -352,3 +352,58 @@ func TestTakeMethodShared(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxLeavesUnpacedPlatformsOutOfTheLedger: a platform that declares
+// no limits (the web page) is not paced, here or with the others: its ops
+// cost no round trip, and its rate limits stay this instance's.
+func TestOutboxLeavesUnpacedPlatformsOutOfTheLedger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newMemLedger()
+		a := newPeer(l, core.Capabilities{}, nil)
+		defer a.o.Close()
+		a.a.FailNext("send", &core.RateLimitError{RetryAfter: time.Second})
+		r := newRecorder()
+		a.sends(r, core.Place{Chat: "page"}, "one", "two")
+		drain(t, a.o)
+		synctest.Wait()
+		if calls, _ := l.counts(); calls != 0 || len(l.pauses) != 0 {
+			t.Errorf("the ledger was asked %d times and told of %d pauses, want none", calls, len(l.pauses))
+		}
+		if got := len(sentAt(a.a, time.Time{})); got != 2 {
+			t.Errorf("%d sends reached the platform, want 2", got)
+		}
+	})
+}
+
+// TestOutboxRefusedRunKeepsItsTurn: a run the ledger refused served
+// nobody, so its conversation keeps its turn among the group's: with one
+// slot a second, the op refused first goes first when the slot frees.
+func TestOutboxRefusedRunKeepsItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		one := limits(core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 1, Per: time.Second}})
+		l := newMemLedger()
+		a := newPeer(l, one, nil)
+		defer a.o.Close()
+		b := newPeer(l, one, nil)
+		defer b.o.Close()
+		r := newRecorder()
+		a.sends(r, core.Place{Chat: "group", Thread: "a"}, "a")
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+		b.sends(r, core.Place{Chat: "group", Thread: "1"}, "first")
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+		b.sends(r, core.Place{Chat: "group", Thread: "2"}, "second")
+		drain(t, a.o)
+		drain(t, b.o)
+		synctest.Wait()
+		var got []string
+		for _, op := range b.a.Ops() {
+			got = append(got, fmt.Sprint(op.Text, "@", op.Time.Sub(start)))
+		}
+		if want := []string{"first@1s", "second@2s"}; !slices.Equal(got, want) {
+			t.Errorf("b's platform saw %v, want %v", got, want)
+		}
+	})
+}

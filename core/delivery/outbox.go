@@ -150,8 +150,10 @@ type entry struct {
 	// removes it from the slice.
 	dequeued bool
 	// startedAt is when the current run was paced; prevRun is the Key's
-	// last run before it, restored when the run made no call.
-	startedAt, prevRun time.Time
+	// last run before it, restored when the run made no call; prevServed
+	// is its place's last service before it, restored when the shared
+	// ledger refused the run (ledger.go).
+	startedAt, prevRun, prevServed time.Time
 }
 
 // NewOutbox returns an outbox pacing the given adapters' limits.

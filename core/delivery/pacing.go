@@ -218,6 +218,9 @@ func (o *Outbox) pauseLocked(op core.Op, rl *core.RateLimitError) sharedPause {
 		}
 	}
 	o.log.Warn("platform rate limit", "adapter", op.Adapter, "op", op.Kind, "scope", scope, "kinds", rl.Kinds, "retry_after", rl.RetryAfter)
+	if !o.sharesPacing(op.Adapter) {
+		return sharedPause{}
+	}
 	return sharedPause{keys: keys, d: rl.RetryAfter}
 }
 

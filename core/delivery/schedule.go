@@ -217,6 +217,7 @@ func (o *Outbox) startLocked(e *entry, now time.Time) {
 		w.take(now)
 		o.tookLocked(e.op.Adapter, w, now)
 	}
+	e.prevServed = o.lastServed(e.op, placeKey(e.op.Adapter, e.op.Place))
 	o.markRecent(e.op, now)
 	o.dequeueLocked(e)
 	e.startedAt = now

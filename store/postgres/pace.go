@@ -29,6 +29,13 @@ import (
 // Every call has a deadline: the caller's, or paceTimeout, whichever comes
 // first. Pauses are written by one INSERT … ON CONFLICT statement that
 // keeps the later end.
+//
+// The table is UNLOGGED: a take is on the path of every platform call, and
+// with a WAL flush per take it cost 1.4–3.1 ms here rather than 0.4 ms
+// (BenchmarkTakePace). What it gives up is harmless: a crash of the
+// database (or a failover to a standby) empties it, so for one window the
+// instances pace by their own counts, as they do while the database is
+// unreachable.
 
 var _ core.PaceLedger = (*Store)(nil)
 
