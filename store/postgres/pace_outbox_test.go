@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/store/postgres/pgtest"
+	"github.com/parley-chat/parley/store/storetest"
 )
 
 // Three outboxes, each an instance with its own store (pool) on one
@@ -74,7 +76,8 @@ func paceInstances(t *testing.T, url string, n int, caps core.Capabilities) ([]*
 		st := openInstance(t, url, core.InstanceID(fmt.Sprint("instance-", i)))
 		stores = append(stores, st)
 		fk := fake.New("telegram", caps)
-		o := delivery.NewOutbox(delivery.OutboxOptions{Ledger: st}, fk)
+		o := delivery.NewOutbox(delivery.OutboxOptions{Ledger: st,
+			Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("instance", i)}, fk)
 		t.Cleanup(o.Close)
 		outs = append(outs, o)
 		fakes = append(fakes, fk)
@@ -181,6 +184,48 @@ func TestOutboxesShareA429(t *testing.T) {
 	for _, at := range p.calls[1:] {
 		if d := at.Sub(refusedAt); d < retryAfter {
 			t.Errorf("a call reached the group %s after the 429, within its retry_after of %s", d, retryAfter)
+		}
+	}
+}
+
+// With the database down, an outbox delivers by its own count (nothing
+// waits for the database, nothing is lost), and once the database is back
+// it counts in the ledger again, within the 5 s it leaves it alone.
+func TestOutboxPacesAloneWhileTheDatabaseIsDown(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.Start(t)
+	outs, fakes, stores := paceInstances(t, srv.URL, 1, core.Capabilities{Limits: []core.Limit{
+		{Scope: core.ScopeGroup, Rate: core.Rate{N: 1000, Per: time.Minute}}}})
+	p := newPlatformLog()
+	storetest.Must(t, srv.Stop("fast"))
+	for i := range 3 {
+		outs[0].Enqueue(p.send(fakes[0], core.Place{Chat: "-100123", Thread: fmt.Sprint(i)}, fmt.Sprint("while down ", i)))
+	}
+	began := time.Now()
+	p.wait(t, 3)
+	t.Logf("3 ops delivered %s after the database stopped", time.Since(began))
+	storetest.Must(t, srv.Start())
+	began = time.Now()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		outs[0].Enqueue(p.send(fakes[0], core.Place{Chat: "-100123", Thread: "after"}, fmt.Sprint("after ", i)))
+		p.wait(t, 1)
+		var n int
+		err := stores[0].pool.QueryRow(ctx, `SELECT coalesce(sum(cardinality(takes)), 0) FROM pace`).Scan(&n)
+		if err == nil && n > 0 {
+			t.Logf("the ledger was used again %s after the database came back", time.Since(began))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox did not use the ledger again within 30 s of the database's return (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for text, err := range p.done {
+		if err != nil {
+			t.Errorf("%s: %v", text, err)
 		}
 	}
 }
