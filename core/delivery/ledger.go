@@ -92,7 +92,11 @@ func (o *Outbox) takeShared(e *entry, pk string) bool {
 	o.unserveLocked(e, pk)
 	delete(o.running, pk)
 	o.inflight--
-	o.requeueLocked(e, e.notBefore)
+	if o.closed {
+		o.finishLocked(e.op, core.ErrOutboxClosed) // Close emptied the queue meanwhile
+	} else {
+		o.requeueLocked(e, e.notBefore)
+	}
 	o.idle.Broadcast()
 	o.signal()
 	return false

@@ -407,3 +407,42 @@ func TestOutboxRefusedRunKeepsItsTurn(t *testing.T) {
 		}
 	})
 }
+
+// refusingLedger refuses every take, once release is closed.
+type refusingLedger struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (l refusingLedger) TakePace(ctx context.Context, windows []core.PaceWindow, _ []string) (core.PaceTake, error) {
+	l.entered <- struct{}{}
+	<-l.release
+	return core.PaceTake{Holds: []core.PaceHold{{Key: windows[0].Key, Wait: time.Second}}}, nil
+}
+
+func (refusingLedger) PausePace(context.Context, []string, time.Duration) error { return nil }
+
+// TestOutboxClosedDuringARefusedTake: an op whose take the ledger refuses
+// while the outbox closes ends with ErrOutboxClosed, like the rest of the
+// queue, rather than going back into a queue nobody runs any more.
+func TestOutboxClosedDuringARefusedTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := refusingLedger{entered: make(chan struct{}, 1), release: make(chan struct{})}
+		a := newPeer(l, groupBudget, nil)
+		r := newRecorder()
+		a.sends(r, core.Place{Chat: "group"}, "refused")
+		<-l.entered
+		closed := make(chan struct{})
+		go func() {
+			a.o.Close()
+			close(closed)
+		}()
+		synctest.Wait() // Close waits for the run in the ledger
+		close(l.release)
+		<-closed
+		synctest.Wait()
+		if err, ok := r.outcome("refused"); !ok || !errors.Is(err, core.ErrOutboxClosed) {
+			t.Errorf("the op ended with %v (done %t), want ErrOutboxClosed", err, ok)
+		}
+	})
+}

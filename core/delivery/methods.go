@@ -49,7 +49,8 @@ func (o *Outbox) TakeMethod(a core.AdapterName, p core.Place, method string) tim
 	}
 	now := time.Now()
 	until := now
-	for _, k := range scopesOf(core.Op{Adapter: a, Place: p}) {
+	scopes := scopesOf(core.Op{Adapter: a, Place: p})
+	for _, k := range scopes {
 		if t, ok := o.paused[k]; ok && t.After(until) {
 			until = t
 		}
@@ -84,11 +85,7 @@ func (o *Outbox) TakeMethod(a core.AdapterName, p core.Place, method string) tim
 		windows[i] = core.PaceWindow{Key: keys[i], Rate: core.Rate{N: w.rate.N, Per: per}}
 	}
 	o.mu.Unlock()
-	var pauses []string
-	for _, k := range scopesOf(core.Op{Adapter: a, Place: p}) {
-		pauses = append(pauses, k)
-	}
-	take, ok := o.ledgerTake(windows, pauses)
+	take, ok := o.ledgerTake(windows, scopes[:]) // a scope's pause holds every method back
 	if !ok || take.Taken() {
 		return 0
 	}
