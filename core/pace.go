@@ -60,8 +60,9 @@ type PaceLedger interface {
 	// slot in each at the ledger's current time and returns that time.
 	// Otherwise it records nothing and returns a Hold for every full
 	// window (until its oldest counted slot leaves it) and every pause
-	// still on (until it ends). Windows and pauses may be empty. Keys are
-	// compared bytewise and may hold any byte.
+	// still on (until it ends). Windows and pauses may be empty; a key
+	// appears once among windows. Keys are compared bytewise and may hold
+	// any byte. The caller owns the slices; the ledger keeps none of them.
 	TakePace(ctx context.Context, windows []PaceWindow, pauses []string) (PaceTake, error)
 	// PausePace records that nothing may go to each of keys for d from the
 	// ledger's current time (a 429's retry_after): a later TakePace naming
