@@ -6,7 +6,8 @@
 // the declarations adapters make and the delivery engine consumes: the
 // platform operations (Op, OpKind, Pacer, MethodPacer), the rate limits
 // per scope, on operation kinds or platform methods (Limit, Scope, Rate,
-// Learn), how a platform counts length (LengthUnit)
+// Learn), the ledger several instances share them through (PaceLedger),
+// how a platform counts length (LengthUnit)
 // and the sentinel errors both sides speak.
 //
 // core is what the rest agree on, not how anything is done: the engine

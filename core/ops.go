@@ -95,7 +95,9 @@ type MethodPacer interface {
 	// TakeMethod counts one call of method at place in every window of
 	// adapter's method limits that names it, and returns 0; or, when one
 	// of them has no room or a rate limit paused place's scope, counts
-	// nothing and returns how long until all have room. It never blocks.
-	// A method no limit names is not paced: it always returns 0.
+	// nothing and returns how long until all have room. It never waits
+	// for room; with a shared PaceLedger it blocks for one round trip to
+	// the store (bounded by a deadline). A method no limit names is not
+	// paced: it always returns 0.
 	TakeMethod(adapter AdapterName, place Place, method string) (wait time.Duration)
 }

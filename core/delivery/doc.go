@@ -7,8 +7,9 @@
 // every operation of every adapter by the limits the adapter declares
 // (core.Limit per core.Scope, learned where core.Learn says so), and the
 // platform calls an adapter chooses itself by the limits it declares on
-// methods (core.MethodPacer, methods.go). Long
-// text is cut to a platform's length with Split and Tail, measured as the
+// methods (core.MethodPacer, methods.go); where several instances share a
+// store, those budgets and the platforms' pauses are counted together in
+// the store's core.PaceLedger (ledger.go). Long text is cut to a platform's length with Split and Tail, measured as the
 // platform counts (Measure). The English a person reads in chat ("✅ Done",
 // progress lines, a closed question) lives here, next to the operations
 // that show it, so the domain in core stays free of it.

@@ -37,43 +37,79 @@ const methodLead = 50 * time.Millisecond
 
 var _ core.MethodPacer = (*Outbox)(nil)
 
-// TakeMethod implements core.MethodPacer.
+// TakeMethod implements core.MethodPacer. With a shared ledger it takes the
+// call's slots there too, after its own windows let it go (ledger.go): one
+// round trip, made with no lock held.
 func (o *Outbox) TakeMethod(a core.AdapterName, p core.Place, method string) time.Duration {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	ws := o.methodWindows(a, p, method)
+	ws, keys := o.methodWindows(a, p, method)
 	if len(ws) == 0 {
+		o.mu.Unlock()
 		return 0 // a method not paced
 	}
 	now := time.Now()
 	until := now
-	for _, k := range scopesOf(core.Op{Adapter: a, Place: p}) {
+	scopes := scopesOf(core.Op{Adapter: a, Place: p})
+	for _, k := range scopes {
 		if t, ok := o.paused[k]; ok && t.After(until) {
 			until = t
 		}
 	}
 	for _, w := range ws {
 		// Checked methodLead ahead: a slot whose take leaves the window
-		// within methodLead is free.
+		// within methodLead is free. What the shared ledger holds is not
+		// brought forward: it was judged with the lead already.
 		at := w.readyAtFor(now.Add(methodLead), core.OpSend).Add(-methodLead)
+		at = later(at, w.heldAll)
 		if at.After(until) {
 			until = at
 		}
 	}
 	if until.After(now) {
+		o.mu.Unlock()
 		return until.Sub(now)
 	}
 	for _, w := range ws {
 		w.take(now)
 	}
-	return 0
+	if o.opts.Ledger == nil || !o.ledgerUsableLocked(now) {
+		o.mu.Unlock()
+		return 0
+	}
+	windows := make([]core.PaceWindow, len(ws))
+	for i, w := range ws {
+		per := w.rate.Per
+		if per > methodLead {
+			per -= methodLead
+		}
+		windows[i] = core.PaceWindow{Key: keys[i], Rate: core.Rate{N: w.rate.N, Per: per}}
+	}
+	o.mu.Unlock()
+	take, ok := o.ledgerTake(windows, scopes[:]) // a scope's pause holds every method back
+	if !ok || take.Taken() {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ws, keys = o.methodWindows(a, p, method)
+	for _, w := range ws {
+		w.refund(now)
+	}
+	return o.heldLocked(take.Holds, ws, keys, core.OpSend)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // methodWindows returns the windows of adapter a's limits that name method
-// at p (created lazily). As for operations, a zero Place spends only the
-// account's budgets.
-func (o *Outbox) methodWindows(a core.AdapterName, p core.Place, method string) []*window {
-	var out []*window
+// at p (created lazily), and their keys. As for operations, a zero Place
+// spends only the account's budgets.
+func (o *Outbox) methodWindows(a core.AdapterName, p core.Place, method string) (out []*window, keys []string) {
 	for i, l := range o.caps[a].Limits {
 		if l.Rate.Unlimited() || !l.Names(method) || p.IsZero() && l.Scope != core.ScopeAccount {
 			continue
@@ -85,6 +121,7 @@ func (o *Outbox) methodWindows(a core.AdapterName, p core.Place, method string) 
 			o.windows[key] = w
 		}
 		out = append(out, w)
+		keys = append(keys, key)
 	}
-	return out
+	return out, keys
 }

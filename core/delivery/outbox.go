@@ -47,6 +47,10 @@ type OutboxOptions struct {
 	// Logger receives failures, and the platform health and backlog
 	// changes (outboxhealth.go).
 	Logger *slog.Logger
+	// Ledger, when set, shares the rate budgets and the pauses platforms
+	// ask for with the other instances of the store that offers it
+	// (ledger.go). Nil paces by this outbox's own count alone.
+	Ledger core.PaceLedger
 }
 
 // OutboxStats are counters for metrics.
@@ -77,7 +81,9 @@ type OutboxStats struct {
 // learn its platform's budget rather than take it as given (Limit.Learn,
 // learn.go) and keep a share of it for new messages (Limit.SendShare,
 // window.reserved). Limits on platform methods count the calls adapters
-// ask for with TakeMethod, in the same windows (methods.go).
+// ask for with TakeMethod, in the same windows (methods.go). With a shared
+// ledger (OutboxOptions.Ledger), budgets and pauses are counted with the
+// other instances of a store too (ledger.go).
 //
 // Scheduling: whenever something could run, the outbox picks, among pending
 // ops whose limits all have room, whose scopes are not paused and whose
@@ -116,6 +122,11 @@ type Outbox struct {
 	// dequeued counts the entries of pending taken out of the queue and
 	// not yet compacted away (dispatchLocked).
 	dequeued int
+	// ledgerRetryAt is when the shared ledger is asked again after it
+	// failed; ledgerDown, that it failed and did not answer since
+	// (ledger.go).
+	ledgerRetryAt time.Time
+	ledgerDown    bool
 	// learns is set when an adapter paces by a learned limit.
 	learns   bool
 	seq      uint64
@@ -139,8 +150,10 @@ type entry struct {
 	// removes it from the slice.
 	dequeued bool
 	// startedAt is when the current run was paced; prevRun is the Key's
-	// last run before it, restored when the run made no call.
-	startedAt, prevRun time.Time
+	// last run before it, restored when the run made no call; prevServed
+	// is its place's last service before it, restored when the shared
+	// ledger refused the run (ledger.go).
+	startedAt, prevRun, prevServed time.Time
 }
 
 // NewOutbox returns an outbox pacing the given adapters' limits.

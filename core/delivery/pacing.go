@@ -56,7 +56,13 @@ func scopesOf(op core.Op) [3]string {
 
 // windowsFor returns the sliding windows that count op (created lazily).
 func (o *Outbox) windowsFor(op core.Op) []*window {
-	var out []*window
+	ws, _ := o.windowsKeyed(op, false)
+	return ws
+}
+
+// windowsKeyed returns the sliding windows that count op (created lazily)
+// and, when withKeys, their keys.
+func (o *Outbox) windowsKeyed(op core.Op, withKeys bool) (out []*window, keys []string) {
 	for i, l := range o.caps[op.Adapter].Limits {
 		if l.Rate.Unlimited() || !counts(op, l) {
 			continue
@@ -72,8 +78,11 @@ func (o *Outbox) windowsFor(op core.Op) []*window {
 		}
 		o.learnedWindow(w, key, l)
 		out = append(out, w)
+		if withKeys {
+			keys = append(keys, key)
+		}
 	}
-	return out
+	return out, keys
 }
 
 // competitors is how many conversations of op's group compete for a
@@ -187,8 +196,8 @@ func (o *Outbox) refundLocked(e *entry) {
 }
 
 // pauseLocked stops everything to the scope rl names until its retry_after
-// has elapsed.
-func (o *Outbox) pauseLocked(op core.Op, rl *core.RateLimitError) {
+// has elapsed, and returns the pause for the shared ledger (ledger.go).
+func (o *Outbox) pauseLocked(op core.Op, rl *core.RateLimitError) sharedPause {
 	count(o.stats.RateLimited, op.Adapter, op.Kind)
 	scope := rl.Scope
 	if scope == core.ScopeUnspecified {
@@ -209,6 +218,10 @@ func (o *Outbox) pauseLocked(op core.Op, rl *core.RateLimitError) {
 		}
 	}
 	o.log.Warn("platform rate limit", "adapter", op.Adapter, "op", op.Kind, "scope", scope, "kinds", rl.Kinds, "retry_after", rl.RetryAfter)
+	if !o.sharesPacing(op.Adapter) {
+		return sharedPause{}
+	}
+	return sharedPause{keys: keys, d: rl.RetryAfter}
 }
 
 // kindPauseKey names a pause of one operation kind within a scope.

@@ -217,6 +217,7 @@ func (o *Outbox) startLocked(e *entry, now time.Time) {
 		w.take(now)
 		o.tookLocked(e.op.Adapter, w, now)
 	}
+	e.prevServed = o.lastServed(e.op, placeKey(e.op.Adapter, e.op.Place))
 	o.markRecent(e.op, now)
 	o.dequeueLocked(e)
 	e.startedAt = now
@@ -336,6 +337,9 @@ func (o *Outbox) pruneLocked(now time.Time) {
 
 func (o *Outbox) run(e *entry, pk string) {
 	defer o.wg.Done()
+	if !o.takeShared(e, pk) {
+		return // requeued until the shared budget has room
+	}
 	timeout := e.op.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout(e.op.Kind)
@@ -350,20 +354,22 @@ func (o *Outbox) run(e *entry, pk string) {
 		err = nil
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if errors.Is(err, core.ErrNoCall) {
 		o.refundLocked(e)
 		err = nil
 	}
 	delete(o.running, pk)
 	o.inflight--
-	defer o.signal()
-	defer o.idle.Broadcast()
-	o.settleLocked(e, err)
+	pause := o.settleLocked(e, err)
+	o.idle.Broadcast()
+	o.signal()
+	o.mu.Unlock()
+	o.sharePause(pause)
 }
 
-// settleLocked decides what follows a run that returned err.
-func (o *Outbox) settleLocked(e *entry, err error) {
+// settleLocked decides what follows a run that returned err, and returns
+// the pause a rate limit asks the other instances for (none without one).
+func (o *Outbox) settleLocked(e *entry, err error) (pause sharedPause) {
 	a := e.op.Adapter
 	var moved *MovedError
 	if !errors.As(err, &moved) {
@@ -386,12 +392,12 @@ func (o *Outbox) settleLocked(e *entry, err error) {
 	case e.op.BestEffort:
 		o.log.Debug("best-effort operation failed", "adapter", a, "op", e.op.Kind, "err", err)
 		if errors.As(err, &rl) {
-			o.pauseLocked(e.op, rl)
+			pause = o.pauseLocked(e.op, rl)
 			o.learnFromLimitLocked(e, rl)
 		}
 		o.finishLocked(e.op, err)
 	case errors.As(err, &rl):
-		o.pauseLocked(e.op, rl)
+		pause = o.pauseLocked(e.op, rl)
 		o.learnFromLimitLocked(e, rl)
 		o.requeueLocked(e, time.Time{})
 	default:
@@ -407,6 +413,7 @@ func (o *Outbox) settleLocked(e *entry, err error) {
 			"attempt", e.attempts, "in", backoff.Round(time.Millisecond), "err", err)
 		o.requeueLocked(e, time.Now().Add(backoff))
 	}
+	return pause
 }
 
 // backoff is the wait before attempt n+1: MinBackoff·2^(n-1) capped at

@@ -17,6 +17,10 @@ type window struct {
 	// learn is the learned budget the window counts by, when its Limit
 	// learns (learn.go).
 	learn *learning
+	// heldAll and heldOthers are when the shared ledger said the budget
+	// is free again, after it refused a take (ledger.go): for every kind,
+	// and for the kinds that may not take the reserved slots.
+	heldAll, heldOthers time.Time
 }
 
 // reserved is the number of the window's slots only OpSend may take: the
@@ -33,15 +37,47 @@ func (w *window) reserved() int {
 // if it fits): every
 // slot for OpSend, all but the reserved ones for the other kinds.
 func (w *window) readyAtFor(now time.Time, k core.OpKind) time.Time {
-	n := w.rate.N
-	if k != core.OpSend {
-		n -= w.reserved()
-	}
+	n := w.slotsFor(k)
 	w.expire(now)
-	if len(w.takes) < n {
-		return now
+	at := now
+	if len(w.takes) >= n {
+		at = w.takes[len(w.takes)-n].Add(w.rate.Per)
 	}
-	return w.takes[len(w.takes)-n].Add(w.rate.Per)
+	if h := w.heldFor(k); h.After(at) {
+		at = h
+	}
+	return at
+}
+
+// heldFor is until when the shared ledger holds ops of kind k back (zero
+// when it never did).
+func (w *window) heldFor(k core.OpKind) time.Time {
+	if k != core.OpSend && w.heldOthers.After(w.heldAll) {
+		return w.heldOthers
+	}
+	return w.heldAll
+}
+
+// hold records that the shared ledger refused an op of kind k until
+// until: all kinds wait when the op could use every slot (a send, or a
+// window that keeps none), the others only when it could not.
+func (w *window) hold(k core.OpKind, until time.Time) {
+	h := &w.heldAll
+	if k != core.OpSend && w.reserved() > 0 {
+		h = &w.heldOthers
+	}
+	if until.After(*h) {
+		*h = until
+	}
+}
+
+// slotsFor is how many of the window's slots an op of kind k may use, here
+// and in the shared ledger.
+func (w *window) slotsFor(k core.OpKind) int {
+	if k != core.OpSend {
+		return w.rate.N - w.reserved()
+	}
+	return w.rate.N
 }
 
 // take counts one operation at now.
@@ -97,5 +133,5 @@ func (w *window) expire(now time.Time) {
 // can be dropped.
 func (w *window) idle(now time.Time) bool {
 	w.expire(now)
-	return len(w.takes) == 0
+	return len(w.takes) == 0 && !w.heldAll.After(now) && !w.heldOthers.After(now)
 }

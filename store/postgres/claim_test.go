@@ -266,6 +266,7 @@ func TestClaimsMigrateFromVersion2(t *testing.T) {
 	s := openURL(t, srv.URL, storetest.Options{})
 	seqs := journalEvents(t, s, 2)
 	_, err := s.pool.Exec(ctx, `ALTER TABLE journal DROP COLUMN claimed_by, DROP COLUMN claim_until;
+		DROP FUNCTION parley_pace_take; DROP TABLE pace;
 		UPDATE schema_version SET version = 2`)
 	storetest.Must(t, err)
 	storetest.Must(t, s.Close())

@@ -20,9 +20,11 @@
 // transaction-level advisory lock (two instances starting at once migrate
 // one after the other), and a database whose schema_version is newer than
 // this build's is refused untouched (core.ErrSchemaTooNew). Later features
-// arrive as later migrations: leases with fencing (migration 2, lease.go)
-// and journal claims (migration 3: which instance delivers a journaled
-// event, until when by the database clock; claim.go).
+// arrive as later migrations: leases with fencing (migration 2, lease.go),
+// journal claims (migration 3: which instance delivers a journaled event,
+// until when by the database clock; claim.go) and shared pacing (migration
+// 4: the platforms' budgets and pauses, counted for every instance;
+// pace.go).
 //
 // # Commit order
 //

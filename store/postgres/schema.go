@@ -123,11 +123,93 @@ ALTER TABLE journal
 	ADD COLUMN claimed_by  text,
 	ADD COLUMN claim_until timestamptz;
 `,
+	// 4: pacing shared among instances (pace.go): per budget or pause
+	// key, the slots taken within its window and the pause a platform
+	// asked for, by the database clock; parley_pace_take takes slots in
+	// several windows at once, all or none, in one round trip. Unlogged:
+	// a take is on the path of every platform call and need not wait for
+	// a WAL flush; what a crash of the database forgets is a minute of
+	// counting at most.
+	`
+CREATE UNLOGGED TABLE pace (
+	key          bytea         PRIMARY KEY,
+	takes        timestamptz[] NOT NULL DEFAULT '{}', -- slots taken within the window, oldest first
+	paused_until timestamptz,
+	idle_at      timestamptz   NOT NULL -- from then on the row holds nothing: pruned
+);
+CREATE INDEX pace_idle ON pace (idle_at);
+
+CREATE FUNCTION parley_pace_take(keys bytea[], ns integer[], pers bigint[], pauses bytea[], prune boolean)
+RETURNS TABLE (held bytea, wait_us bigint, taken timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t       timestamptz;
+	i       integer;
+	kept    timestamptz[];
+	locked  bigint;
+	refused boolean := false;
+BEGIN
+	IF cardinality(keys) > 0 THEN
+		-- Every window's row, locked in key order so that takers never
+		-- deadlock; a row pruned between the insert and the lock is
+		-- inserted again.
+		LOOP
+			INSERT INTO pace (key, idle_at)
+				SELECT DISTINCT k, clock_timestamp() FROM unnest(keys) k ORDER BY 1
+				ON CONFLICT (key) DO NOTHING;
+			SELECT count(*) INTO locked
+				FROM (SELECT 1 FROM pace WHERE key = ANY(keys) ORDER BY key FOR UPDATE) l;
+			EXIT WHEN locked = (SELECT count(DISTINCT k) FROM unnest(keys) k);
+		END LOOP;
+	END IF;
+	-- Judged once the rows are ours: a taker that waited for another
+	-- comes after its slot.
+	t := clock_timestamp();
+	FOR i IN 1 .. coalesce(cardinality(keys), 0) LOOP
+		SELECT coalesce(array_agg(x ORDER BY x), '{}') INTO kept
+			FROM pace p, unnest(p.takes) x
+			WHERE p.key = keys[i] AND x > t - pers[i] * interval '1 microsecond';
+		IF cardinality(kept) >= ns[i] THEN
+			held := keys[i];
+			wait_us := ceil(extract(epoch FROM kept[cardinality(kept) - ns[i] + 1]
+				+ pers[i] * interval '1 microsecond' - t) * 1000000)::bigint;
+			refused := true;
+			RETURN NEXT;
+		END IF;
+	END LOOP;
+	FOR held, wait_us IN
+		SELECT p.key, ceil(extract(epoch FROM p.paused_until - t) * 1000000)::bigint
+		FROM pace p WHERE p.key = ANY(pauses) AND p.paused_until > t
+	LOOP
+		refused := true;
+		RETURN NEXT;
+	END LOOP;
+	IF NOT refused THEN
+		FOR i IN 1 .. coalesce(cardinality(keys), 0) LOOP
+			UPDATE pace p SET
+				takes = ARRAY(SELECT x FROM unnest(p.takes) x
+					WHERE x > t - pers[i] * interval '1 microsecond' ORDER BY x) || t,
+				idle_at = greatest(t + pers[i] * interval '1 microsecond', p.paused_until)
+			WHERE p.key = keys[i];
+		END LOOP;
+		held := NULL;
+		wait_us := NULL;
+		taken := t;
+		RETURN NEXT;
+	END IF;
+	IF prune THEN
+		DELETE FROM pace WHERE key IN (
+			SELECT key FROM pace WHERE idle_at < t ORDER BY idle_at LIMIT 1000
+			FOR UPDATE SKIP LOCKED);
+	END IF;
+END
+$$;
+`,
 }
 
 // SchemaVersion is the schema version this code writes: the number of
 // migrations.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrateLock is the advisory lock key under which migrations run ("parley"
 // in ASCII), so that instances starting at once migrate one after the

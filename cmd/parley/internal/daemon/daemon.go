@@ -256,7 +256,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.Router = delivery.NewRouter(opts.Adapters...)
 	d.Router.Reflect = opts.Reflect
 	d.Outbox = delivery.NewOutbox(delivery.OutboxOptions{EditInterval: opts.EditInterval, MaxBackoff: opts.MaxBackoff, Jitter: opts.Jitter,
-		Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
+		Ledger: paceLedger(st), Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
 	var ledger *cleanup.Ledger
 	d.Dispatcher = delivery.NewDispatcher(st, d.Router, d.Outbox, delivery.DispatcherOptions{
 		FileDir:       filepath.Join(opts.DataDir, "outputs"),
@@ -312,6 +312,17 @@ func claimOptions(o delivery.ClaimOptions, st store.Store, instance core.Instanc
 	}
 	o.Instance = string(instance)
 	return o
+}
+
+// paceLedger is st's shared pacing ledger when it offers one (PostgreSQL:
+// the instances sharing it count the platforms' budgets and pauses
+// together), else nil: on bbolt, one instance, the outbox's own count is
+// the whole truth.
+func paceLedger(st store.Store) core.PaceLedger {
+	if l, ok := st.(core.PaceLedger); ok {
+		return l
+	}
+	return nil
 }
 
 // OpenStore opens the store opts name: the PostgreSQL database at
