@@ -122,6 +122,10 @@ type Deps struct {
 	// outside the guard of browser requests; the handler authenticates its
 	// requests itself.
 	Route func(path string, h http.Handler)
+	// Transport, when set, carries the adapter's HTTP calls to its
+	// platform instead of net/http's default transport; nil in a person's
+	// parley. End-to-end tests set it to reach an in-memory fake.
+	Transport http.RoundTripper
 }
 
 // Platform is one chat platform, as its package exports it. Make one with

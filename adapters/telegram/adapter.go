@@ -74,7 +74,11 @@ type Options struct {
 	// PollTimeout is the long-polling timeout (default 30s).
 	PollTimeout time.Duration
 	HTTPClient  *http.Client
-	Logger      *slog.Logger
+	// Transport, when HTTPClient is nil, carries the default client's
+	// requests; nil is net/http's default transport. Tests reach an
+	// in-memory fake Bot API through it.
+	Transport http.RoundTripper
+	Logger    *slog.Logger
 }
 
 // rich support, as learned from the server.
@@ -162,7 +166,7 @@ func New(opts Options) (*Adapter, error) {
 		opts.PollTimeout = 30 * time.Second
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: opts.PollTimeout + 15*time.Second}
+		opts.HTTPClient = &http.Client{Timeout: opts.PollTimeout + 15*time.Second, Transport: opts.Transport}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

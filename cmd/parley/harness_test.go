@@ -24,11 +24,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/memnet"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 	"github.com/parley-chat/parley/core"
 )
@@ -54,6 +56,10 @@ type stack struct {
 	noAgent bool
 	// wait bounds heard's wait for the agent's notification.
 	wait time.Duration
+	// net, when set (a stack inside synctest.Test, see bubbleNet), is the
+	// in-memory network the daemon serves on, calls its platforms through
+	// and the agent reaches it by.
+	net *memnet.Network
 }
 
 // newStack is a stack with the configuration every test starts from.
@@ -82,13 +88,43 @@ func testConfig(tb testing.TB) config.Config {
 func (st *stack) start() {
 	st.t.Helper()
 	st.m = &Main{Config: st.cfg, Logger: st.logger, Platforms: platforms()}
+	if st.net != nil {
+		st.m.Listener, st.m.Transport = st.net.Listen(), st.net.Transport()
+	}
 	st.stop = reportClose(st.t, launch(st.t, st.m))
 	st.t.Cleanup(finalStop(st.m, st.stop))
 	awaitStarted(st.t, st.m)
 	if st.noAgent {
 		return
 	}
-	st.agent = subscribedAgent(st.t, st.m.Addr())
+	st.agent = subscribedAgentVia(st.t, st.client(), st.m.Addr())
+}
+
+// client is the HTTP client that reaches the daemon: over st.net when it
+// is set, else net/http's default.
+func (st *stack) client() *http.Client {
+	if st.net != nil {
+		return st.net.Client()
+	}
+	return http.DefaultClient
+}
+
+// metric sums the samples of a metric of the daemon's /metrics.
+func (st *stack) metric(name string) float64 {
+	st.t.Helper()
+	return metricVia(st.t, st.client(), st.m.Addr(), name)
+}
+
+// bubbleNet is the in-memory network of a test inside synctest.Test: a
+// stack, its platform's fake and its agent on it serve and call each
+// other with no real socket, so that every wait (pacing, retry_after,
+// backoff, timeouts) runs on the bubble's fake clock. It is closed, every
+// connection with it, when the test ends, after everything started on it
+// has stopped, so that no goroutine of the bubble stays blocked on it.
+func bubbleNet(t *testing.T) *memnet.Network {
+	n := memnet.New()
+	t.Cleanup(n.Close)
+	return n
 }
 
 // restart stops parley gracefully and starts it again on the same data.
@@ -167,7 +203,7 @@ func (st *stack) streamTurns(sessions []string, steps int, stream func(k, i int)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(sessions))
 	for k, id := range sessions {
-		a := connectAgent(st.t, st.m.Addr())
+		a := connectAgentVia(st.t, st.client(), st.m.Addr())
 		wg.Go(func() {
 			start := time.Now()
 			for i := 1; i <= steps; i++ {

@@ -170,3 +170,17 @@ func TestTelegramPersonAndAgent(t *testing.T) {
 		})
 	}
 }
+
+// newTGBubbleStackStopped is newTGStackStopped for a test inside
+// synctest.Test: the fake Bot API, the daemon and the agent serve and call
+// each other on an in-memory network (bubbleNet), so that the test waits
+// out Telegram's pacing, retry_after and the outbox's backoff on the
+// bubble's fake clock.
+func newTGBubbleStackStopped(t *testing.T, opts telegramtest.Options) *tgStack {
+	t.Helper()
+	n := bubbleNet(t)
+	opts.Listener = n.Listen()
+	st := newTGStackOn(t, telegramtest.NewServer(t, opts))
+	st.net = n
+	return st
+}
