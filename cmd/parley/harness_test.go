@@ -58,8 +58,14 @@ type stack struct {
 	wait time.Duration
 	// net, when set (a stack inside synctest.Test, see bubbleNet), is the
 	// in-memory network the daemon serves on, calls its platforms through
-	// and the agent reaches it by.
-	net *memnet.Network
+	// and the agent reaches it by. Each run of the daemon is a host of its
+	// own (host); the test's clients, the agent among them, are another,
+	// with one HTTP client (clients).
+	net     *memnet.Network
+	host    *memnet.Host
+	clients *http.Client
+	// crashed is set by crash while it stops the daemon it killed.
+	crashed bool
 }
 
 // newStack is a stack with the configuration every test starts from.
@@ -89,9 +95,10 @@ func (st *stack) start() {
 	st.t.Helper()
 	st.m = &Main{Config: st.cfg, Logger: st.logger, Platforms: platforms()}
 	if st.net != nil {
-		st.m.Listener, st.m.Transport = st.net.Listen(), st.net.Transport()
+		st.host = st.net.Host()
+		st.m.Listener, st.m.Transport = st.host.Listen(), st.host.Transport()
 	}
-	st.stop = reportClose(st.t, launch(st.t, st.m))
+	st.stop = st.reportStop(launchRun(st.t, st.m))
 	st.t.Cleanup(finalStop(st.m, st.stop))
 	awaitStarted(st.t, st.m)
 	if st.noAgent {
@@ -104,7 +111,10 @@ func (st *stack) start() {
 // is set, else net/http's default.
 func (st *stack) client() *http.Client {
 	if st.net != nil {
-		return st.net.Client()
+		if st.clients == nil {
+			st.clients = st.net.Host().Client()
+		}
+		return st.clients
 	}
 	return http.DefaultClient
 }
@@ -269,6 +279,20 @@ func (st *stack) sessions() []core.Session {
 // calling it again does nothing.
 func launch(tb testing.TB, m *Main) (stop func() error) {
 	tb.Helper()
+	stopRun := launchRun(tb, m)
+	return func() error {
+		runErr, closeErr := stopRun()
+		if runErr != nil {
+			tb.Errorf("run: %v", runErr)
+		}
+		return closeErr
+	}
+}
+
+// launchRun is launch whose stop returns Run's error as well as Close's;
+// calling it again returns nothing.
+func launchRun(tb testing.TB, m *Main) (stop func() (runErr, closeErr error)) {
+	tb.Helper()
 	if err := m.Open(context.Background()); err != nil {
 		tb.Fatalf("parley did not start: %v", err)
 	}
@@ -276,16 +300,27 @@ func launch(tb testing.TB, m *Main) (stop func() error) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	stopped := false
-	return func() error {
+	return func() (error, error) {
 		if stopped {
-			return nil
+			return nil, nil
 		}
 		stopped = true
 		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("run: %v", err)
+		return <-done, m.Close()
+	}
+}
+
+// reportStop is a stack's stop: it reports Run's and Close's errors to
+// the test, except after crash (a killed daemon's run ends as it may).
+func (st *stack) reportStop(stop func() (error, error)) func() {
+	return func() {
+		runErr, closeErr := stop()
+		if runErr != nil && !st.crashed {
+			st.t.Errorf("run: %v", runErr)
 		}
-		return m.Close()
+		if closeErr != nil {
+			st.t.Errorf("close: %v", closeErr)
+		}
 	}
 }
 

@@ -93,8 +93,16 @@ func gaveUp(log string) []string {
 // after timeout, or as soon as stop (if set) has a reason to give.
 func pollUntil(tb testing.TB, timeout time.Duration, what string, cond func() bool, stop func() string) {
 	tb.Helper()
+	pollEvery(tb, 100*time.Millisecond, timeout, what, cond, stop)
+}
+
+// pollEvery is pollUntil checking every period: on a fake clock, where
+// waiting costs nothing but each check costs real time, a test that waits
+// out minutes of pacing checks less often.
+func pollEvery(tb testing.TB, period, timeout time.Duration, what string, cond func() bool, stop func() string) {
+	tb.Helper()
 	deadline := time.After(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for !cond() {
 		if stop != nil {

@@ -179,7 +179,7 @@ func TestTelegramPersonAndAgent(t *testing.T) {
 func newTGBubbleStackStopped(t *testing.T, opts telegramtest.Options) *tgStack {
 	t.Helper()
 	n := bubbleNet(t)
-	opts.Listener = n.Listen()
+	opts.Listener = n.Host().Listen()
 	st := newTGStackOn(t, telegramtest.NewServer(t, opts))
 	st.net = n
 	return st

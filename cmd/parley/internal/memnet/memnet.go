@@ -7,12 +7,15 @@
 // other through one Network and wait out pacing, backoff and timeouts in
 // no real time.
 //
-// A Network hands out listeners under made-up loopback addresses
-// (127.0.0.1 with a port of its own counting, never a real socket: the
-// daemon's Host check admits loopback names) and dials them by that
-// address, so URLs built from a listener's Addr work unchanged with a
-// client of Transport. Close ends every listener and every connection it
-// made, so that nothing is left blocked when the bubble ends.
+// A Network joins hosts, one per process the test plays (the fake, each
+// run of the daemon, the agent). A host's listeners have made-up loopback
+// addresses (127.0.0.1 with a port of the network's own counting, never a
+// real socket: the daemon's Host check admits loopback names), and any
+// host dials them by that address, so URLs built from a listener's Addr
+// work unchanged with a client of the host's Transport. Kill ends a host
+// as the death of its process does: its listeners and every connection it
+// made or accepted are closed at once. Close ends them all, so that
+// nothing is left blocked when the bubble ends.
 package memnet
 
 import (
@@ -20,18 +23,30 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"syscall"
 )
 
-// Network is a set of in-memory listeners reachable by address. Create it
-// inside the bubble whose goroutines use it.
+// Network is a set of hosts and their listeners. Create it inside the
+// bubble whose goroutines use it.
 type Network struct {
 	mu        sync.Mutex
 	listeners map[string]*Listener
-	conns     []net.Conn
+	conns     []*pair
 	next      int
 	closed    bool
+}
+
+// pair is a connection: both ends and the hosts that hold them.
+type pair struct {
+	client, server net.Conn
+	dialer, owner  *Host
+}
+
+func (p *pair) close() {
+	p.client.Close()
+	p.server.Close()
 }
 
 // New returns an empty network.
@@ -39,56 +54,10 @@ func New() *Network {
 	return &Network{listeners: map[string]*Listener{}, next: 10000}
 }
 
-// Listen returns a listener at a new address of the network.
-func (n *Network) Listen() *Listener {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.next++
-	l := &Listener{net: n, addr: addr(fmt.Sprintf("127.0.0.1:%d", n.next)), conns: make(chan net.Conn), done: make(chan struct{})}
-	n.listeners[string(l.addr)] = l
-	return l
-}
+// Host is a new host of the network.
+func (n *Network) Host() *Host { return &Host{net: n} }
 
-// DialContext connects to the listener at address; it has the signature
-// of http.Transport.DialContext. An address nobody listens at is refused
-// at once, as a closed port is.
-func (n *Network) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	n.mu.Lock()
-	l, ok := n.listeners[address]
-	closed := n.closed
-	n.mu.Unlock()
-	if !ok || closed {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("memnet: %s: %w", address, syscall.ECONNREFUSED)}
-	}
-	server, client := net.Pipe()
-	select {
-	case l.conns <- server:
-	case <-l.done:
-		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("memnet: %s: %w", address, syscall.ECONNREFUSED)}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		server.Close()
-		client.Close()
-		return nil, net.ErrClosed
-	}
-	n.conns = append(n.conns, server, client)
-	return client, nil
-}
-
-// Transport is a new HTTP transport that dials on the network.
-func (n *Network) Transport() *http.Transport {
-	return &http.Transport{DialContext: n.DialContext, ForceAttemptHTTP2: false}
-}
-
-// Client is an HTTP client of the network (no timeout of its own: its
-// callers' contexts bound the requests).
-func (n *Network) Client() *http.Client { return &http.Client{Transport: n.Transport()} }
-
-// Close closes every listener and every connection the network made:
+// Close closes every listener and every connection of the network:
 // whatever still reads or writes on one gets an error. It may be called
 // more than once.
 func (n *Network) Close() {
@@ -101,13 +70,107 @@ func (n *Network) Close() {
 		l.Close()
 	}
 	for _, c := range cs {
-		c.Close()
+		c.close()
 	}
 }
 
-// Listener is a net.Listener of a Network.
+// Host is one process's end of the network: what it listens on and
+// dials.
+type Host struct {
+	net  *Network
+	dead bool // under net.mu
+}
+
+// Listen returns a listener of h at a new address of the network.
+func (h *Host) Listen() *Listener {
+	n := h.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.next++
+	l := &Listener{host: h, addr: addr(fmt.Sprintf("127.0.0.1:%d", n.next)), conns: make(chan net.Conn), done: make(chan struct{})}
+	if h.dead || n.closed {
+		// Closed from the start: nobody can reach it.
+		l.once.Do(func() { close(l.done) })
+		return l
+	}
+	n.listeners[string(l.addr)] = l
+	return l
+}
+
+// DialContext connects h to the listener at address; it has the signature
+// of http.Transport.DialContext. An address nobody listens at is refused
+// at once, as a closed port is.
+func (h *Host) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	n := h.net
+	refused := &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("memnet: %s: %w", address, syscall.ECONNREFUSED)}
+	n.mu.Lock()
+	l, ok := n.listeners[address]
+	up := !n.closed && !h.dead
+	n.mu.Unlock()
+	if !ok || !up {
+		return nil, refused
+	}
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+	case <-l.done:
+		return nil, refused
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p := &pair{client: client, server: server, dialer: h, owner: l.host}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || h.dead || l.host.dead {
+		p.close()
+		return nil, refused
+	}
+	n.conns = append(n.conns, p)
+	return client, nil
+}
+
+// Transport is a new HTTP transport that dials from h.
+func (h *Host) Transport() *http.Transport {
+	return &http.Transport{DialContext: h.DialContext}
+}
+
+// Client is an HTTP client dialing from h (no timeout of its own: its
+// callers' contexts bound the requests).
+func (h *Host) Client() *http.Client { return &http.Client{Transport: h.Transport()} }
+
+// Kill ends h as the death of its process does: its listeners close and
+// every connection it dialed or accepted is closed at both ends, so that
+// nothing it still does reaches anyone; it can listen and dial no more.
+func (h *Host) Kill() {
+	n := h.net
+	n.mu.Lock()
+	h.dead = true
+	var ls []*Listener
+	for _, l := range n.listeners {
+		if l.host == h {
+			ls = append(ls, l)
+		}
+	}
+	var cut []*pair
+	n.conns = slices.DeleteFunc(n.conns, func(p *pair) bool {
+		if p.dialer == h || p.owner == h {
+			cut = append(cut, p)
+			return true
+		}
+		return false
+	})
+	n.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+	for _, p := range cut {
+		p.close()
+	}
+}
+
+// Listener is a net.Listener of a Host.
 type Listener struct {
-	net   *Network
+	host  *Host
 	addr  addr
 	conns chan net.Conn
 	done  chan struct{}
@@ -130,11 +193,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 func (l *Listener) Close() error {
 	l.once.Do(func() {
 		close(l.done)
-		l.net.mu.Lock()
-		if l.net.listeners[string(l.addr)] == l {
-			delete(l.net.listeners, string(l.addr))
+		n := l.host.net
+		n.mu.Lock()
+		if n.listeners[string(l.addr)] == l {
+			delete(n.listeners, string(l.addr))
 		}
-		l.net.mu.Unlock()
+		n.mu.Unlock()
 	})
 	return nil
 }
