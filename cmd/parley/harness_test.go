@@ -96,7 +96,7 @@ func (st *stack) start() {
 	st.m = &Main{Config: st.cfg, Logger: st.logger, Platforms: platforms()}
 	if st.net != nil {
 		st.host = st.net.Host()
-		st.m.Listener, st.m.Transport = st.host.Listen(), st.host.Transport()
+		st.m.Listener, st.m.Dial = st.host.Listen(), st.host.DialContext
 	}
 	st.stop = st.reportStop(launchRun(st.t, st.m))
 	st.t.Cleanup(finalStop(st.m, st.stop))

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/core"
@@ -16,40 +17,43 @@ import (
 // over the size limit is refused with a notice in the thread and reaches
 // nobody.
 func TestSlackFiles(t *testing.T) {
-	st := newSlackStack(t, slacktest.Options{Limits: true})
-	thread, _, last := st.session("Here is my shell setup")
-	st.srv.PostFile(st.ann, st.channel, thread, "../../.bashrc", "text/plain", []byte("echo pwned"))
-	r := st.heard(last)
-	if len(r.Messages) != 1 {
-		t.Fatalf("the agent read %+v, want the file's message", r.Messages)
-	}
-	msgs := st.inbox()
-	got := msgs[len(msgs)-1]
-	if len(got.Attachments) != 1 {
-		t.Fatalf("the file's message has attachments %+v", got.Attachments)
-	}
-	att := got.Attachments[0]
-	rel, err := filepath.Rel(st.cfg.DataDir, att.Path)
-	if err != nil || strings.HasPrefix(rel, "..") || strings.HasPrefix(att.Name, ".") || strings.ContainsAny(att.Name, `/\`) {
-		t.Errorf("file stored at %s as %q: outside the data directory, hidden or with a path", att.Path, att.Name)
-	}
-	if b, _ := os.ReadFile(att.Path); string(b) != "echo pwned" || att.Size != 10 || att.Mime != "text/plain" {
-		t.Errorf("stored %q (%d bytes, %s)", b, att.Size, att.Mime)
-	}
-	st.showing(thread, "Received bashrc")
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := newSlackBubbleStack(t, slacktest.Options{Limits: true})
+		thread, _, last := st.session("Here is my shell setup")
+		st.srv.PostFile(st.ann, st.channel, thread, "../../.bashrc", "text/plain", []byte("echo pwned"))
+		r := st.heard(last)
+		if len(r.Messages) != 1 {
+			t.Fatalf("the agent read %+v, want the file's message", r.Messages)
+		}
+		msgs := st.inbox()
+		got := msgs[len(msgs)-1]
+		if len(got.Attachments) != 1 {
+			t.Fatalf("the file's message has attachments %+v", got.Attachments)
+		}
+		att := got.Attachments[0]
+		rel, err := filepath.Rel(st.cfg.DataDir, att.Path)
+		if err != nil || strings.HasPrefix(rel, "..") || strings.HasPrefix(att.Name, ".") || strings.ContainsAny(att.Name, `/\`) {
+			t.Errorf("file stored at %s as %q: outside the data directory, hidden or with a path", att.Path, att.Name)
+		}
+		if b, _ := os.ReadFile(att.Path); string(b) != "echo pwned" || att.Size != 10 || att.Mime != "text/plain" {
+			t.Errorf("stored %q (%d bytes, %s)", b, att.Size, att.Mime)
+		}
+		st.showing(thread, "Received bashrc")
 
-	huge := make([]byte, 50<<20+1)
-	st.srv.PostFile(st.ann, st.channel, thread, "disk.img", "application/octet-stream", huge)
-	st.showing(thread, "parley takes files up to 50 MB")
-	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(st.inbox()); n != len(msgs) {
-		t.Errorf("the inbox grew from %d to %d messages with the refused file", len(msgs), n)
-	}
-	if n := st.srv.RateLimited(); n > 0 {
-		t.Errorf("%d calls were refused with 429", n)
-	}
+		huge := make([]byte, 50<<20+1)
+		st.srv.PostFile(st.ann, st.channel, thread, "disk.img", "application/octet-stream", huge)
+		st.showing(thread, "parley takes files up to 50 MB")
+		if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(st.inbox()); n != len(msgs) {
+			t.Errorf("the inbox grew from %d to %d messages with the refused file", len(msgs), n)
+		}
+		if n := st.srv.RateLimited(); n > 0 {
+			t.Errorf("%d calls were refused with 429", n)
+		}
+	})
 }
 
 // TestSlackStrangerIsIgnored: someone not on the allow-list writes at the

@@ -62,10 +62,10 @@ type Main struct {
 	// only: the end-to-end tests on a fake clock serve on an in-memory
 	// network.
 	Listener net.Listener
-	// Transport, when set before Open, carries the platform adapters'
-	// HTTP calls instead of net/http's default transport (platform.Deps).
-	// Set by tests only, to reach in-memory fakes.
-	Transport http.RoundTripper
+	// Dial, when set before Open, opens the platform adapters'
+	// connections instead of the system's dialer (platform.Deps). Set by
+	// tests only, to reach in-memory fakes.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 
 	daemon *daemon.Daemon
 	routes []route
