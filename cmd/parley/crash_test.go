@@ -6,12 +6,16 @@ package main
 // down as SIGKILL does. What a killed process leaves is its files as they
 // are on disk at that instant — bbolt writes with write(2), so a commit
 // that returned is in the file and one that did not is not — and nothing
-// it would still have done reaches anyone. synctest.Wait gives the
-// instant: once every goroutine of the bubble but the test's is durably
-// blocked, no write is half done and none can start while the test copies
-// the data directory and cuts the daemon's host off the network. The copy
-// is what the next start runs on; the old daemon is then stopped without
-// a drain, its shutdown writing only to the directory left behind.
+// it would still have done reaches anyone. So the daemon's host is cut off
+// the network first: nothing it sends from then on arrives (what it sent
+// before may have, as a dying process's last packets). Then
+// synctest.Wait: once every goroutine of the bubble but the test's is
+// durably blocked, no write is half done and none can start while the test
+// copies the data directory. What the daemon wrote between the cut and
+// the copy, it could have written before a real kill (a call failing just
+// before it), so the copy is a state a killed process can leave. It is
+// what the next start runs on; the old daemon is then stopped without a
+// drain, its shutdown writing only to the directory left behind.
 
 import (
 	"io"
@@ -29,15 +33,15 @@ func (st *stack) crash() {
 	if st.net == nil {
 		st.t.Fatal("crash needs a stack on the fake clock (bubbleNet)")
 	}
-	synctest.Wait()
-	left := st.t.TempDir()
-	copyTree(st.t, st.cfg.DataDir, left)
 	st.host.Kill()
 	if st.agent != nil {
 		// Its agent hears of the death (its connections were cut) and goes
 		// too; start connects a new one.
 		_ = st.agent.Close()
 	}
+	synctest.Wait()
+	left := st.t.TempDir()
+	copyTree(st.t, st.cfg.DataDir, left)
 	st.crashed = true
 	holdOutbox(st.m)
 	st.stop()
