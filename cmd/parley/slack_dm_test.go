@@ -178,63 +178,65 @@ func TestSlackDirectMessageStranger(t *testing.T) {
 // is answered by a click in the DM thread.
 func TestSlackDirectMessageSlashAndButtons(t *testing.T) {
 	t.Parallel()
-	st := newSlackStack(t, slacktest.Options{Limits: true})
-	dm := st.srv.OpenDM(st.bob)
-	st.srv.Slash(st.bob, dm, "/parley", "new Weekly report")
-	var root slacktest.Message
-	st.await("a root in the DM", func() bool {
-		for _, m := range st.srv.Messages(dm) {
-			if m.BotID != "" && strings.Contains(slackShown(m), "Weekly report") {
-				root = m
-				return true
+	synctest.Test(t, func(t *testing.T) {
+		st := newSlackBubbleStack(t, slacktest.Options{Limits: true})
+		dm := st.srv.OpenDM(st.bob)
+		st.srv.Slash(st.bob, dm, "/parley", "new Weekly report")
+		var root slacktest.Message
+		st.await("a root in the DM", func() bool {
+			for _, m := range st.srv.Messages(dm) {
+				if m.BotID != "" && strings.Contains(slackShown(m), "Weekly report") {
+					root = m
+					return true
+				}
 			}
+			return false
+		})
+		var s core.Session
+		st.await("the DM root's session", func() bool {
+			var ok bool
+			s, ok = st.dmSessionAt(dm, root.TS)
+			return ok
+		})
+		if s.Title != "Weekly report" {
+			t.Errorf("the session is titled %q", s.Title)
 		}
-		return false
-	})
-	var s core.Session
-	st.await("the DM root's session", func() bool {
-		var ok bool
-		s, ok = st.dmSessionAt(dm, root.TS)
-		return ok
-	})
-	if s.Title != "Weekly report" {
-		t.Errorf("the session is titled %q", s.Title)
-	}
 
-	st.srv.Post(st.bob, dm, root.TS, "Start with the numbers")
-	r := st.heard("")
-	if len(r.Messages) != 1 || r.Messages[0].SessionID != string(s.ID) {
-		t.Fatalf("the agent read %+v, want Bob's reply in %s", r.Messages, s.ID)
-	}
-	answer := st.ask(string(s.ID), "Include the charts?", "Yes", "No")
-	var q slacktest.Message
-	st.await("the question in the DM thread", func() bool {
-		for _, m := range st.dmBotReplies(dm, root.TS) {
-			if strings.Contains(slackShown(m), "Include the charts?") {
-				q = m
-				return true
+		st.srv.Post(st.bob, dm, root.TS, "Start with the numbers")
+		r := st.heard("")
+		if len(r.Messages) != 1 || r.Messages[0].SessionID != string(s.ID) {
+			t.Fatalf("the agent read %+v, want Bob's reply in %s", r.Messages, s.ID)
+		}
+		answer := st.ask(string(s.ID), "Include the charts?", "Yes", "No")
+		var q slacktest.Message
+		st.await("the question in the DM thread", func() bool {
+			for _, m := range st.dmBotReplies(dm, root.TS) {
+				if strings.Contains(slackShown(m), "Include the charts?") {
+					q = m
+					return true
+				}
 			}
+			return false
+		})
+		buttons := slackButtons(q)
+		if len(buttons) != 2 {
+			t.Fatalf("buttons %+v", buttons)
 		}
-		return false
-	})
-	buttons := slackButtons(q)
-	if len(buttons) != 2 {
-		t.Fatalf("buttons %+v", buttons)
-	}
-	st.srv.Click(st.bob, dm, q.TS, buttons[1].ActionID, buttons[1].Value)
-	select {
-	case a := <-answer:
-		if a != "No" {
-			t.Errorf("ui.ask answered %q, want No", a)
+		st.srv.Click(st.bob, dm, q.TS, buttons[1].ActionID, buttons[1].Value)
+		select {
+		case a := <-answer:
+			if a != "No" {
+				t.Errorf("ui.ask answered %q, want No", a)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("ui.ask did not return")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("ui.ask did not return")
-	}
-	st.await("the question showing the answer", func() bool {
-		m, _ := st.srv.Message(dm, q.TS)
-		return strings.Contains(slackShown(m), "chose *No*") && len(slackButtons(m)) == 0
+		st.await("the question showing the answer", func() bool {
+			m, _ := st.srv.Message(dm, q.TS)
+			return strings.Contains(slackShown(m), "chose *No*") && len(slackButtons(m)) == 0
+		})
+		if ms := st.srv.Messages(st.channel); len(ms) != 0 {
+			t.Errorf("the DM session showed in the channel: %+v", ms)
+		}
 	})
-	if ms := st.srv.Messages(st.channel); len(ms) != 0 {
-		t.Errorf("the DM session showed in the channel: %+v", ms)
-	}
 }
