@@ -96,7 +96,18 @@ func (st *stack) start() {
 	st.m = &Main{Config: st.cfg, Logger: st.logger, Platforms: platforms()}
 	if st.net != nil {
 		st.host = st.net.Host()
-		st.m.Listener, st.m.Dial = st.host.Listen(), st.host.DialContext
+		st.m.Dial = st.host.DialContext
+		if st.cfg.HTTP.Listen == "127.0.0.1:0" {
+			st.m.Listener = st.host.Listen()
+		} else {
+			// A restart where the last run listened (a platform calls
+			// that address).
+			l, err := st.host.ListenOn(st.cfg.HTTP.Listen)
+			if err != nil {
+				st.t.Fatal(err)
+			}
+			st.m.Listener = l
+		}
 	}
 	st.stop = st.reportStop(launchRun(st.t, st.m))
 	st.t.Cleanup(finalStop(st.m, st.stop))

@@ -83,18 +83,31 @@ type Host struct {
 
 // Listen returns a listener of h at a new address of the network.
 func (h *Host) Listen() *Listener {
+	h.net.mu.Lock()
+	h.net.next++
+	address := fmt.Sprintf("127.0.0.1:%d", h.net.next)
+	h.net.mu.Unlock()
+	l, _ := h.ListenOn(address)
+	return l
+}
+
+// ListenOn returns a listener of h at address (a process listening again
+// where it did before a restart); it fails if another listens there.
+func (h *Host) ListenOn(address string) (*Listener, error) {
 	n := h.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.next++
-	l := &Listener{host: h, addr: addr(fmt.Sprintf("127.0.0.1:%d", n.next)), conns: make(chan net.Conn), done: make(chan struct{})}
+	if _, taken := n.listeners[address]; taken {
+		return nil, &net.OpError{Op: "listen", Net: "tcp", Err: fmt.Errorf("memnet: %s: %w", address, syscall.EADDRINUSE)}
+	}
+	l := &Listener{host: h, addr: addr(address), conns: make(chan net.Conn), done: make(chan struct{})}
 	if h.dead || n.closed {
 		// Closed from the start: nobody can reach it.
 		l.once.Do(func() { close(l.done) })
-		return l
+		return l, nil
 	}
-	n.listeners[string(l.addr)] = l
-	return l
+	n.listeners[address] = l
+	return l, nil
 }
 
 // DialContext connects h to the listener at address; it has the signature

@@ -108,3 +108,34 @@ func TestKill(t *testing.T) {
 		kept.Close()
 	})
 }
+
+// TestListenOn: a host listens again at an address once its last listener
+// there closed, as a restarted process does; while one listens there,
+// another cannot.
+func TestListenOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memnet.New()
+		defer n.Close()
+		first := n.Host().Listen()
+		if _, err := n.Host().ListenOn(first.Addr().String()); !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatalf("listening where another listens: %v, want address in use", err)
+		}
+		first.Close()
+		again, err := n.Host().ListenOn(first.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			c, err := again.Accept()
+			if err == nil {
+				c.Close()
+			}
+		}()
+		c, err := n.Host().DialContext(context.Background(), "tcp", first.Addr().String())
+		if err != nil {
+			t.Fatalf("dialing the address listened on again: %v", err)
+		}
+		c.Close()
+		again.Close()
+	})
+}
