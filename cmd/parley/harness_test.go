@@ -18,6 +18,16 @@ package main
 // outbox as a person's `parley serve` does, and the last stop, when the
 // test ends, holds it (holdOutbox): nothing is asserted then, and the drain
 // would only wait out the platforms' pacing.
+//
+// The clock keeps them fast too. A stack on bubbleNet runs inside
+// synctest.Test with its fake platform, daemon and agent on an in-memory
+// network (internal/memnet): no real socket, so every wait — Telegram's
+// and Slack's pacing, retry_after, the outbox's backoff, outages and
+// timeouts — passes on the bubble's fake clock in no real time, exactly,
+// whatever the machine's load, and such tests run in parallel. A kill -9
+// is crash (crash_test.go). The tests of real servers (Dendrite, Claude
+// Code, Chromium, PostgreSQL) and of child processes stay on the real
+// clock: a goroutine waiting on real I/O would hold a bubble's clock still.
 
 import (
 	"bytes"
