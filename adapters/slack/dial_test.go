@@ -46,7 +46,9 @@ func TestDialOpensTheConnections(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, core.HandlerFunc(func(context.Context, core.Command) (core.Result, error) { return core.Result{}, nil })) }()
+	go func() {
+		done <- a.Run(ctx, core.HandlerFunc(func(context.Context, core.Command) (core.Result, error) { return core.Result{}, nil }))
+	}()
 	srv.Await(t, 10*time.Second, "a Socket Mode connection", func() bool { return srv.Connections() > 0 })
 	cancel()
 	<-done
