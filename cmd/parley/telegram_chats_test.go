@@ -149,21 +149,22 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 
 func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 	t.Parallel()
-	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := newTGStackOn(t, srv)
-	telegramConfig(&st.cfg).NewFromGeneral = true
-	st.start()
-	st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")
-	r := st.heard("")
-	if len(r.Messages) != 1 || !strings.HasPrefix(r.Messages[0].Content, "Plan the release") {
-		t.Fatalf("agent read %+v", r.Messages)
-	}
-	topics := st.srv.Topics(st.forum)
-	if len(topics) != 1 || !strings.Contains(topics[0].Name, "Plan the release") {
-		t.Fatalf("topics %+v, want one named after the message", topics)
-	}
-	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "on it"}, nil)
-	st.showing(topics[0].ID, "on it")
+	synctest.Test(t, func(t *testing.T) {
+		st := newTGBubbleStackStopped(t, telegramtest.Options{})
+		telegramConfig(&st.cfg).NewFromGeneral = true
+		st.start()
+		st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")
+		r := st.heard("")
+		if len(r.Messages) != 1 || !strings.HasPrefix(r.Messages[0].Content, "Plan the release") {
+			t.Fatalf("agent read %+v", r.Messages)
+		}
+		topics := st.srv.Topics(st.forum)
+		if len(topics) != 1 || !strings.Contains(topics[0].Name, "Plan the release") {
+			t.Fatalf("topics %+v, want one named after the message", topics)
+		}
+		st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "on it"}, nil)
+		st.showing(topics[0].ID, "on it")
+	})
 }
 
 // TestTelegramRepliesAreSessionNotices: what the adapter says in a topic
