@@ -34,11 +34,13 @@ run:
 	$(GO) run ./cmd/parley serve $(ARGS)
 
 # -parallel 8: cmd/parley's end-to-end tests that run in parallel spend
-# most of their time waiting out the platforms' pacing, not on the CPU, so
-# eight at a time overlap well even on two cores (the default is GOMAXPROCS),
-# and the few that take a minute or more start early. The tests that count
-# the 429s of a platform's rate limits in real time (Slack's, Matrix's,
-# Telegram's) do not run in parallel: load would move calls into windows.
+# most of their time waiting on real servers (Dendrite, Claude Code,
+# Chromium, PostgreSQL), not on the CPU, so eight at a time overlap well
+# even on two cores (the default is GOMAXPROCS), and the few that take a
+# minute or more start early. The Telegram and Slack stories run on a fake
+# clock (testing/synctest, over an in-memory network), where load moves no
+# call into another rate window; the one that counts the 429s of Matrix's
+# real homeserver in real time does not run in parallel.
 test: test-deps fmt-check vet
 	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
 		$(GO) test -race -count=1 -parallel 8 -timeout 30m ./...

@@ -55,6 +55,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 
 	"github.com/parley-chat/parley/core"
@@ -122,6 +123,11 @@ type Deps struct {
 	// outside the guard of browser requests; the handler authenticates its
 	// requests itself.
 	Route func(path string, h http.Handler)
+	// Dial, when set, opens the adapter's connections to its platform
+	// (HTTP requests and websockets) instead of the system's dialer; nil
+	// in a person's parley. End-to-end tests set it to reach an in-memory
+	// fake.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Platform is one chat platform, as its package exports it. Make one with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,10 @@ type Options struct {
 	// HTTPClient makes every Web API call and download; default one with
 	// a 60 s timeout. The websocket is dialled separately.
 	HTTPClient *http.Client
+	// Dial, when set, opens the connections of the default HTTPClient
+	// and of Socket Mode's websocket instead of the system's dialer.
+	// Tests reach an in-memory fake Slack through it.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Stream carries the live output with Slack's streaming methods
 	// (chat.startStream, appendStream, stopStream) where the workspace
 	// offers them, instead of editing it with chat.update (stream.go).
@@ -159,7 +164,7 @@ func New(opts Options) (*Adapter, error) {
 		opts.MaxFileSize = defaultMaxFile
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+		opts.HTTPClient = &http.Client{Timeout: 60 * time.Second, Transport: dialing(opts.Dial)}
 	}
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = 30 * time.Second
@@ -330,4 +335,15 @@ func ref(p core.Place, ts string) core.MessageRef {
 func (a *Adapter) background(f func(ctx context.Context)) {
 	ctx := *a.bgCtx.Load()
 	a.bg.Go(func() { f(ctx) })
+}
+
+// dialing is net/http's default transport, dialing with dial when it is
+// set; nil (the client's default) otherwise.
+func dialing(dial func(ctx context.Context, network, address string) (net.Conn, error)) http.RoundTripper {
+	if dial == nil {
+		return nil
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = dial
+	return t
 }

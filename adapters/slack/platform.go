@@ -29,6 +29,7 @@ func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts.MethodPacer = d.Methods
 	opts.Pacer = d.Pacer
 	opts.Logger = d.Logger
+	opts.Dial = d.Dial
 	a, err := New(opts)
 	if err != nil {
 		return nil, err

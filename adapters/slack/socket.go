@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -25,7 +28,12 @@ import (
 
 // runSocket receives over Socket Mode until ctx ends.
 func (a *Adapter) runSocket(ctx context.Context, h core.Handler) error {
-	client := socketmode.New(a.api, socketmode.OptionPingInterval(a.opts.PingInterval), socketmode.OptionLog(discardLog{}))
+	opts := []socketmode.Option{socketmode.OptionPingInterval(a.opts.PingInterval), socketmode.OptionLog(discardLog{})}
+	if a.opts.Dial != nil {
+		// slack-go's own dialer but for how it connects.
+		opts = append(opts, socketmode.OptionDialer(&websocket.Dialer{NetDialContext: a.opts.Dial, HandshakeTimeout: 45 * time.Second, WriteBufferSize: 32 << 10}))
+	}
+	client := socketmode.New(a.api, opts...)
 	errc := make(chan error, 1)
 	go func() { errc <- client.RunContext(ctx) }()
 	for {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -74,7 +75,11 @@ type Options struct {
 	// PollTimeout is the long-polling timeout (default 30s).
 	PollTimeout time.Duration
 	HTTPClient  *http.Client
-	Logger      *slog.Logger
+	// Dial, when HTTPClient is nil, opens the default client's
+	// connections instead of the system's dialer. Tests reach an
+	// in-memory fake Bot API through it.
+	Dial   func(ctx context.Context, network, address string) (net.Conn, error)
+	Logger *slog.Logger
 }
 
 // rich support, as learned from the server.
@@ -162,7 +167,7 @@ func New(opts Options) (*Adapter, error) {
 		opts.PollTimeout = 30 * time.Second
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: opts.PollTimeout + 15*time.Second}
+		opts.HTTPClient = &http.Client{Timeout: opts.PollTimeout + 15*time.Second, Transport: dialing(opts.Dial)}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -292,4 +297,15 @@ func place(chat int64, thread int) core.Place {
 
 func ref(p core.Place, id int) core.MessageRef {
 	return core.MessageRef{Adapter: Name, Place: p, ID: strconv.Itoa(id)}
+}
+
+// dialing is net/http's default transport, dialing with dial when it is
+// set; nil (the client's default) otherwise.
+func dialing(dial func(ctx context.Context, network, address string) (net.Conn, error)) http.RoundTripper {
+	if dial == nil {
+		return nil
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = dial
+	return t
 }

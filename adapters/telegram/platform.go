@@ -32,6 +32,7 @@ func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts.Transcriber = d.Transcriber
 	opts.Pacer = d.Pacer
 	opts.Logger = d.Logger
+	opts.Dial = d.Dial
 	a, err := New(opts)
 	if err != nil {
 		return nil, err

@@ -87,8 +87,14 @@ func freeAddr(t *testing.T) string {
 
 func postChat(t *testing.T, listen, session, text string) string {
 	t.Helper()
+	return postChatVia(t, http.DefaultClient, listen, session, text)
+}
+
+// postChatVia is postChat through client (a stack's on the fake clock).
+func postChatVia(t *testing.T, client *http.Client, listen, session, text string) string {
+	t.Helper()
 	body, _ := json.Marshal(map[string]string{"session_id": session, "text": text})
-	resp, err := http.Post("http://"+listen+"/api/chat", "application/json", bytes.NewReader(body))
+	resp, err := client.Post("http://"+listen+"/api/chat", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

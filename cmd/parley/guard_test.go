@@ -15,14 +15,18 @@ import (
 )
 
 // startMainWith runs the daemon in-process on a free loopback port with
-// the default configuration changed by edit.
+// the default configuration changed by edit, and returns once its API
+// serves (the page attaches a moment after Run starts, and answers 503
+// until then).
 func startMainWith(t *testing.T, edit func(*config.Config)) *Main {
 	t.Helper()
 	cfg := testConfig(t)
 	if edit != nil {
 		edit(&cfg)
 	}
-	return serveMain(t, &Main{Config: cfg, Platforms: platforms()})
+	m := serveMain(t, &Main{Config: cfg, Platforms: platforms()})
+	waitHealth(t, m.Addr(), "that parley serves", func(healthBody) bool { return true })
+	return m
 }
 
 // send makes one request to a running parley, with the given Host (empty:

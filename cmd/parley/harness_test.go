@@ -18,17 +18,29 @@ package main
 // outbox as a person's `parley serve` does, and the last stop, when the
 // test ends, holds it (holdOutbox): nothing is asserted then, and the drain
 // would only wait out the platforms' pacing.
+//
+// The clock keeps them fast too. A stack on bubbleNet runs inside
+// synctest.Test with its fake platform, daemon and agent on an in-memory
+// network (internal/memnet): no real socket, so every wait — Telegram's
+// and Slack's pacing, retry_after, the outbox's backoff, outages and
+// timeouts — passes on the bubble's fake clock in no real time, exactly,
+// whatever the machine's load, and such tests run in parallel. A kill -9
+// is crash (crash_test.go). The tests of real servers (Dendrite, Claude
+// Code, Chromium, PostgreSQL) and of child processes stay on the real
+// clock: a goroutine waiting on real I/O would hold a bubble's clock still.
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/memnet"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 	"github.com/parley-chat/parley/core"
 )
@@ -54,6 +66,16 @@ type stack struct {
 	noAgent bool
 	// wait bounds heard's wait for the agent's notification.
 	wait time.Duration
+	// net, when set (a stack inside synctest.Test, see bubbleNet), is the
+	// in-memory network the daemon serves on, calls its platforms through
+	// and the agent reaches it by. Each run of the daemon is a host of its
+	// own (host); the test's clients, the agent among them, are another,
+	// with one HTTP client (clients).
+	net     *memnet.Network
+	host    *memnet.Host
+	clients *http.Client
+	// crashed is set by crash while it stops the daemon it killed.
+	crashed bool
 }
 
 // newStack is a stack with the configuration every test starts from.
@@ -82,13 +104,58 @@ func testConfig(tb testing.TB) config.Config {
 func (st *stack) start() {
 	st.t.Helper()
 	st.m = &Main{Config: st.cfg, Logger: st.logger, Platforms: platforms()}
-	st.stop = reportClose(st.t, launch(st.t, st.m))
+	if st.net != nil {
+		st.host = st.net.Host()
+		st.m.Dial = st.host.DialContext
+		if st.cfg.HTTP.Listen == "127.0.0.1:0" {
+			st.m.Listener = st.host.Listen()
+		} else {
+			// A restart where the last run listened (a platform calls
+			// that address).
+			l, err := st.host.ListenOn(st.cfg.HTTP.Listen)
+			if err != nil {
+				st.t.Fatal(err)
+			}
+			st.m.Listener = l
+		}
+	}
+	st.stop = st.reportStop(launchRun(st.t, st.m))
 	st.t.Cleanup(finalStop(st.m, st.stop))
 	awaitStarted(st.t, st.m)
 	if st.noAgent {
 		return
 	}
-	st.agent = subscribedAgent(st.t, st.m.Addr())
+	st.agent = subscribedAgentVia(st.t, st.client(), st.m.Addr())
+}
+
+// client is the HTTP client that reaches the daemon: over st.net when it
+// is set, else net/http's default.
+func (st *stack) client() *http.Client {
+	if st.net != nil {
+		if st.clients == nil {
+			st.clients = st.net.Host().Client()
+		}
+		return st.clients
+	}
+	return http.DefaultClient
+}
+
+// metric sums the samples of a metric of the daemon's /metrics.
+func (st *stack) metric(name string) float64 {
+	st.t.Helper()
+	return metricVia(st.t, st.client(), st.m.Addr(), name)
+}
+
+// bubbleNet is the in-memory network of a test inside synctest.Test: a
+// stack, its platform's fake and its agent on it serve and call each
+// other with no real socket, so that every wait (pacing, retry_after,
+// backoff, timeouts) runs on the bubble's fake clock. It is closed, every
+// connection with it, when the test ends, after everything started on it
+// has stopped, so that no goroutine of the bubble stays blocked on it.
+func bubbleNet(t *testing.T) *memnet.Network {
+	n := memnet.New()
+	t.Cleanup(n.Close)
+	return n
 }
 
 // restart stops parley gracefully and starts it again on the same data.
@@ -167,7 +234,7 @@ func (st *stack) streamTurns(sessions []string, steps int, stream func(k, i int)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(sessions))
 	for k, id := range sessions {
-		a := connectAgent(st.t, st.m.Addr())
+		a := connectAgentVia(st.t, st.client(), st.m.Addr())
 		wg.Go(func() {
 			start := time.Now()
 			for i := 1; i <= steps; i++ {
@@ -233,6 +300,20 @@ func (st *stack) sessions() []core.Session {
 // calling it again does nothing.
 func launch(tb testing.TB, m *Main) (stop func() error) {
 	tb.Helper()
+	stopRun := launchRun(tb, m)
+	return func() error {
+		runErr, closeErr := stopRun()
+		if runErr != nil {
+			tb.Errorf("run: %v", runErr)
+		}
+		return closeErr
+	}
+}
+
+// launchRun is launch whose stop returns Run's error as well as Close's;
+// calling it again returns nothing.
+func launchRun(tb testing.TB, m *Main) (stop func() (runErr, closeErr error)) {
+	tb.Helper()
 	if err := m.Open(context.Background()); err != nil {
 		tb.Fatalf("parley did not start: %v", err)
 	}
@@ -240,16 +321,27 @@ func launch(tb testing.TB, m *Main) (stop func() error) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	stopped := false
-	return func() error {
+	return func() (error, error) {
 		if stopped {
-			return nil
+			return nil, nil
 		}
 		stopped = true
 		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("run: %v", err)
+		return <-done, m.Close()
+	}
+}
+
+// reportStop is a stack's stop: it reports Run's and Close's errors to
+// the test, except after crash (a killed daemon's run ends as it may).
+func (st *stack) reportStop(stop func() (error, error)) func() {
+	return func() {
+		runErr, closeErr := stop()
+		if runErr != nil && !st.crashed {
+			st.t.Errorf("run: %v", runErr)
 		}
-		return m.Close()
+		if closeErr != nil {
+			st.t.Errorf("close: %v", closeErr)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
@@ -52,7 +53,13 @@ func awaitText(t *testing.T, ch <-chan string) string {
 // webState is GET /api/sessions/{id}/state of a running parley serve.
 func webState(t *testing.T, addr, session string) uistate.UISnapshot {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/api/sessions/" + session + "/state")
+	return webStateVia(t, http.DefaultClient, addr, session)
+}
+
+// webStateVia is webState through client (a stack's on the fake clock).
+func webStateVia(t *testing.T, client *http.Client, addr, session string) uistate.UISnapshot {
+	t.Helper()
+	resp, err := client.Get("http://" + addr + "/api/sessions/" + session + "/state")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,49 +105,51 @@ func people(t *testing.T, m *Main) []string {
 // longer open" and reaches nothing.
 func TestTelegramQuestionExpires(t *testing.T) {
 	t.Parallel()
-	st := newTGStack(t, false)
-	topic := st.newTopic("Deploy")
-	st.srv.SendText(st.forum, topic, ann, "ship it")
-	session := st.heard("").Messages[0].SessionID
+	synctest.Test(t, func(t *testing.T) {
+		st := newTGBubbleStack(t, false)
+		topic := st.newTopic("Deploy")
+		st.srv.SendText(st.forum, topic, ann, "ship it")
+		session := st.heard("").Messages[0].SessionID
 
-	result := askInBackground(t, st.agent, session, "Roll back first?", 1, "yes", "no")
-	var q telegramtest.Message
-	st.await("the question with buttons", func() bool {
-		for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
-			if strings.Contains(m.Text, "Roll back first?") && len(m.Buttons) > 0 {
-				q = m
-				return true
+		result := askInBackground(t, st.agent, session, "Roll back first?", 1, "yes", "no")
+		var q telegramtest.Message
+		st.await("the question with buttons", func() bool {
+			for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
+				if strings.Contains(m.Text, "Roll back first?") && len(m.Buttons) > 0 {
+					q = m
+					return true
+				}
 			}
+			return false
+		})
+		data := q.Buttons[0][0].CallbackData
+		if got := awaitText(t, result); !strings.Contains(got, "the question was withdrawn") {
+			t.Fatalf("ui.ask returned %q", got)
 		}
-		return false
-	})
-	data := q.Buttons[0][0].CallbackData
-	if got := awaitText(t, result); !strings.Contains(got, "the question was withdrawn") {
-		t.Fatalf("ui.ask returned %q", got)
-	}
-	st.await("the question's buttons gone", func() bool {
-		m, _ := st.srv.Message(st.forum, q.ID)
-		return len(m.Buttons) == 0 && strings.Contains(m.Text, "expired")
-	})
-	if it := questionItem(t, webState(t, st.m.Addr(), session), "Roll back first?"); it.Closed != core.QuestionExpired || it.Answer != nil {
-		t.Fatalf("the page's question item: %+v", it)
-	}
+		st.await("the question's buttons gone", func() bool {
+			m, _ := st.srv.Message(st.forum, q.ID)
+			return len(m.Buttons) == 0 && strings.Contains(m.Text, "expired")
+		})
+		if it := questionItem(t, webStateVia(t, st.client(), st.m.Addr(), session), "Roll back first?"); it.Closed != core.QuestionExpired || it.Answer != nil {
+			t.Fatalf("the page's question item: %+v", it)
+		}
 
-	before := people(t, st.m)
-	click := st.srv.Click(st.forum, q.ID, ann, data)
-	st.await("the late click answered", func() bool { return len(st.srv.CallbackAnswers(click)) > 0 })
-	if a := st.srv.CallbackAnswers(click); a[0].Text != "This question is no longer open." {
-		t.Fatalf("the late click was answered %+v", a)
-	}
-	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if after := people(t, st.m); len(after) != len(before) {
-		t.Fatalf("the late click reached the inbox: %q, was %q", after, before)
-	}
-	if it := questionItem(t, webState(t, st.m.Addr(), session), "Roll back first?"); it.Answer != nil {
-		t.Fatalf("the late click answered the page's question: %+v", it)
-	}
+		before := people(t, st.m)
+		click := st.srv.Click(st.forum, q.ID, ann, data)
+		st.await("the late click answered", func() bool { return len(st.srv.CallbackAnswers(click)) > 0 })
+		if a := st.srv.CallbackAnswers(click); a[0].Text != "This question is no longer open." {
+			t.Fatalf("the late click was answered %+v", a)
+		}
+		if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if after := people(t, st.m); len(after) != len(before) {
+			t.Fatalf("the late click reached the inbox: %q, was %q", after, before)
+		}
+		if it := questionItem(t, webStateVia(t, st.client(), st.m.Addr(), session), "Roll back first?"); it.Answer != nil {
+			t.Fatalf("the late click answered the page's question: %+v", it)
+		}
+	})
 }
 
 // TestSlackQuestionExpires: the same on Slack, where the question's
@@ -148,38 +157,40 @@ func TestTelegramQuestionExpires(t *testing.T) {
 // it is no longer open.
 func TestSlackQuestionExpires(t *testing.T) {
 	t.Parallel()
-	st := newSlackStack(t, slacktest.Options{Limits: true})
-	thread, session, _ := st.session("Ready to deploy?")
-	result := askInBackground(t, st.agent, session, "Deploy now?", 1, "Yes", "No")
-	q := st.showing(thread, "Deploy now?")
-	buttons := slackButtons(q)
-	if len(buttons) != 2 {
-		t.Fatalf("the question shows buttons %+v", buttons)
-	}
-	if got := awaitText(t, result); !strings.Contains(got, "the question was withdrawn") {
-		t.Fatalf("ui.ask returned %q", got)
-	}
-	st.await("the question's buttons gone", func() bool {
-		m, _ := st.srv.Message(st.channel, q.TS)
-		return len(slackButtons(m)) == 0 && strings.Contains(slackShown(m), "expired")
-	})
+	synctest.Test(t, func(t *testing.T) {
+		st := newSlackBubbleStack(t, slacktest.Options{Limits: true})
+		thread, session, _ := st.session("Ready to deploy?")
+		result := askInBackground(t, st.agent, session, "Deploy now?", 1, "Yes", "No")
+		q := st.showing(thread, "Deploy now?")
+		buttons := slackButtons(q)
+		if len(buttons) != 2 {
+			t.Fatalf("the question shows buttons %+v", buttons)
+		}
+		if got := awaitText(t, result); !strings.Contains(got, "the question was withdrawn") {
+			t.Fatalf("ui.ask returned %q", got)
+		}
+		st.await("the question's buttons gone", func() bool {
+			m, _ := st.srv.Message(st.channel, q.TS)
+			return len(slackButtons(m)) == 0 && strings.Contains(slackShown(m), "expired")
+		})
 
-	before := people(t, st.m)
-	st.srv.Click(st.ann, st.channel, q.TS, buttons[0].ActionID, buttons[0].Value)
-	st.acked("interactive")
-	st.await("the late click told the question is no longer open", func() bool {
-		m, _ := st.srv.Message(st.channel, q.TS)
-		return strings.Contains(slackShown(m), "no longer open")
+		before := people(t, st.m)
+		st.srv.Click(st.ann, st.channel, q.TS, buttons[0].ActionID, buttons[0].Value)
+		st.acked("interactive")
+		st.await("the late click told the question is no longer open", func() bool {
+			m, _ := st.srv.Message(st.channel, q.TS)
+			return strings.Contains(slackShown(m), "no longer open")
+		})
+		if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if after := people(t, st.m); len(after) != len(before) {
+			t.Fatalf("the late click reached the inbox: %q, was %q", after, before)
+		}
+		if it := questionItem(t, webStateVia(t, st.client(), st.m.Addr(), session), "Deploy now?"); it.Closed != core.QuestionExpired || it.Answer != nil {
+			t.Fatalf("the page's question item: %+v", it)
+		}
 	})
-	if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if after := people(t, st.m); len(after) != len(before) {
-		t.Fatalf("the late click reached the inbox: %q, was %q", after, before)
-	}
-	if it := questionItem(t, webState(t, st.m.Addr(), session), "Deploy now?"); it.Closed != core.QuestionExpired || it.Answer != nil {
-		t.Fatalf("the page's question item: %+v", it)
-	}
 }
 
 // TestMatrixQuestionExpires: on Matrix, against a real homeserver, the

@@ -47,6 +47,28 @@ func newSlackStackConfig(t *testing.T, opts slacktest.Options) *slackStack {
 	return st
 }
 
+// newSlackBubbleStack is newSlackStack on a fake clock, for a test inside
+// synctest.Test: the fake Slack, the daemon and the agent serve and call
+// each other on an in-memory network (bubbleNet), so that the test waits
+// out Slack's pacing and the outbox's backoff in no real time.
+func newSlackBubbleStack(t *testing.T, opts slacktest.Options) *slackStack {
+	t.Helper()
+	st := newSlackBubbleStackConfig(t, opts)
+	st.start()
+	return st
+}
+
+// newSlackBubbleStackConfig is newSlackStackConfig on a fake clock
+// (newSlackBubbleStack).
+func newSlackBubbleStackConfig(t *testing.T, opts slacktest.Options) *slackStack {
+	t.Helper()
+	n := bubbleNet(t)
+	opts.Listener = n.Host().Listen()
+	st := newSlackStackConfig(t, opts)
+	st.net = n
+	return st
+}
+
 // slackSection configures the Slack adapter for srv: Socket Mode, the
 // channel where sessions live, and the people allowed in.
 func slackSection(cfg *config.Config, srv *slacktest.Server, channel string, allowed ...slacktest.User) {

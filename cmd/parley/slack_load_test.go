@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
@@ -22,11 +23,15 @@ type slStack struct {
 	ann     slacktest.User
 }
 
-// newSLStack starts a stack against a fake Slack with opts.
+// newSLStack starts a stack against a fake Slack with opts, on a fake
+// clock (call it inside synctest.Test; see bubbleNet).
 func newSLStack(t *testing.T, opts slacktest.Options) *slStack {
 	t.Helper()
+	n := bubbleNet(t)
+	opts.Listener = n.Host().Listen()
 	srv := slacktest.NewServer(t, opts)
 	st := &slStack{stack: newStack(t), srv: srv, channel: srv.NewChannel("sessions"), ann: srv.NewUser("Ann")}
+	st.net = n
 	slackSection(&st.cfg, srv, st.channel, st.ann)
 	st.captureLog(slog.LevelWarn)
 	st.start()
@@ -183,65 +188,68 @@ func slStream(session, steps int) string {
 // edited in place, showing its final text whole, and its answer once; no
 // edit repeats what a message shows, no message is posted twice.
 func TestSlackFiveSessionsStreamIntoOneChannel(t *testing.T) {
-	st := newSLStack(t, slacktest.Options{Limits: true})
-	const n, steps = 5, 100
-	roots := make([]string, n)
-	asks := make([]string, n)
-	for k := range n {
-		asks[k] = fmt.Sprintf("Task %d: explain the retry loop", k)
-		roots[k] = st.srv.Post(st.ann, st.channel, "", asks[k])
-	}
-	sessions, _ := slRead(t, st.agent, "", asks...)
-
-	answer := func(k int) string { return fmt.Sprintf("Answer %d: the loop reads the **wall clock**.", k) }
-	ids := make([]string, n)
-	for k := range n {
-		ids[k] = sessions[asks[k]]
-	}
-	st.streamTurns(ids, steps, slStream, answer)
-
-	st.await(3*time.Minute, "every thread's final text and answer", func() bool {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := newSLStack(t, slacktest.Options{Limits: true})
+		const n, steps = 5, 100
+		roots := make([]string, n)
+		asks := make([]string, n)
 		for k := range n {
-			if len(slShowing(st.srv, st.channel, roots[k], "wall clock")) == 0 {
-				return false
-			}
-			out := slShowing(st.srv, st.channel, roots[k], "(step ")
-			if len(out) == 0 || slMarkdown(out[len(out)-1]) != slStream(k, steps) {
-				return false
-			}
+			asks[k] = fmt.Sprintf("Task %d: explain the retry loop", k)
+			roots[k] = st.srv.Post(st.ann, st.channel, "", asks[k])
 		}
-		return true
-	})
-	st.idle()
+		sessions, _ := slRead(t, st.agent, "", asks...)
 
-	if got := st.srv.RateLimited(); got > 0 {
-		t.Errorf("Slack answered 429 %d times: the outbox overran its limits", got)
-	}
-	for k := range n {
-		out := slShowing(st.srv, st.channel, roots[k], "(step ")
-		if len(out) != 1 {
-			t.Errorf("thread %d has %d output messages, want one edited in place", k, len(out))
-			continue
+		answer := func(k int) string { return fmt.Sprintf("Answer %d: the loop reads the **wall clock**.", k) }
+		ids := make([]string, n)
+		for k := range n {
+			ids[k] = sessions[asks[k]]
 		}
-		if out[0].Edits == 0 {
-			t.Errorf("thread %d: the output message was never edited: it was posted once with the final text, so the stream was not shown", k)
+		st.streamTurns(ids, steps, slStream, answer)
+
+		st.await(3*time.Minute, "every thread's final text and answer", func() bool {
+			for k := range n {
+				if len(slShowing(st.srv, st.channel, roots[k], "wall clock")) == 0 {
+					return false
+				}
+				out := slShowing(st.srv, st.channel, roots[k], "(step ")
+				if len(out) == 0 || slMarkdown(out[len(out)-1]) != slStream(k, steps) {
+					return false
+				}
+			}
+			return true
+		})
+		st.idle()
+
+		if got := st.srv.RateLimited(); got > 0 {
+			t.Errorf("Slack answered 429 %d times: the outbox overran its limits", got)
 		}
-		if got := len(slShowing(st.srv, st.channel, roots[k], answer(k))); got != 1 {
-			t.Errorf("thread %d shows its answer %d times, want once", k, got)
+		for k := range n {
+			out := slShowing(st.srv, st.channel, roots[k], "(step ")
+			if len(out) != 1 {
+				t.Errorf("thread %d has %d output messages, want one edited in place", k, len(out))
+				continue
+			}
+			if out[0].Edits == 0 {
+				t.Errorf("thread %d: the output message was never edited: it was posted once with the final text, so the stream was not shown", k)
+			}
+			if got := len(slShowing(st.srv, st.channel, roots[k], answer(k))); got != 1 {
+				t.Errorf("thread %d shows its answer %d times, want once", k, got)
+			}
+			for _, r := range slResent(st.srv, st.channel, roots[k]) {
+				t.Errorf("thread %d: %s", k, r)
+			}
 		}
-		for _, r := range slResent(st.srv, st.channel, roots[k]) {
-			t.Errorf("thread %d: %s", k, r)
+		identical, edits := slIdenticalEdits(st.srv)
+		for _, e := range identical {
+			t.Error(e)
 		}
-	}
-	identical, edits := slIdenticalEdits(st.srv)
-	for _, e := range identical {
-		t.Error(e)
-	}
-	if edits < n {
-		t.Errorf("Slack told of %d edits by the bot, want at least one per thread: the check of identical edits saw nothing", edits)
-	}
-	t.Logf("%d calls, %d edits by the bot", len(st.srv.Calls()), edits)
-	if top := st.srv.Messages(st.channel); len(top) != n {
-		t.Errorf("the channel has %d top-level messages, want Ann's %d: every bot message stays in its thread", len(top), n)
-	}
+		if edits < n {
+			t.Errorf("Slack told of %d edits by the bot, want at least one per thread: the check of identical edits saw nothing", edits)
+		}
+		t.Logf("%d calls, %d edits by the bot", len(st.srv.Calls()), edits)
+		if top := st.srv.Messages(st.channel); len(top) != n {
+			t.Errorf("the channel has %d top-level messages, want Ann's %d: every bot message stays in its thread", len(top), n)
+		}
+	})
 }

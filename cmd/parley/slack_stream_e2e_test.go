@@ -8,16 +8,18 @@ package main
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 )
 
 // newSlackStreamStack starts parley serve with [slack] stream = true
-// against a fake Slack with opts.
+// against a fake Slack with opts, on a fake clock (call it inside
+// synctest.Test).
 func newSlackStreamStack(t *testing.T, opts slacktest.Options) *slackStack {
 	t.Helper()
-	st := newSlackStackConfig(t, opts)
+	st := newSlackBubbleStackConfig(t, opts)
 	slackConfig(&st.cfg).Stream = true
 	st.start()
 	return st
@@ -87,45 +89,48 @@ func slackStreamCheckThread(st *slackStack, thread, final, answer string) {
 // append a second at most) — and the answer that follows ends the stream;
 // a final edit still queued then is chat.update's. Slack's limits are on and answer no 429.
 func TestSlackStreamPersonAndAgent(t *testing.T) {
-	st := newSlackStreamStack(t, slacktest.Options{Limits: true, AssistantThreads: true, Streaming: true})
-	thread, session, _ := st.session("Why does TestRetry flake?")
-	final := slackMarkdown(8600)
-	const answer = "Found it: the retry loop reads the **wall clock**."
-	slackStreamTurn(st, thread, session, final, answer, 43)
-	slackStreamCheckThread(st, thread, final, answer)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := newSlackStreamStack(t, slacktest.Options{Limits: true, AssistantThreads: true, Streaming: true})
+		thread, session, _ := st.session("Why does TestRetry flake?")
+		final := slackMarkdown(8600)
+		const answer = "Found it: the retry loop reads the **wall clock**."
+		slackStreamTurn(st, thread, session, final, answer, 43)
+		slackStreamCheckThread(st, thread, final, answer)
 
-	starts, appends, stops := slackCalls(st.srv, "chat.startStream"), slackCalls(st.srv, "chat.appendStream"), slackCalls(st.srv, "chat.stopStream")
-	if len(starts) != 1 || len(stops) != 1 || len(appends) < 2 {
-		t.Errorf("%d starts, %d appends, %d stops: want the output started once, grown in several appends, stopped once",
-			len(starts), len(appends), len(stops))
-	}
-	// While the output streams nothing is updated (Ann's root shows the
-	// status as a reaction). The answer, sent first, ends the stream; a
-	// final edit that comes after it is chat.update's, once.
-	stopped := false
-	updates := 0
-	for _, c := range st.srv.Calls() {
-		switch c.Method {
-		case "chat.stopStream":
-			stopped = true
-		case "chat.update":
-			if c.Error == "cant_update_message" {
-				continue // the status's probe of Ann's root: not parley's to edit
-			}
-			updates++
-			if !stopped {
-				t.Errorf("chat.update while the output streamed: %+v", c)
+		starts, appends, stops := slackCalls(st.srv, "chat.startStream"), slackCalls(st.srv, "chat.appendStream"), slackCalls(st.srv, "chat.stopStream")
+		if len(starts) != 1 || len(stops) != 1 || len(appends) < 2 {
+			t.Errorf("%d starts, %d appends, %d stops: want the output started once, grown in several appends, stopped once",
+				len(starts), len(appends), len(stops))
+		}
+		// While the output streams nothing is updated (Ann's root shows the
+		// status as a reaction). The answer, sent first, ends the stream; a
+		// final edit that comes after it is chat.update's, once.
+		stopped := false
+		updates := 0
+		for _, c := range st.srv.Calls() {
+			switch c.Method {
+			case "chat.stopStream":
+				stopped = true
+			case "chat.update":
+				if c.Error == "cant_update_message" {
+					continue // the status's probe of Ann's root: not parley's to edit
+				}
+				updates++
+				if !stopped {
+					t.Errorf("chat.update while the output streamed: %+v", c)
+				}
 			}
 		}
-	}
-	if updates > 1 {
-		t.Errorf("%d chat.update calls after the stream, want at most the final one", updates)
-	}
-	for _, c := range st.srv.Calls() {
-		if c.Error != "" && !(c.Method == "chat.update" && c.Error == "cant_update_message") {
-			t.Errorf("%s answered %s", c.Method, c.Error)
+		if updates > 1 {
+			t.Errorf("%d chat.update calls after the stream, want at most the final one", updates)
 		}
-	}
+		for _, c := range st.srv.Calls() {
+			if c.Error != "" && !(c.Method == "chat.update" && c.Error == "cant_update_message") {
+				t.Errorf("%s answered %s", c.Method, c.Error)
+			}
+		}
+	})
 }
 
 // TestSlackStreamRefusedFallsBack: with streaming on but refused by the
@@ -134,26 +139,29 @@ func TestSlackStreamPersonAndAgent(t *testing.T) {
 // remembered, so a second session's output asks no more. Each thread ends
 // with one output message showing the whole text and no 429.
 func TestSlackStreamRefusedFallsBack(t *testing.T) {
-	st := newSlackStreamStack(t, slacktest.Options{Limits: true, AssistantThreads: true, StreamingRefusal: "access_denied"})
-	final := slackMarkdown(8600)
-	for k, ask := range []string{"Why does TestRetry flake?", "And TestBackoff?"} {
-		thread := st.srv.Post(st.ann, st.channel, "", ask)
-		session := ""
-		pollUntil(t, time.Minute, "the session of "+ask, func() bool {
-			s, ok := st.sessionAt(thread)
-			session = string(s.ID)
-			return ok
-		}, nil)
-		answer := fmt.Sprintf("Answer %d.", k+1)
-		slackStreamTurn(st, thread, session, final, answer, 43)
-		slackStreamCheckThread(st, thread, final, answer)
-	}
-	if n := len(slackCalls(st.srv, "chat.startStream")); n != 1 {
-		t.Errorf("%d chat.startStream calls, want the one refused", n)
-	}
-	if len(slackCalls(st.srv, "chat.update")) < 4 {
-		t.Error("the outputs were not edited with chat.update")
-	}
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := newSlackStreamStack(t, slacktest.Options{Limits: true, AssistantThreads: true, StreamingRefusal: "access_denied"})
+		final := slackMarkdown(8600)
+		for k, ask := range []string{"Why does TestRetry flake?", "And TestBackoff?"} {
+			thread := st.srv.Post(st.ann, st.channel, "", ask)
+			session := ""
+			pollUntil(t, time.Minute, "the session of "+ask, func() bool {
+				s, ok := st.sessionAt(thread)
+				session = string(s.ID)
+				return ok
+			}, nil)
+			answer := fmt.Sprintf("Answer %d.", k+1)
+			slackStreamTurn(st, thread, session, final, answer, 43)
+			slackStreamCheckThread(st, thread, final, answer)
+		}
+		if n := len(slackCalls(st.srv, "chat.startStream")); n != 1 {
+			t.Errorf("%d chat.startStream calls, want the one refused", n)
+		}
+		if len(slackCalls(st.srv, "chat.update")) < 4 {
+			t.Error("the outputs were not edited with chat.update")
+		}
+	})
 }
 
 // TestSlackStreamRestartMidStream: parley restarts while an output streams
@@ -162,17 +170,20 @@ func TestSlackStreamRefusedFallsBack(t *testing.T) {
 // streaming_state_conflict tells that it still streams, and it is stopped
 // and updated — never a second output message.
 func TestSlackStreamRestartMidStream(t *testing.T) {
-	st := newSlackStreamStack(t, slacktest.Options{Limits: true, AssistantThreads: true, Streaming: true})
-	thread, session, _ := st.session("Why does TestRetry flake?")
-	final := slackMarkdown(8600)
-	half := final[:len(final)/2]
-	st.output(session, half)
-	st.await("the first half streamed", func() bool { return slackStreamShows(st, thread, half) })
-	st.restart()
-	const answer = "Found it."
-	slackStreamTurn(st, thread, session, final, answer, 10)
-	slackStreamCheckThread(st, thread, final, answer)
-	if n := len(slackCalls(st.srv, "chat.startStream")); n != 1 {
-		t.Errorf("%d chat.startStream calls, want 1: the restarted daemon must not start another output message", n)
-	}
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := newSlackStreamStack(t, slacktest.Options{Limits: true, AssistantThreads: true, Streaming: true})
+		thread, session, _ := st.session("Why does TestRetry flake?")
+		final := slackMarkdown(8600)
+		half := final[:len(final)/2]
+		st.output(session, half)
+		st.await("the first half streamed", func() bool { return slackStreamShows(st, thread, half) })
+		st.restart()
+		const answer = "Found it."
+		slackStreamTurn(st, thread, session, final, answer, 10)
+		slackStreamCheckThread(st, thread, final, answer)
+		if n := len(slackCalls(st.srv, "chat.startStream")); n != 1 {
+			t.Errorf("%d chat.startStream calls, want 1: the restarted daemon must not start another output message", n)
+		}
+	})
 }

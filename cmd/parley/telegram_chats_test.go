@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
@@ -13,50 +14,54 @@ import (
 
 func TestTelegramPrivateChatIsASession(t *testing.T) {
 	t.Parallel()
-	st := fast(t, false)
-	dm := st.srv.NewPrivateChat(ann)
-	st.srv.SendText(dm, 0, ann, "hi from my phone")
-	r := st.heard("")
-	if len(r.Messages) != 1 {
-		t.Fatalf("agent read %+v", r.Messages)
-	}
-	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "hello, Ann"}, nil)
-	st.await("the answer in the private chat", func() bool {
-		for _, m := range botMessages(st.srv.Messages(dm, 0)) {
-			if strings.Contains(m.Text, "hello, Ann") {
-				return true
-			}
+	synctest.Test(t, func(t *testing.T) {
+		st := fast(t, false)
+		dm := st.srv.NewPrivateChat(ann)
+		st.srv.SendText(dm, 0, ann, "hi from my phone")
+		r := st.heard("")
+		if len(r.Messages) != 1 {
+			t.Fatalf("agent read %+v", r.Messages)
 		}
-		return false
+		st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "hello, Ann"}, nil)
+		st.await("the answer in the private chat", func() bool {
+			for _, m := range botMessages(st.srv.Messages(dm, 0)) {
+				if strings.Contains(m.Text, "hello, Ann") {
+					return true
+				}
+			}
+			return false
+		})
+		if len(st.srv.Topics(st.forum)) != 0 {
+			t.Error("a private-chat session got a topic in the group too")
+		}
 	})
-	if len(st.srv.Topics(st.forum)) != 0 {
-		t.Error("a private-chat session got a topic in the group too")
-	}
 }
 
 func TestTelegramTopicShowsStatusAndClosedSession(t *testing.T) {
 	t.Parallel()
-	st := fast(t, false)
-	if cmds := st.srv.Commands()[telegramtest.CommandScope{Type: "chat", Chat: st.forum}]; len(cmds) == 0 {
-		t.Errorf("no commands registered for the group: %v", st.srv.Commands())
-	}
-	topic, session, _ := st.session("hello") // the agent is now working
-	name := func() string {
-		for _, tp := range st.srv.Topics(st.forum) {
-			if tp.ID == topic {
-				return tp.Name
-			}
+	synctest.Test(t, func(t *testing.T) {
+		st := fast(t, false)
+		if cmds := st.srv.Commands()[telegramtest.CommandScope{Type: "chat", Chat: st.forum}]; len(cmds) == 0 {
+			t.Errorf("no commands registered for the group: %v", st.srv.Commands())
 		}
-		return ""
-	}
-	st.await("⏳ in the topic name", func() bool { return strings.HasPrefix(name(), "⏳ ") })
-	st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": session}, nil)
-	st.await("💬 in the topic name", func() bool { return strings.HasPrefix(name(), "💬 ") })
+		topic, session, _ := st.session("hello") // the agent is now working
+		name := func() string {
+			for _, tp := range st.srv.Topics(st.forum) {
+				if tp.ID == topic {
+					return tp.Name
+				}
+			}
+			return ""
+		}
+		st.await("⏳ in the topic name", func() bool { return strings.HasPrefix(name(), "⏳ ") })
+		st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": session}, nil)
+		st.await("💬 in the topic name", func() bool { return strings.HasPrefix(name(), "💬 ") })
 
-	st.srv.SendText(st.forum, topic, ann, "/close")
-	st.await("✅ in the topic name", func() bool { return strings.HasPrefix(name(), "✅ ") })
-	st.srv.SendText(st.forum, topic, ann, "one more thing")
-	st.showing(topic, "This session is closed")
+		st.srv.SendText(st.forum, topic, ann, "/close")
+		st.await("✅ in the topic name", func() bool { return strings.HasPrefix(name(), "✅ ") })
+		st.srv.SendText(st.forum, topic, ann, "one more thing")
+		st.showing(topic, "This session is closed")
+	})
 }
 
 func TestTelegramWebhookMode(t *testing.T) {
@@ -144,21 +149,22 @@ func TestTelegramWebhookRefusesForgedUpdates(t *testing.T) {
 
 func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 	t.Parallel()
-	srv := telegramtest.NewServer(t, telegramtest.Options{})
-	st := newTGStackOn(t, srv)
-	telegramConfig(&st.cfg).NewFromGeneral = true
-	st.start()
-	st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")
-	r := st.heard("")
-	if len(r.Messages) != 1 || !strings.HasPrefix(r.Messages[0].Content, "Plan the release") {
-		t.Fatalf("agent read %+v", r.Messages)
-	}
-	topics := st.srv.Topics(st.forum)
-	if len(topics) != 1 || !strings.Contains(topics[0].Name, "Plan the release") {
-		t.Fatalf("topics %+v, want one named after the message", topics)
-	}
-	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "on it"}, nil)
-	st.showing(topics[0].ID, "on it")
+	synctest.Test(t, func(t *testing.T) {
+		st := newTGBubbleStackStopped(t, telegramtest.Options{})
+		telegramConfig(&st.cfg).NewFromGeneral = true
+		st.start()
+		st.srv.SendText(st.forum, 0, ann, "Plan the release\nwhat is left?")
+		r := st.heard("")
+		if len(r.Messages) != 1 || !strings.HasPrefix(r.Messages[0].Content, "Plan the release") {
+			t.Fatalf("agent read %+v", r.Messages)
+		}
+		topics := st.srv.Topics(st.forum)
+		if len(topics) != 1 || !strings.Contains(topics[0].Name, "Plan the release") {
+			t.Fatalf("topics %+v, want one named after the message", topics)
+		}
+		st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": r.Messages[0].SessionID, "content": "on it"}, nil)
+		st.showing(topics[0].ID, "on it")
+	})
 }
 
 // TestTelegramRepliesAreSessionNotices: what the adapter says in a topic
@@ -168,42 +174,44 @@ func TestTelegramGeneralTopicStartsSessionsWhenConfigured(t *testing.T) {
 // no answer and cannot make the bot create a topic.
 func TestTelegramRepliesAreSessionNotices(t *testing.T) {
 	t.Parallel()
-	st := fast(t, false)
-	topic := st.newTopic("work")
-	before := len(st.srv.Topics(st.forum))
-	st.srv.SendText(st.forum, 0, stranger, "/new sneaky")
-	st.srv.SendText(st.forum, 0, stranger, "/help")
-	st.srv.SendText(st.forum, 0, stranger, "hello?")
-	st.srv.SendText(st.forum, topic, stranger, "/help")
+	synctest.Test(t, func(t *testing.T) {
+		st := fast(t, false)
+		topic := st.newTopic("work")
+		before := len(st.srv.Topics(st.forum))
+		st.srv.SendText(st.forum, 0, stranger, "/new sneaky")
+		st.srv.SendText(st.forum, 0, stranger, "/help")
+		st.srv.SendText(st.forum, 0, stranger, "hello?")
+		st.srv.SendText(st.forum, topic, stranger, "/help")
 
-	st.srv.SendText(st.forum, topic, ann, "/help")
-	help := st.showing(topic, "/title NEW TITLE — rename this session")
-	st.srv.SendText(st.forum, topic, ann, "/frobnicate")
-	st.showing(topic, "⚠️ unknown command /frobnicate; send /help for the list")
-	st.await("the help deleted by the next notice", func() bool {
-		m, _ := st.srv.Message(st.forum, help.ID)
-		return m.Deleted
-	})
+		st.srv.SendText(st.forum, topic, ann, "/help")
+		help := st.showing(topic, "/title NEW TITLE — rename this session")
+		st.srv.SendText(st.forum, topic, ann, "/frobnicate")
+		st.showing(topic, "⚠️ unknown command /frobnicate; send /help for the list")
+		st.await("the help deleted by the next notice", func() bool {
+			m, _ := st.srv.Message(st.forum, help.ID)
+			return m.Deleted
+		})
 
-	st.srv.SendText(st.forum, topic, ann, "/close")
-	st.srv.SendText(st.forum, topic, ann, "one more thing")
-	closed := st.showing(topic, "✅ This session is closed. /new starts another one.")
-	st.srv.SendText(st.forum, topic, ann, "/status")
-	st.showing(topic, "closed")
-	st.await("the refusal deleted by the next notice", func() bool {
-		m, _ := st.srv.Message(st.forum, closed.ID)
-		return m.Deleted
-	})
+		st.srv.SendText(st.forum, topic, ann, "/close")
+		st.srv.SendText(st.forum, topic, ann, "one more thing")
+		closed := st.showing(topic, "✅ This session is closed. /new starts another one.")
+		st.srv.SendText(st.forum, topic, ann, "/status")
+		st.showing(topic, "closed")
+		st.await("the refusal deleted by the next notice", func() bool {
+			m, _ := st.srv.Message(st.forum, closed.ID)
+			return m.Deleted
+		})
 
-	if n := len(st.srv.Topics(st.forum)); n != before {
-		t.Errorf("%d topics, want %d: the stranger's /new made one", n, before)
-	}
-	if said := botMessages(st.srv.Messages(st.forum, 0)); len(said) > 0 {
-		t.Errorf("the stranger was answered in the General topic: %q", said[0].Text)
-	}
-	for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
-		if strings.Contains(m.Text, "parley commands") {
-			t.Errorf("a help message is still shown: %q (the stranger's /help answered?)", m.Text)
+		if n := len(st.srv.Topics(st.forum)); n != before {
+			t.Errorf("%d topics, want %d: the stranger's /new made one", n, before)
 		}
-	}
+		if said := botMessages(st.srv.Messages(st.forum, 0)); len(said) > 0 {
+			t.Errorf("the stranger was answered in the General topic: %q", said[0].Text)
+		}
+		for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
+			if strings.Contains(m.Text, "parley commands") {
+				t.Errorf("a help message is still shown: %q (the stranger's /help answered?)", m.Text)
+			}
+		}
+	})
 }

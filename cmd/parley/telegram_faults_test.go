@@ -22,16 +22,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 )
 
-// faultStack is a tgStack whose daemon logs JSON (warnings and errors) to
-// the returned buffer, for the outbox's verdicts.
+// faultStack is a tgStack on a fake clock (call it inside synctest.Test)
+// whose daemon logs JSON (warnings and errors) to the returned buffer, for
+// the outbox's verdicts.
 func faultStack(t *testing.T, opts telegramtest.Options) (*tgStack, *syncBuffer) {
 	t.Helper()
-	st := newTGStackStopped(t, opts)
+	st := newTGBubbleStackStopped(t, opts)
 	log := st.captureLog(slog.LevelWarn)
 	st.start()
 	return st, log
@@ -91,8 +93,16 @@ func gaveUp(log string) []string {
 // after timeout, or as soon as stop (if set) has a reason to give.
 func pollUntil(tb testing.TB, timeout time.Duration, what string, cond func() bool, stop func() string) {
 	tb.Helper()
+	pollEvery(tb, 100*time.Millisecond, timeout, what, cond, stop)
+}
+
+// pollEvery is pollUntil checking every period: on a fake clock, where
+// waiting costs nothing but each check costs real time, a test that waits
+// out minutes of pacing checks less often.
+func pollEvery(tb testing.TB, period, timeout time.Duration, what string, cond func() bool, stop func() string) {
+	tb.Helper()
 	deadline := time.After(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for !cond() {
 		if stop != nil {
@@ -111,7 +121,13 @@ func pollUntil(tb testing.TB, timeout time.Duration, what string, cond func() bo
 // metric sums the samples of a metric at addr's /metrics.
 func metric(tb testing.TB, addr, name string) float64 {
 	tb.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	return metricVia(tb, http.DefaultClient, addr, name)
+}
+
+// metricVia is metric through client.
+func metricVia(tb testing.TB, client *http.Client, addr, name string) float64 {
+	tb.Helper()
+	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {
 		tb.Fatalf("metrics: %v", err)
 	}
@@ -153,8 +169,10 @@ func tail(s string, lines int) string {
 
 // retryGrace excuses calls that reach a chat just after a 429 for it: they
 // were on their way (other topics of the group run in parallel) before the
-// client could read the 429.
-const retryGrace = 250 * time.Millisecond
+// client could read the 429. On the fake clock such a call arrives at the
+// very instant of the 429 (EarlyCalls counts only later arrivals), so
+// there is no grace: a call one nanosecond later is early.
+const retryGrace = 0
 
 // faultMix is one call in five failing. 429 is listed twice, with a
 // retry_after of up to 3 s: it is the fault with a contract to check, and
@@ -199,99 +217,101 @@ func earlySince(srv *telegramtest.Server, start time.Time) []telegramtest.EarlyC
 // operation is given up.
 func TestTelegramOutboxUnderFaults(t *testing.T) {
 	t.Parallel()
-	st, log := faultStack(t, telegramtest.Options{RichMessages: true, Limits: true})
-	// Each turn takes the agent a while (steps × 2 s), as real turns do:
-	// the typing indicators run and the outbox is busy, so there are a
-	// few dozen faults, several of them 429s while calls are on their way.
-	const sessions, turns, steps = 3, 2, 10
-	topics, ids := make([]int, sessions), make([]string, sessions)
-	last := ""
-	for i := range sessions {
-		topics[i] = st.newTopic(fmt.Sprintf("faults %d", i+1))
-		ids[i], last = st.ask(topics[i], fmt.Sprintf("question 1 for session %d", i+1), last)
-	}
-	// The sessions exist before the faults start: creating topics is the
-	// inbound side's business (it calls Telegram itself, without the
-	// outbox), and this test is about the outbox.
-	waitOutRetryAfters(st.srv)
-	start := time.Now()
-	st.srv.InjectFaults(faultMix)
-
-	outputOf := func(i, turn int) string { return fmt.Sprintf("Output of session %d turn %d,", i+1, turn) }
-	finalOf := func(i, turn int) string { return outputOf(i, turn) + " final answer" }
-	noteOf := func(i, turn int) string { return fmt.Sprintf("Assistant note for session %d turn %d", i+1, turn) }
-	for turn := 1; turn <= turns; turn++ {
-		if turn > 1 {
-			for i := range sessions {
-				_, last = st.ask(topics[i], fmt.Sprintf("question %d for session %d", turn, i+1), last)
-			}
+	synctest.Test(t, func(t *testing.T) {
+		st, log := faultStack(t, telegramtest.Options{RichMessages: true, Limits: true})
+		// Each turn takes the agent a while (steps × 2 s), as real turns do:
+		// the typing indicators run and the outbox is busy, so there are a
+		// few dozen faults, several of them 429s while calls are on their way.
+		const sessions, turns, steps = 3, 2, 10
+		topics, ids := make([]int, sessions), make([]string, sessions)
+		last := ""
+		for i := range sessions {
+			topics[i] = st.newTopic(fmt.Sprintf("faults %d", i+1))
+			ids[i], last = st.ask(topics[i], fmt.Sprintf("question 1 for session %d", i+1), last)
 		}
-		for k := 1; k <= steps; k++ {
-			for i := range sessions {
-				st.output(ids[i], fmt.Sprintf("%s step %d of %d", outputOf(i, turn), k, steps))
-				if k == steps/2 {
-					st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": ids[i], "content": noteOf(i, turn)}, nil)
+		// The sessions exist before the faults start: creating topics is the
+		// inbound side's business (it calls Telegram itself, without the
+		// outbox), and this test is about the outbox.
+		waitOutRetryAfters(st.srv)
+		start := time.Now()
+		st.srv.InjectFaults(faultMix)
+
+		outputOf := func(i, turn int) string { return fmt.Sprintf("Output of session %d turn %d,", i+1, turn) }
+		finalOf := func(i, turn int) string { return outputOf(i, turn) + " final answer" }
+		noteOf := func(i, turn int) string { return fmt.Sprintf("Assistant note for session %d turn %d", i+1, turn) }
+		for turn := 1; turn <= turns; turn++ {
+			if turn > 1 {
+				for i := range sessions {
+					_, last = st.ask(topics[i], fmt.Sprintf("question %d for session %d", turn, i+1), last)
 				}
 			}
-			time.Sleep(2 * time.Second) // the agent at work between updates
+			for k := 1; k <= steps; k++ {
+				for i := range sessions {
+					st.output(ids[i], fmt.Sprintf("%s step %d of %d", outputOf(i, turn), k, steps))
+					if k == steps/2 {
+						st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": ids[i], "content": noteOf(i, turn)}, nil)
+					}
+				}
+				time.Sleep(2 * time.Second) // the agent at work between updates
+			}
+			for i := range sessions {
+				st.agent.call(t, "session.output", map[string]any{"session_id": ids[i], "content": finalOf(i, turn), "final": true}, nil)
+				st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": ids[i]}, nil)
+			}
 		}
-		for i := range sessions {
-			st.agent.call(t, "session.output", map[string]any{"session_id": ids[i], "content": finalOf(i, turn), "final": true}, nil)
-			st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": ids[i]}, nil)
-		}
-	}
 
-	delivered := func() bool {
+		delivered := func() bool {
+			for i := range sessions {
+				for turn := 1; turn <= turns; turn++ {
+					if !slices.Contains(shown(st.srv, st.forum, topics[i], outputOf(i, turn)), finalOf(i, turn)) ||
+						len(shown(st.srv, st.forum, topics[i], noteOf(i, turn))) == 0 {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		stop := func() string {
+			if g := gaveUp(log.String()); len(g) > 0 {
+				return fmt.Sprintf("the outbox gave up %d operations, e.g. %s", len(g), g[0])
+			}
+			return ""
+		}
+		pollUntil(t, 6*time.Minute, "every final output and assistant message", delivered, stop)
+		// Whatever is still queued lands now: a duplicate would show.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := st.m.Daemon().WaitIdle(ctx); err != nil {
+			t.Errorf("daemon not idle: %v", err)
+		}
+		calls := 0
+		for _, c := range st.srv.Calls() {
+			if !c.Time.Before(start) {
+				calls++
+			}
+		}
+		t.Logf("%d calls since the faults started; faults injected: %v; 429s answered: %d", calls, faultSummary(st.srv), len(st.srv.TooManyAnswers()))
+
 		for i := range sessions {
 			for turn := 1; turn <= turns; turn++ {
-				if !slices.Contains(shown(st.srv, st.forum, topics[i], outputOf(i, turn)), finalOf(i, turn)) ||
-					len(shown(st.srv, st.forum, topics[i], noteOf(i, turn))) == 0 {
-					return false
+				if got := shown(st.srv, st.forum, topics[i], outputOf(i, turn)); len(got) != 1 || got[0] != finalOf(i, turn) {
+					t.Errorf("session %d turn %d: output messages %q, want exactly one showing %q", i+1, turn, got, finalOf(i, turn))
+				}
+				if n := len(shown(st.srv, st.forum, topics[i], noteOf(i, turn))); n != 1 {
+					t.Errorf("session %d turn %d: assistant message shown %d times, want exactly once", i+1, turn, n)
 				}
 			}
 		}
-		return true
-	}
-	stop := func() string {
+		if early := earlySince(st.srv, start); len(early) > 0 {
+			t.Errorf("%d calls inside a retry_after the Bot API announced, e.g.:\n%s", len(early), describe(early, 8))
+		}
 		if g := gaveUp(log.String()); len(g) > 0 {
-			return fmt.Sprintf("the outbox gave up %d operations, e.g. %s", len(g), g[0])
+			t.Errorf("the outbox gave up %d operations:\n%s", len(g), strings.Join(g, "\n"))
 		}
-		return ""
-	}
-	pollUntil(t, 6*time.Minute, "every final output and assistant message", delivered, stop)
-	// Whatever is still queued lands now: a duplicate would show.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
-		t.Errorf("daemon not idle: %v", err)
-	}
-	calls := 0
-	for _, c := range st.srv.Calls() {
-		if !c.Time.Before(start) {
-			calls++
+		if n := st.metric("parley_platform_failures_total"); n != 0 {
+			t.Errorf("parley_platform_failures_total = %v, want 0", n)
 		}
-	}
-	t.Logf("%d calls since the faults started; faults injected: %v; 429s answered: %d", calls, faultSummary(st.srv), len(st.srv.TooManyAnswers()))
-
-	for i := range sessions {
-		for turn := 1; turn <= turns; turn++ {
-			if got := shown(st.srv, st.forum, topics[i], outputOf(i, turn)); len(got) != 1 || got[0] != finalOf(i, turn) {
-				t.Errorf("session %d turn %d: output messages %q, want exactly one showing %q", i+1, turn, got, finalOf(i, turn))
-			}
-			if n := len(shown(st.srv, st.forum, topics[i], noteOf(i, turn))); n != 1 {
-				t.Errorf("session %d turn %d: assistant message shown %d times, want exactly once", i+1, turn, n)
-			}
-		}
-	}
-	if early := earlySince(st.srv, start); len(early) > 0 {
-		t.Errorf("%d calls inside a retry_after the Bot API announced, e.g.:\n%s", len(early), describe(early, 8))
-	}
-	if g := gaveUp(log.String()); len(g) > 0 {
-		t.Errorf("the outbox gave up %d operations:\n%s", len(g), strings.Join(g, "\n"))
-	}
-	if n := metric(t, st.m.Addr(), "parley_platform_failures_total"); n != 0 {
-		t.Errorf("parley_platform_failures_total = %v, want 0", n)
-	}
+	})
 }
 
 func describe(early []telegramtest.EarlyCall, n int) string {
@@ -316,45 +336,51 @@ func describe(early []telegramtest.EarlyCall, n int) string {
 // output and a yield. Once it is back, the answer arrives, exactly once.
 func TestTelegramAnswerSurvivesOutage(t *testing.T) {
 	t.Parallel()
-	st, log := faultStack(t, telegramtest.Options{RichMessages: true, Limits: true})
-	topic, session, _ := st.session("are you there?")
+	synctest.Test(t, func(t *testing.T) {
+		st, log := faultStack(t, telegramtest.Options{RichMessages: true, Limits: true})
+		topic, session, _ := st.session("are you there?")
 
-	const outage = 30 * time.Second
-	st.srv.SetOutage(true)
-	back := time.After(outage)
-	const note, final = "Answer written during the outage", "Output written during the outage, final"
-	st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": note}, nil)
-	st.agent.call(t, "session.output", map[string]any{"session_id": session, "content": final, "final": true}, nil)
-	st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": session}, nil)
-	<-back
-	st.srv.SetOutage(false)
-	if len(faultSummary(st.srv)) == 0 {
-		t.Fatal("the daemon made no call during the outage: the test proved nothing")
-	}
+		const outage = 30 * time.Second
+		st.srv.SetOutage(true)
+		back := time.After(outage)
+		const note, final = "Answer written during the outage", "Output written during the outage, final"
+		st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": note}, nil)
+		st.agent.call(t, "session.output", map[string]any{"session_id": session, "content": final, "final": true}, nil)
+		st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": session}, nil)
+		<-back
+		st.srv.SetOutage(false)
+		if len(faultSummary(st.srv)) == 0 {
+			t.Fatal("the daemon made no call during the outage: the test proved nothing")
+		}
 
-	delivered := func() bool {
-		return len(shown(st.srv, st.forum, topic, note)) > 0 && len(shown(st.srv, st.forum, topic, final)) > 0
-	}
-	stop := func() string {
-		if g := gaveUp(log.String()); len(g) > 0 && !delivered() {
-			return fmt.Sprintf("the outbox gave up %d operations, e.g. %s", len(g), g[0])
+		delivered := func() bool {
+			return len(shown(st.srv, st.forum, topic, note)) > 0 && len(shown(st.srv, st.forum, topic, final)) > 0
 		}
-		return ""
-	}
-	// The last attempt during the outage may have been followed by a
-	// backoff of up to the cap (60 s) before the next one.
-	pollUntil(t, 3*time.Minute, "the answer after the outage", delivered, stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := st.m.Daemon().WaitIdle(ctx); err != nil {
-		t.Errorf("daemon not idle: %v", err)
-	}
-	for _, want := range []string{note, final} {
-		if n := len(shown(st.srv, st.forum, topic, want)); n != 1 {
-			t.Errorf("%q shown %d times, want exactly once", want, n)
+		stop := func() string {
+			if g := gaveUp(log.String()); len(g) > 0 && !delivered() {
+				return fmt.Sprintf("the outbox gave up %d operations, e.g. %s", len(g), g[0])
+			}
+			return ""
 		}
-	}
-	if g := gaveUp(log.String()); len(g) > 0 {
-		t.Errorf("the outbox gave up %d operations:\n%s", len(g), strings.Join(g, "\n"))
-	}
+		// The last attempt during the outage may have been followed by a
+		// backoff of up to the cap (60 s, which jitter only shortens)
+		// before the next one; then the two sends wait out the group's
+		// pacing of one a second. On the fake clock that bound is exact.
+		backAt := time.Now()
+		pollUntil(t, time.Minute+2*time.Second, "the answer after the outage", delivered, stop)
+		t.Logf("the answer arrived %v after the outage", time.Since(backAt))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := st.m.Daemon().WaitIdle(ctx); err != nil {
+			t.Errorf("daemon not idle: %v", err)
+		}
+		for _, want := range []string{note, final} {
+			if n := len(shown(st.srv, st.forum, topic, want)); n != 1 {
+				t.Errorf("%q shown %d times, want exactly once", want, n)
+			}
+		}
+		if g := gaveUp(log.String()); len(g) > 0 {
+			t.Errorf("the outbox gave up %d operations:\n%s", len(g), strings.Join(g, "\n"))
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
@@ -103,70 +104,96 @@ func longAnswer(n int) string {
 // the assistant message, exactly one notification, and the person's earlier
 // input is deleted when they write again.
 func TestTelegramPersonAndAgent(t *testing.T) {
+	t.Parallel()
 	for _, rich := range []bool{true, false} {
 		t.Run(fmt.Sprintf("rich=%v", rich), func(t *testing.T) {
-			st := newTGStack(t, rich)
-			topic := st.newTopic("Flaky test")
-			st.srv.SendText(st.forum, topic, stranger, "let me in") // ignored silently
-			question := st.srv.SendText(st.forum, topic, ann, "Why does TestRetry flake?")
-			r := st.heard("")
-			if len(r.Messages) != 1 || r.Messages[0].Content != "Why does TestRetry flake?" {
-				t.Fatalf("agent read %+v (the stranger's message must not be there)", r.Messages)
-			}
-			session := r.Messages[0].SessionID
-
-			final := longAnswer(10000)
-			for i := 1; i <= 20; i++ {
-				st.agent.call(t, "session.output", map[string]any{"session_id": session, "content": final[:len(final)*i/20]}, nil)
-			}
-			st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": "Found it: the retry loop reads the **wall clock**."}, nil)
-			st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": session}, nil)
-
-			var shown []telegramtest.Message
-			st.await("the final output and the answer", func() bool {
-				shown = botMessages(st.srv.Messages(st.forum, topic))
-				var text strings.Builder
-				for _, m := range shown {
-					text.WriteString(m.Text)
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				st := newTGBubbleStack(t, rich)
+				topic := st.newTopic("Flaky test")
+				st.srv.SendText(st.forum, topic, stranger, "let me in") // ignored silently
+				question := st.srv.SendText(st.forum, topic, ann, "Why does TestRetry flake?")
+				r := st.heard("")
+				if len(r.Messages) != 1 || r.Messages[0].Content != "Why does TestRetry flake?" {
+					t.Fatalf("agent read %+v (the stranger's message must not be there)", r.Messages)
 				}
-				return strings.Contains(text.String(), "wall clock") && strings.Contains(text.String(), "Step 150:")
-			})
-			notifying := 0
-			for _, m := range shown {
-				if !m.Silent {
-					notifying++
+				session := r.Messages[0].SessionID
+
+				final := longAnswer(10000)
+				for i := 1; i <= 20; i++ {
+					st.agent.call(t, "session.output", map[string]any{"session_id": session, "content": final[:len(final)*i/20]}, nil)
 				}
-			}
-			if notifying != 1 {
-				t.Errorf("%d notifying messages, want exactly one for the turn", notifying)
-			}
-			if rich {
-				// One output message carries the whole final text.
-				var outputs int
+				st.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": "Found it: the retry loop reads the **wall clock**."}, nil)
+				st.agent.call(t, "loop.yield_turn", map[string]any{"session_id": session}, nil)
+
+				var shown []telegramtest.Message
+				st.await("the final output and the answer", func() bool {
+					shown = botMessages(st.srv.Messages(st.forum, topic))
+					var text strings.Builder
+					for _, m := range shown {
+						text.WriteString(m.Text)
+					}
+					return strings.Contains(text.String(), "wall clock") && strings.Contains(text.String(), "Step 150:")
+				})
+				notifying := 0
 				for _, m := range shown {
-					if m.Markdown == final {
-						outputs++
+					if !m.Silent {
+						notifying++
 					}
 				}
-				if outputs != 1 {
-					t.Errorf("want one output message with the whole final text, got %d", outputs)
+				if notifying != 1 {
+					t.Errorf("%d notifying messages, want exactly one for the turn", notifying)
 				}
-			} else {
-				for _, m := range shown {
-					if n := len([]rune(m.Text)); n > 4096 {
-						t.Errorf("a message of %d characters", n)
+				if rich {
+					// One output message carries the whole final text.
+					var outputs int
+					for _, m := range shown {
+						if m.Markdown == final {
+							outputs++
+						}
+					}
+					if outputs != 1 {
+						t.Errorf("want one output message with the whole final text, got %d", outputs)
+					}
+				} else {
+					for _, m := range shown {
+						if n := len([]rune(m.Text)); n > 4096 {
+							t.Errorf("a message of %d characters", n)
+						}
 					}
 				}
-			}
-			if st.srv.RateLimited() > 0 {
-				t.Errorf("%d calls were refused with 429: the outbox overran Telegram's limits", st.srv.RateLimited())
-			}
+				if st.srv.RateLimited() > 0 {
+					t.Errorf("%d calls were refused with 429: the outbox overran Telegram's limits", st.srv.RateLimited())
+				}
 
-			st.srv.SendText(st.forum, topic, ann, "Thanks!")
-			st.await("the earlier question deleted", func() bool {
-				m, _ := st.srv.Message(st.forum, question)
-				return m.Deleted
+				st.srv.SendText(st.forum, topic, ann, "Thanks!")
+				st.await("the earlier question deleted", func() bool {
+					m, _ := st.srv.Message(st.forum, question)
+					return m.Deleted
+				})
 			})
 		})
 	}
+}
+
+// newTGBubbleStack is newTGStack on a fake clock (newTGBubbleStackStopped).
+func newTGBubbleStack(t *testing.T, rich bool) *tgStack {
+	t.Helper()
+	st := newTGBubbleStackStopped(t, telegramtest.Options{RichMessages: rich, Limits: true})
+	st.start()
+	return st
+}
+
+// newTGBubbleStackStopped is newTGStackStopped for a test inside
+// synctest.Test: the fake Bot API, the daemon and the agent serve and call
+// each other on an in-memory network (bubbleNet), so that the test waits
+// out Telegram's pacing, retry_after and the outbox's backoff on the
+// bubble's fake clock.
+func newTGBubbleStackStopped(t *testing.T, opts telegramtest.Options) *tgStack {
+	t.Helper()
+	n := bubbleNet(t)
+	opts.Listener = n.Host().Listen()
+	st := newTGStackOn(t, telegramtest.NewServer(t, opts))
+	st.net = n
+	return st
 }

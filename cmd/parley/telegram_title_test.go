@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 )
 
 // TestTelegramUntitledTopicNamedByFirstMessage: /new without a title makes
@@ -10,26 +11,29 @@ import (
 // adapter passes on as one; the first message with text then names the
 // session, and the topic with it. A title given with /new stays.
 func TestTelegramUntitledTopicNamedByFirstMessage(t *testing.T) {
-	st := newTGStack(t, true)
-	name := func(topic int) string {
-		for _, tp := range st.srv.Topics(st.forum) {
-			if tp.ID == topic {
-				return tp.Name
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := newTGBubbleStack(t, true)
+		name := func(topic int) string {
+			for _, tp := range st.srv.Topics(st.forum) {
+				if tp.ID == topic {
+					return tp.Name
+				}
 			}
+			return ""
 		}
-		return ""
-	}
-	untitled := st.newTopic("")
-	if n := name(untitled); !strings.HasPrefix(n, "💬 Session ") {
-		t.Fatalf("the untitled topic is named %q, want the placeholder", n)
-	}
-	st.srv.SendText(st.forum, untitled, ann, "Why does the deploy hang?\nSince this morning.")
-	st.await("the topic named by the first message", func() bool {
-		return strings.HasSuffix(name(untitled), " Why does the deploy hang?")
-	})
+		untitled := st.newTopic("")
+		if n := name(untitled); !strings.HasPrefix(n, "💬 Session ") {
+			t.Fatalf("the untitled topic is named %q, want the placeholder", n)
+		}
+		st.srv.SendText(st.forum, untitled, ann, "Why does the deploy hang?\nSince this morning.")
+		st.await("the topic named by the first message", func() bool {
+			return strings.HasSuffix(name(untitled), " Why does the deploy hang?")
+		})
 
-	titled := st.newTopic("Release plan")
-	st.srv.SendText(st.forum, titled, ann, "What is left?")
-	// The topic shows the session working, under the title it had.
-	st.await("the titled topic working", func() bool { return name(titled) == "⏳ Release plan" })
+		titled := st.newTopic("Release plan")
+		st.srv.SendText(st.forum, titled, ann, "What is left?")
+		// The topic shows the session working, under the title it had.
+		st.await("the titled topic working", func() bool { return name(titled) == "⏳ Release plan" })
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -26,7 +27,14 @@ type agent struct {
 // session; it is closed when the test ends.
 func connectAgent(t *testing.T, listen string) *agent {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP("http://"+listen+"/mcp", transport.WithContinuousListening())
+	return connectAgentVia(t, http.DefaultClient, listen)
+}
+
+// connectAgentVia is connectAgent through client (a stack's on an
+// in-memory network).
+func connectAgentVia(t *testing.T, hc *http.Client, listen string) *agent {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP("http://"+listen+"/mcp", transport.WithContinuousListening(), transport.WithHTTPBasicClient(hc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +60,13 @@ func connectAgent(t *testing.T, listen string) *agent {
 // inbox: it is notified of every person's message.
 func subscribedAgent(t *testing.T, addr string) *agent {
 	t.Helper()
-	a := connectAgent(t, addr)
+	return subscribedAgentVia(t, http.DefaultClient, addr)
+}
+
+// subscribedAgentVia is subscribedAgent through client.
+func subscribedAgentVia(t *testing.T, client *http.Client, addr string) *agent {
+	t.Helper()
+	a := connectAgentVia(t, client, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Subscribe(ctx, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: "ui://chat/inbox"}}); err != nil {

@@ -2,6 +2,7 @@ package slacktest
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,6 +50,12 @@ type Options struct {
 	// it answers "not_allowed", as in a workspace or app without the
 	// Agents & AI Apps feature.
 	AssistantThreads bool
+	// Listener, when set, is where the server serves (URL and the Socket
+	// Mode URL are made of its address), e.g. an in-memory listener, so
+	// that a test runs the fake and its client on a testing/synctest
+	// bubble's fake clock; a loopback port by default. The server closes
+	// it when the test ends.
+	Listener net.Listener
 }
 
 // DefaultScopes are the bot scopes a Server grants when Options.Scopes is
@@ -150,8 +157,8 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
-// NewServer starts a fake Slack on a loopback port; it is closed when the
-// test ends.
+// NewServer starts a fake Slack on a loopback port (or on
+// Options.Listener); it is closed when the test ends.
 func NewServer(tb testing.TB, opts Options) *Server {
 	tb.Helper()
 	if opts.AckTimeout <= 0 {
@@ -194,7 +201,12 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		faults:    newFaultState(Faults{}),
 	}
 	s.users[botUserID] = &user{id: botUserID, name: botName, bot: true}
-	s.hs = httptest.NewServer(s)
+	if opts.Listener != nil {
+		s.hs = &httptest.Server{Listener: opts.Listener, Config: &http.Server{Handler: s}}
+		s.hs.Start()
+	} else {
+		s.hs = httptest.NewServer(s)
+	}
 	s.base = s.hs.URL
 	s.URL = s.hs.URL + "/api/"
 	tb.Cleanup(s.close)

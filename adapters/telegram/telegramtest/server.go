@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -44,6 +45,11 @@ type Options struct {
 	// WebhookClient delivers webhook updates; an http.Client with a short
 	// timeout by default.
 	WebhookClient *http.Client
+	// Listener, when set, is where the server serves (URL is made of its
+	// address), e.g. an in-memory listener, so that a test runs the fake
+	// and its client on a testing/synctest bubble's fake clock; a loopback
+	// port by default. The server closes it when the test ends.
+	Listener net.Listener
 }
 
 // Server is a fake Telegram Bot API server. Its methods are safe for
@@ -108,8 +114,8 @@ type Error struct {
 	RetryAfter  int // parameters.retry_after, for 429
 }
 
-// NewServer starts a fake Bot API server on a loopback port; it is closed
-// when the test ends.
+// NewServer starts a fake Bot API server on a loopback port (or on
+// Options.Listener); it is closed when the test ends.
 func NewServer(tb testing.TB, opts Options) *Server {
 	tb.Helper()
 	if opts.Token == "" {
@@ -148,7 +154,12 @@ func NewServer(tb testing.TB, opts Options) *Server {
 		s.names[strings.ToLower(name)] = name
 	}
 	s.names["getupdates"] = "getUpdates"
-	s.hs = httptest.NewServer(s)
+	if opts.Listener != nil {
+		s.hs = &httptest.Server{Listener: opts.Listener, Config: &http.Server{Handler: s}}
+		s.hs.Start()
+	} else {
+		s.hs = httptest.NewServer(s)
+	}
 	s.URL = s.hs.URL
 	s.wg.Add(1)
 	go s.deliverWebhooks()

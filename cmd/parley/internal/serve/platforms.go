@@ -59,6 +59,7 @@ func (m *Main) BuildAdapters(ctx context.Context, dd daemon.Deps, check bool) ([
 			Route: func(path string, h http.Handler) {
 				m.routes = append(m.routes, route{path: path, handler: h, webhook: true})
 			},
+			Dial: m.Dial,
 		})
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -56,6 +57,15 @@ type Main struct {
 	// from Config (tests inject fakes this way). The web adapter is always
 	// added.
 	Adapters []core.Adapter
+	// Listener, when set before Open, is where the HTTP server serves
+	// instead of Config.HTTP.Listen; Run's end closes it. Set by tests
+	// only: the end-to-end tests on a fake clock serve on an in-memory
+	// network.
+	Listener net.Listener
+	// Dial, when set before Open, opens the platform adapters'
+	// connections instead of the system's dialer (platform.Deps). Set by
+	// tests only, to reach in-memory fakes.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 
 	daemon *daemon.Daemon
 	routes []route
@@ -167,7 +177,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return names, err
 	}, func(r *http.Request) bool { return httpguard.HasToken(c.HTTP.Token, r) })
 	m.metrics = met
-	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
+	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Listener: m.Listener, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
 		m.web, m.mcp.Handler(), met, m.routes...)
 	if err != nil {
 		m.mcp.Close()

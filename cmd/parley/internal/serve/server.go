@@ -45,7 +45,9 @@ type route struct {
 // serverOptions configure newHTTPServer.
 type serverOptions struct {
 	Listen string
-	Token  string
+	// Listener, when set, is served instead of listening on Listen.
+	Listener net.Listener
+	Token    string
 	// AllowedHosts are the names besides loopback ones the server
 	// answers to ([http] allowed_hosts).
 	AllowedHosts []string
@@ -83,9 +85,13 @@ func newHTTPServer(o serverOptions, page *web.Adapter, mcpHandler http.Handler, 
 	guarded.Handle("/metrics", g.Token(met.Handler()))
 	guarded.Handle("/", page.Handler())
 	mux.Handle("/", g.Browser(guarded))
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("http: listen on %s (set [http] listen or --listen): %w", o.Listen, err)
+	ln := o.Listener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("http: listen on %s (set [http] listen or --listen): %w", o.Listen, err)
+		}
 	}
 	base, cancel := context.WithCancel(context.Background())
 	return &httpServer{
