@@ -464,6 +464,17 @@ func (d *Daemon) Leases(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
+// AgentLeases is what leases a session's agent process to one instance
+// (the orchestrator's Options.Leases): the store when several instances
+// may share it (PostgreSQL), nil on a bbolt file, which one process owns,
+// so that it runs every session's agent as before.
+func (d *Daemon) AgentLeases() core.Leaser {
+	if d.opts.StoreURL == "" {
+		return nil
+	}
+	return d.Store
+}
+
 // Adapters returns the adapters the daemon runs.
 func (d *Daemon) Adapters() []core.Adapter { return d.opts.Adapters }
 
