@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,9 @@ import (
 // person's Telegram message reaches the agent within a second, through the
 // first instance's commit and the second's follower; both instances see
 // the same presence, so the first sends no "no agent is connected" notice
-// for an agent connected to the other. (The agent's answer posted through
-// the second is delivered by the instance that committed it, which has no
-// Telegram here: that leg needs Telegram on both, behind the poller lease.)
+// for an agent connected to the other. The agent's answer, posted through
+// the second, which runs no Telegram, is handed over to the first and
+// reaches the topic exactly once.
 func TestPostgresTwoInstances(t *testing.T) {
 	t.Parallel()
 	db := pgtest.Start(t)
@@ -65,6 +66,30 @@ func TestPostgresTwoInstances(t *testing.T) {
 		if strings.Contains(m.Text, mcp.DefaultNoAgentNotice) {
 			t.Errorf("the topic shows the no-agent notice though an agent listens at the other instance: %q", m.Text)
 		}
+	}
+
+	// The answer is committed by the instance without Telegram: it hands
+	// it over, and the first shows it once. Once the journal is empty
+	// nothing more is sent.
+	posted := time.Now()
+	other.agent.call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": "answered from the other instance"}, nil)
+	answers := func() int {
+		n := 0
+		for _, m := range botMessages(tg.srv.Messages(tg.forum, topic)) {
+			if strings.Contains(m.Text, "answered from the other instance") {
+				n++
+			}
+		}
+		return n
+	}
+	tg.await("the answer in the topic", func() bool { return answers() > 0 })
+	t.Logf("the answer posted through the instance without Telegram reached the topic in %v", time.Since(posted))
+	pollUntil(t, 30*time.Second, "an empty journal", func() bool {
+		ds, err := tg.m.Daemon().Store.Deliveries(context.Background(), 0, 0)
+		return err == nil && len(ds) == 0
+	}, nil)
+	if n := answers(); n != 1 {
+		t.Errorf("the answer is in the topic %d times, want once", n)
 	}
 
 	// Presence is the same from both.

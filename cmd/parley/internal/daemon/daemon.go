@@ -263,7 +263,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		OnSent:        func(ctx context.Context, s delivery.Sent) { ledger.Sent(ctx, s) },
 		OnOutputShown: opts.OnOutputShown,
 		OnConfirmed:   opts.OnConfirmed,
-		Claims:        claimOptions(opts.Claims, st, opts.Instance),
+		Claims:        claimOptions(opts.Claims, st, opts.Instance, opts.StoreURL != "", d.Follower),
 		Logger:        opts.Logger.With("component", "dispatch"),
 	})
 	ledger = cleanup.New(st, d.Dispatcher, cleanup.Options{
@@ -305,12 +305,18 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 
 // claimOptions are the journal claims of instance on st: every journaled
 // event is claimed before it is sent, so that among the instances sharing
-// st one delivers it (on bbolt every claim is granted).
-func claimOptions(o delivery.ClaimOptions, st store.Store, instance core.InstanceID) delivery.ClaimOptions {
+// st one delivers it (on bbolt every claim is granted). When st is shared
+// the instances may run different adapters: an event meant for one this
+// instance lacks is handed over, and the scan looks as far as the cluster
+// feed (f) has published, so that it finds what others handed over.
+func claimOptions(o delivery.ClaimOptions, st store.Store, instance core.InstanceID, shared bool, f *follow.Follower) delivery.ClaimOptions {
 	if c, ok := st.(core.DeliveryClaimer); ok {
 		o.Store = c
 	}
 	o.Instance = string(instance)
+	if shared {
+		o.Shared, o.Seen = true, f.Position
+	}
 	return o
 }
 
