@@ -423,3 +423,21 @@ func Lead(ctx context.Context, leaser Leaser, name string, opts HoldOptions, wor
 		}
 	}
 }
+
+// LeaseRowsKept is how long a lease's row stays after it was last held
+// (released, or expired by the store's clock) before a LeasePruner may
+// remove it. Rows are made per name (one per session whose agent ran, for
+// instance), so without pruning they would pile up. Removing a row lets
+// its tokens start again at 1; that is safe after an hour because a holder
+// id is never reused by another process, and a write of a holding that
+// ended an hour ago has long failed by its deadline.
+const LeaseRowsKept = time.Hour
+
+// LeasePruner is a Leaser whose lease rows outlive their holdings (one row
+// per name, PostgreSQL): PruneLeases removes the rows of leases free
+// (released or expired, by the store's clock) for at least freeFor and
+// returns how many. A lease acquired again meanwhile is kept. It blocks for
+// one round trip; its errors are the store's.
+type LeasePruner interface {
+	PruneLeases(ctx context.Context, freeFor time.Duration) (int, error)
+}
