@@ -58,7 +58,7 @@ type ClaimOptions struct {
 	Store core.DeliveryClaimer
 	// Instance names this process, unique among the instances; empty
 	// means a random name, made once.
-	Instance string
+	Instance core.InstanceID
 	// TTL is how long a claim lasts, by the store's clock, when not
 	// renewed; zero means DefaultClaimTTL.
 	TTL time.Duration
@@ -117,7 +117,7 @@ func newClaims(opts ClaimOptions, log *slog.Logger) *claims {
 	if opts.Instance == "" {
 		// Claimants sharing a name would renew and take each other's
 		// claims as their own.
-		opts.Instance = "instance-" + rand.Text()
+		opts.Instance = core.InstanceID("instance-" + rand.Text())
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultClaimTTL

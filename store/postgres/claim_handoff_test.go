@@ -42,7 +42,7 @@ func startShared(t *testing.T, name, url string, adapters ...core.Adapter) *shar
 			n.mu.Unlock()
 		},
 		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", name),
-		Claims: delivery.ClaimOptions{Store: n.st, Instance: name, TTL: claimTTL, Renew: claimTTL / 4, Scan: claimTTL / 10,
+		Claims: delivery.ClaimOptions{Store: n.st, Instance: core.InstanceID(name), TTL: claimTTL, Renew: claimTTL / 4, Scan: claimTTL / 10,
 			Shared: true, Seen: f.Position}})
 	sub, unsubscribe := n.bus.Subscribe(4096, false)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -313,7 +313,7 @@ func claimOptions(o delivery.ClaimOptions, st store.Store, instance core.Instanc
 	if c, ok := st.(core.DeliveryClaimer); ok {
 		o.Store = c
 	}
-	o.Instance = string(instance)
+	o.Instance = instance
 	if shared {
 		o.Shared, o.Seen = true, f.Position
 	}
