@@ -180,6 +180,8 @@ type Held struct {
 	deadline   *time.Timer   // loses the lease on the own clock
 	releaseErr error
 	released   sync.Once
+	// waited: another instance held the lease when Hold tried it.
+	waited bool
 
 	mu    sync.Mutex
 	lease Lease
@@ -205,6 +207,7 @@ func Hold(ctx context.Context, leaser Leaser, name string, opts HoldOptions) (*H
 		switch {
 		case err == nil && granted:
 			h := hold(ctx, leaser, l, sent, opts)
+			h.waited = lastHolder != ""
 			if ctx.Err() != nil {
 				// Granted as ctx ended: free it rather than leave it to expire.
 				_ = h.Release(context.WithoutCancel(ctx))
@@ -308,6 +311,11 @@ func (h *Held) renew(sent time.Time) {
 // failed until the own-clock deadline, or GiveUp was called), it was
 // released, or the context given to Hold ended.
 func (h *Held) Context() context.Context { return h.ctx }
+
+// Waited reports whether Hold found the lease held by another instance
+// before it got it: what this instance knew of the leased thing from
+// before may have changed meanwhile.
+func (h *Held) Waited() bool { return h.waited }
 
 // Lease returns the holding, to pass to fenced writes.
 func (h *Held) Lease() Lease {

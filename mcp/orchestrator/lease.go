@@ -34,6 +34,13 @@ import (
 // instance runs the session; waiters exist only for sessions that had a
 // message while another instance ran them, and they end when it releases.
 //
+// A worker that waited for another holder does not repair an unyielded
+// turn (Orchestrator.scan): the status its scan saw is stale, and a turn
+// the holder yielded since must not be completed twice. A holder that died
+// between a turn's saved watermark and its yield leaves that turn open
+// until a scan finds it with the lease free (the next reconnection or
+// start of an instance).
+//
 // A worker whose lease is lost (renewals refused or failing until its own
 // deadline) stops its process at once, like a clean stop, and a new
 // worker waits for the lease again, so that an instance cut off from the
@@ -61,6 +68,13 @@ func (w *worker) hold(ctx context.Context) (context.Context, func(), error) {
 	h, err := core.Hold(ctx, w.o.opts.Leases, leaseName(w.id), opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if h.Waited() {
+		// Another instance ran the session meanwhile: what the scan
+		// that made this worker saw of its status is stale, and
+		// completing a turn that holder yielded would notify people
+		// twice.
+		w.repair = false
 	}
 	release := func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)

@@ -278,3 +278,37 @@ func TestSessionLeaseCleanStop(t *testing.T) {
 		}
 	})
 }
+
+// An instance that starts while another runs a session's turn finds the
+// session working, and waits for its lease. By the time it gets it (the
+// holder yielded, idled, and stopped its process), that status is stale:
+// it does not complete the turn again, so people are notified once.
+func TestSessionLeaseNoStaleRepair(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		id := st.create()
+		fc := newFakeClaude(func(ft *fakeTurn) {
+			ft.Say("working on " + ft.Text)
+			ft.Pause(10 * time.Second)
+			ft.Say("done")
+		})
+		tab := newLeaseTable()
+		startOrchestrator(t, st, fc, func(o *Options) { o.Leases = tab.as("a") })
+		st.say(id, ann, "question")
+		settle(time.Second)
+		if s := st.session(id).Status; s != core.StatusWorking {
+			t.Fatalf("status %s mid-turn", s)
+		}
+		startOrchestrator(t, st, fc, func(o *Options) { o.Leases = tab.as("b") })
+		settle(DefaultIdleStop + time.Minute)
+		if h := tab.holder(leaseName(string(id))); h != "" {
+			t.Fatalf("%q holds the lease of an idle session", h)
+		}
+		if n := len(st.events(id, core.EventTurnComplete)); n != 1 {
+			t.Fatalf("%d turns completed, want the one that ran", n)
+		}
+		if got := fc.sent(string(id)); !slices.Equal(got, []string{"question"}) {
+			t.Fatalf("handed %q", got)
+		}
+	})
+}
