@@ -236,11 +236,17 @@ func TestSessionLeaseOnPostgres(t *testing.T) {
 	}
 
 	nodes[holder].leases.cut.Store(true)
+	cut := time.Now()
 	first := fc.procsOf(string(sid))[0]
 	eventually(t, "the holder stops its agent", first.wasStopped)
+	stopped := time.Since(cut)
+	eventually(t, "the other's agent", func() bool { return len(who.started()) == 2 })
+	took := time.Since(cut)
 	eventually(t, "the other answers the message", func() bool {
 		return slices.Equal(a.finals(t, sid), []string{"answer to question"})
 	})
+	t.Logf("cut off from the database: the holder stopped its agent after %v, the other started one after %v (lease ttl %v, renewed every %v, margin %v)",
+		stopped.Round(time.Millisecond), took.Round(time.Millisecond), testLease.TTL, testLease.Renew, testLease.Margin)
 	if got := who.started(); !slices.Equal(got, []core.InstanceID{holder, other(holder)}) {
 		t.Fatalf("processes started by %q", got)
 	}
