@@ -158,8 +158,9 @@ type Daemon struct {
 	// Bus is the local bus: the events this instance committed
 	// (commands.Service publishes them), read by the dispatcher, the
 	// cleanup ledger and the metrics, so that each event is delivered by
-	// the instance that committed it. On PostgreSQL it is unordered: the
-	// seqs between its events are other instances'.
+	// the instance that committed it (what is meant for a platform it does
+	// not run is handed over, core/delivery's handoff.go). On PostgreSQL
+	// it is unordered: the seqs between its events are other instances'.
 	Bus *core.MemBus
 	// Feed is the cluster feed: every event of the store's log, whichever
 	// instance committed it, once and in Seq order, published by Follower
