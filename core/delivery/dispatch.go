@@ -221,6 +221,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string, 
 	if e.Kind == core.EventQuestionClosed {
 		// To wherever the question is shown, whatever the routing.
 		d.questions.withdraw(s, e, j)
+		if here, remote := d.shownAt(e, j); len(remote) > 0 {
+			d.journal.handOff(ctx, j, here, remote) // handoff.go
+			return nil
+		}
 		d.journal.seal(ctx, j)
 		return nil
 	}

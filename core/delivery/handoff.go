@@ -16,7 +16,8 @@ import (
 // the targets it runs get their operations as usual, and the targets it
 // does not run (the session's last input origin when that is a platform
 // this instance lacks; on a broadcast, every platform the session is
-// bound to) are left to an instance that runs them. Once the operations
+// bound to; for a closed question, every platform showing it) are left to
+// an instance that runs them. Once the operations
 // of its own targets are all confirmed, the claimant records a marker per
 // target it served ("<adapter>/delivered/0", a confirmed key like any
 // other) and releases its claim without finishing the event; it passes
@@ -38,7 +39,7 @@ import (
 // handOffTimeout bounds the store writes of a hand-off.
 const handOffTimeout = 10 * time.Second
 
-// deliveredKey marks the event's targets on adapter a served.
+// deliveredKey marks that the event's targets on adapter a were served.
 func deliveredKey(a core.AdapterName) string { return opKey(a, "delivered", 0) }
 
 // route returns the adapters e of s goes to on this instance (here, in
@@ -74,6 +75,28 @@ func (d *Dispatcher) route(s core.Session, e core.Event, j *delivery) (here, rem
 		served := func(n core.AdapterName) bool { return d.journal.served(j, n) }
 		here = slices.DeleteFunc(here, served)
 		remote = slices.DeleteFunc(remote, served)
+	}
+	return here, remote
+}
+
+// shownAt splits the adapters showing a closed question (e.Refs) into
+// those this instance runs (here) and those it does not that no claimant
+// served yet (remote), with shared claims; nothing otherwise. The
+// withdrawal edits the question wherever it is shown, whatever the
+// routing, so a question another instance's platform shows is handed over.
+func (d *Dispatcher) shownAt(e core.Event, j *delivery) (here, remote []core.AdapterName) {
+	if j == nil || !d.journal.claims.shared() {
+		return nil, nil
+	}
+	for _, ref := range e.Refs {
+		n := ref.Adapter
+		switch _, ok := d.router.Adapter(n); {
+		case slices.Contains(here, n) || slices.Contains(remote, n):
+		case ok:
+			here = append(here, n)
+		case !d.journal.served(j, n):
+			remote = append(remote, n)
+		}
 	}
 	return here, remote
 }

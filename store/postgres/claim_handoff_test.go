@@ -159,3 +159,34 @@ func TestHandOffBroadcast(t *testing.T) {
 		t.Errorf("a sent %d on tg, b %d on sl", a.sentOn("tg"), b.sentOn("sl"))
 	}
 }
+
+// A question shown on a platform only one instance runs is closed by an
+// event another instance commits: the withdrawal (the question edited to
+// show it closed) is handed over and made once, by the instance running
+// that platform.
+func TestHandOffQuestionClosed(t *testing.T) {
+	srv := pgtest.Start(t)
+	tg, sl := fake.New("tg", core.Capabilities{}), fake.New("sl", core.Capabilities{})
+	startShared(t, "a", srv.URL, tg)
+	b := startShared(t, "b", srv.URL, sl)
+	id := b.sessionAt(t, core.OriginAPI, "tg", "sl")
+	ref, err := tg.Send(context.Background(), claimPlace, core.OutMessage{Kind: core.KindQuestion, Text: "Deploy?",
+		Buttons: []core.Button{{Label: "Yes", Data: "q1:1"}}})
+	storetest.Must(t, err)
+	evs, err := b.st.AppendEvents(context.Background(), core.Event{Kind: core.EventQuestionClosed, Session: id, QuestionID: "q1",
+		Text: "answered", Message: &core.Message{Content: "Deploy?"}, Refs: []core.MessageRef{ref}})
+	storetest.Must(t, err)
+	for _, e := range evs {
+		b.bus.Publish(e)
+	}
+	emptyJournal(t, b.st)
+	var edits []int
+	for _, m := range tg.Messages(claimPlace) {
+		if m.ID == ref.ID {
+			edits = append(edits, m.Edits)
+		}
+	}
+	if len(edits) != 1 || edits[0] != 1 {
+		t.Errorf("the question's edits: %v, want one message edited once", edits)
+	}
+}
