@@ -18,20 +18,20 @@ type DeliveryClaimer interface {
 	// from now. A store shared by several instances reports false, taking
 	// nothing, when another instance holds an unexpired claim on it or it
 	// is no longer journaled; a claim instance holds already is renewed.
-	ClaimDelivery(ctx context.Context, seq uint64, instance string, ttl time.Duration) (bool, error)
+	ClaimDelivery(ctx context.Context, seq uint64, instance InstanceID, ttl time.Duration) (bool, error)
 	// ClaimDeliveries claims for instance up to limit journaled events
 	// with after < Seq <= upTo that nobody holds (unclaimed, or their
 	// claim expired), oldest first, and returns them as Deliveries does.
 	// Events held by an instance (this one included: it is delivering
 	// them), or being claimed at that moment, are passed over, not waited
 	// for. A store used by one instance returns every journaled event.
-	ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance string, ttl time.Duration) ([]Delivery, error)
+	ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance InstanceID, ttl time.Duration) ([]Delivery, error)
 	// RenewClaims extends the claims instance holds on seqs to ttl from
 	// now and returns the seqs it still holds: a claim taken over by
 	// another instance, or an event finished meanwhile, is left out.
-	RenewClaims(ctx context.Context, instance string, seqs []uint64, ttl time.Duration) ([]uint64, error)
+	RenewClaims(ctx context.Context, instance InstanceID, seqs []uint64, ttl time.Duration) ([]uint64, error)
 	// ReleaseClaims gives up the claims instance holds on seqs, so that
 	// another instance may take them at once rather than at expiry (a
 	// clean stop). Claims held by others are left alone.
-	ReleaseClaims(ctx context.Context, instance string, seqs []uint64) error
+	ReleaseClaims(ctx context.Context, instance InstanceID, seqs []uint64) error
 }

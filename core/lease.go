@@ -180,6 +180,8 @@ type Held struct {
 	deadline   *time.Timer   // loses the lease on the own clock
 	releaseErr error
 	released   sync.Once
+	// waited: another instance held the lease when Hold tried it.
+	waited bool
 
 	mu    sync.Mutex
 	lease Lease
@@ -205,6 +207,7 @@ func Hold(ctx context.Context, leaser Leaser, name string, opts HoldOptions) (*H
 		switch {
 		case err == nil && granted:
 			h := hold(ctx, leaser, l, sent, opts)
+			h.waited = lastHolder != ""
 			if ctx.Err() != nil {
 				// Granted as ctx ended: free it rather than leave it to expire.
 				_ = h.Release(context.WithoutCancel(ctx))
@@ -308,6 +311,11 @@ func (h *Held) renew(sent time.Time) {
 // failed until the own-clock deadline, or GiveUp was called), it was
 // released, or the context given to Hold ended.
 func (h *Held) Context() context.Context { return h.ctx }
+
+// Waited reports whether Hold found the lease held by another instance
+// before it got it: what this instance knew of the leased thing from
+// before may have changed meanwhile.
+func (h *Held) Waited() bool { return h.waited }
 
 // Lease returns the holding, to pass to fenced writes.
 func (h *Held) Lease() Lease {
@@ -422,4 +430,22 @@ func Lead(ctx context.Context, leaser Leaser, name string, opts HoldOptions, wor
 			return err
 		}
 	}
+}
+
+// LeaseRowsKept is how long a lease's row stays after it was last held
+// (released, or expired by the store's clock) before a LeasePruner may
+// remove it. Rows are made per name (one per session whose agent ran, for
+// instance), so without pruning they would pile up. Removing a row lets
+// its tokens start again at 1; that is safe after an hour because a holder
+// id is never reused by another process, and a write of a holding that
+// ended an hour ago has long failed by its deadline.
+const LeaseRowsKept = time.Hour
+
+// LeasePruner is a Leaser whose lease rows outlive their holdings (one row
+// per name, PostgreSQL): PruneLeases removes the rows of leases free
+// (released or expired, by the store's clock) for at least freeFor and
+// returns how many. A lease acquired again meanwhile is kept. It blocks for
+// one round trip; its errors are the store's.
+type LeasePruner interface {
+	PruneLeases(ctx context.Context, freeFor time.Duration) (int, error)
 }

@@ -317,6 +317,10 @@ func TestHoldWaitsForTheHolder(t *testing.T) {
 		if third.h.Lease().Token != 3 {
 			t.Errorf("third token %d, want 3", third.h.Lease().Token)
 		}
+		if first.h.Waited() || !second.h.Waited() || !third.h.Waited() {
+			t.Errorf("waited: %v, %v, %v; want only the ones that found another holder",
+				first.h.Waited(), second.h.Waited(), third.h.Waited())
+		}
 		_ = third.h.Release(context.Background())
 	})
 }

@@ -58,7 +58,7 @@ type ClaimOptions struct {
 	Store core.DeliveryClaimer
 	// Instance names this process, unique among the instances; empty
 	// means a random name, made once.
-	Instance string
+	Instance core.InstanceID
 	// TTL is how long a claim lasts, by the store's clock, when not
 	// renewed; zero means DefaultClaimTTL.
 	TTL time.Duration
@@ -67,6 +67,17 @@ type ClaimOptions struct {
 	// Scan is how often to look for deliveries nobody holds; zero means
 	// TTL/3.
 	Scan time.Duration
+	// Shared says other instances may run adapters this one does not
+	// (several instances on PostgreSQL): an event meant for one of them
+	// is handed over once this instance served its own (handoff.go)
+	// rather than broadcast to the adapters it has. False: this instance
+	// runs every adapter there is (bbolt).
+	Shared bool
+	// Seen, when set, is the last event seq the cluster feed published
+	// (the follower's position): the scan looks that far, so that it
+	// finds events other instances committed and handed over. Nil: as far
+	// as this dispatcher has seen (its own commits).
+	Seen func() uint64
 }
 
 // errClaimLost ends an operation its instance may no longer send: another
@@ -89,6 +100,9 @@ type claims struct {
 	// no place): later scans pass them over, as Replay leaves them for the
 	// next start. Only the scan's goroutine uses it.
 	inert map[uint64]bool
+	// passed are the events this instance handed over (handoff.go):
+	// its scans pass them over. Guarded by mu.
+	passed map[uint64]bool
 	// granted is, per claimed seq, when the request that last granted or
 	// renewed it was sent: by this instance's clock, before the store's
 	// clock took the time the claim expires from, so the claim expires
@@ -103,7 +117,7 @@ func newClaims(opts ClaimOptions, log *slog.Logger) *claims {
 	if opts.Instance == "" {
 		// Claimants sharing a name would renew and take each other's
 		// claims as their own.
-		opts.Instance = "instance-" + rand.Text()
+		opts.Instance = core.InstanceID("instance-" + rand.Text())
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultClaimTTL
@@ -114,7 +128,25 @@ func newClaims(opts ClaimOptions, log *slog.Logger) *claims {
 	if opts.Scan <= 0 {
 		opts.Scan = opts.TTL / 3
 	}
-	return &claims{opts: opts, log: log, granted: map[uint64]time.Time{}, inert: map[uint64]bool{}}
+	return &claims{opts: opts, log: log, granted: map[uint64]time.Time{}, inert: map[uint64]bool{}, passed: map[uint64]bool{}}
+}
+
+// shared reports whether events may be handed over to instances running
+// other adapters (ClaimOptions.Shared).
+func (c *claims) shared() bool { return c != nil && c.opts.Shared }
+
+// passOver records that this instance handed seq over.
+func (c *claims) passOver(seq uint64) {
+	c.mu.Lock()
+	c.passed[seq] = true
+	c.mu.Unlock()
+}
+
+// passedOver reports whether this instance handed seq over.
+func (c *claims) passedOver(seq uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.passed[seq]
 }
 
 // margin is how long before a claim's expiry its holder stops acting on
@@ -274,25 +306,40 @@ func (d *Dispatcher) RunClaims(ctx context.Context) {
 }
 
 // takeOver claims and dispatches the journaled events up to what this
-// dispatcher has seen that no instance holds and this one is not
-// delivering; it returns how many.
+// dispatcher has seen (or the cluster feed published, ClaimOptions.Seen)
+// that no instance holds and this one is not delivering; it returns how
+// many. The claims it took on events it passes over (inert here, or
+// handed over by this instance) are released at once, so that an instance
+// that can deliver them is not kept waiting for their expiry.
 func (d *Dispatcher) takeOver(ctx context.Context) (int, error) {
+	c := d.journal.claims
 	upTo := max(d.seen.Load(), d.replayed.Load())
+	if c.opts.Seen != nil {
+		upTo = max(upTo, c.opts.Seen())
+	}
 	if upTo == 0 {
 		return 0, nil
 	}
 	d.journal.beginScan()
 	defer d.journal.endScan()
+	before := c.passedSeqs()
+	journaled := map[uint64]bool{}
 	var after uint64
 	n := 0
 	for {
-		page, err := d.journal.claims.claimPage(ctx, after, upTo, replayPage)
+		page, err := c.claimPage(ctx, after, upTo, replayPage)
 		if err != nil {
 			return n, fmt.Errorf("dispatch: take over: %w", err)
 		}
+		var skipped []uint64
 		for _, dl := range page {
 			seq := dl.Event.Seq
-			if d.journal.busy(seq) || d.journal.claims.inert[seq] {
+			journaled[seq] = true
+			if d.journal.busy(seq) {
+				continue
+			}
+			if c.inert[seq] || c.passedOver(seq) {
+				skipped = append(skipped, seq)
 				continue
 			}
 			if err := d.dispatch(ctx, dl.Event, dl.Done, true); err != nil {
@@ -300,15 +347,53 @@ func (d *Dispatcher) takeOver(ctx context.Context) (int, error) {
 				continue
 			}
 			if !d.journal.busy(seq) && !d.journal.finishedInScan(seq) {
-				d.journal.claims.inert[seq] = true
+				c.inert[seq] = true
 				continue
 			}
 			n++
 		}
+		if len(skipped) > 0 {
+			if err := c.opts.Store.ReleaseClaims(ctx, c.opts.Instance, skipped); err != nil {
+				d.log.Warn("journal: release the events passed over; they are free when their claims expire", "err", err)
+			}
+		}
 		if len(page) < replayPage {
+			c.forgetFinished(before, journaled)
 			return n, nil
 		}
 		after = page[len(page)-1].Event.Seq
+	}
+}
+
+// passedSeqs returns the events handed over so far, for forgetFinished.
+func (c *claims) passedSeqs() []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]uint64, 0, len(c.passed))
+	for s := range c.passed {
+		out = append(out, s)
+	}
+	return out
+}
+
+// forgetFinished forgets the inert events, and those of the events handed
+// over before a whole scan began, that the scan did not find journaled:
+// they left the journal, and the maps stay as small as it. One another
+// instance held during the scan is forgotten too; should it come back,
+// dispatching it again serves nothing twice (its confirmed keys and
+// markers are skipped) and passes it over again.
+func (c *claims) forgetFinished(passed []uint64, journaled map[uint64]bool) {
+	for seq := range c.inert {
+		if !journaled[seq] {
+			delete(c.inert, seq)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, seq := range passed {
+		if !journaled[seq] {
+			delete(c.passed, seq)
+		}
 	}
 }
 

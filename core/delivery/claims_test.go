@@ -35,21 +35,21 @@ type sharedClaims struct {
 	mu   sync.Mutex
 	held map[uint64]heldClaim
 	// cut are the instances whose requests fail: cut off from the store.
-	cut map[string]bool
+	cut map[core.InstanceID]bool
 }
 
 type heldClaim struct {
-	by    string
+	by    core.InstanceID
 	until time.Time
 }
 
 var errCut = errors.New("store unreachable")
 
 func newSharedClaims(st *bolt.Store) *sharedClaims {
-	return &sharedClaims{Store: st, held: map[uint64]heldClaim{}, cut: map[string]bool{}}
+	return &sharedClaims{Store: st, held: map[uint64]heldClaim{}, cut: map[core.InstanceID]bool{}}
 }
 
-func (c *sharedClaims) setCut(instance string, cut bool) {
+func (c *sharedClaims) setCut(instance core.InstanceID, cut bool) {
 	c.mu.Lock()
 	c.cut[instance] = cut
 	c.mu.Unlock()
@@ -57,12 +57,12 @@ func (c *sharedClaims) setCut(instance string, cut bool) {
 
 // freeLocked reports whether instance may take seq; with instance "",
 // whether nobody holds it.
-func (c *sharedClaims) freeLocked(seq uint64, instance string) bool {
+func (c *sharedClaims) freeLocked(seq uint64, instance core.InstanceID) bool {
 	h, ok := c.held[seq]
 	return !ok || h.by == instance || !time.Now().Before(h.until)
 }
 
-func (c *sharedClaims) ClaimDelivery(ctx context.Context, seq uint64, instance string, ttl time.Duration) (bool, error) {
+func (c *sharedClaims) ClaimDelivery(ctx context.Context, seq uint64, instance core.InstanceID, ttl time.Duration) (bool, error) {
 	page, err := c.Deliveries(ctx, seq-1, 1)
 	if err != nil {
 		return false, err
@@ -79,7 +79,7 @@ func (c *sharedClaims) ClaimDelivery(ctx context.Context, seq uint64, instance s
 	return true, nil
 }
 
-func (c *sharedClaims) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance string, ttl time.Duration) ([]core.Delivery, error) {
+func (c *sharedClaims) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance core.InstanceID, ttl time.Duration) ([]core.Delivery, error) {
 	page, err := c.Deliveries(ctx, after, 0)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (c *sharedClaims) ClaimDeliveries(ctx context.Context, after, upTo uint64, 
 	return out, nil
 }
 
-func (c *sharedClaims) RenewClaims(ctx context.Context, instance string, seqs []uint64, ttl time.Duration) ([]uint64, error) {
+func (c *sharedClaims) RenewClaims(ctx context.Context, instance core.InstanceID, seqs []uint64, ttl time.Duration) ([]uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cut[instance] {
@@ -118,7 +118,7 @@ func (c *sharedClaims) RenewClaims(ctx context.Context, instance string, seqs []
 	return held, nil
 }
 
-func (c *sharedClaims) ReleaseClaims(ctx context.Context, instance string, seqs []uint64) error {
+func (c *sharedClaims) ReleaseClaims(ctx context.Context, instance core.InstanceID, seqs []uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cut[instance] {
@@ -162,7 +162,7 @@ func startInstanceTTL(t *testing.T, name string, st core.Store, claims core.Deli
 	t.Helper()
 	in := &instance{t: t, bus: core.NewMemBus(0), out: newOutbox(fk, delivery.OutboxOptions{})}
 	in.d = delivery.NewDispatcher(st, delivery.NewRouter(fk), in.out, delivery.DispatcherOptions{FileDir: t.TempDir(),
-		Claims: delivery.ClaimOptions{Store: claims, Instance: name, TTL: ttl}, Logger: log})
+		Claims: delivery.ClaimOptions{Store: claims, Instance: core.InstanceID(name), TTL: ttl}, Logger: log})
 	sub, unsubscribe := in.bus.Subscribe(64, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.stop = func() {

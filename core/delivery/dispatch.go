@@ -221,15 +221,24 @@ func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string, 
 	if e.Kind == core.EventQuestionClosed {
 		// To wherever the question is shown, whatever the routing.
 		d.questions.withdraw(s, e, j)
+		if here, remote := d.shownAt(e, j); len(remote) > 0 {
+			d.journal.handOff(ctx, j, here, remote) // handoff.go
+			return nil
+		}
 		d.journal.seal(ctx, j)
 		return nil
 	}
-	for _, name := range d.router.Targets(s, e) {
+	here, remote := d.route(s, e, j)
+	for _, name := range here {
 		a, _ := d.router.Adapter(name)
 		if followsEvents(a) {
 			continue // routed there, and it shows the event itself
 		}
 		d.dispatchTo(s, a, e, j)
+	}
+	if len(remote) > 0 {
+		d.journal.handOff(ctx, j, here, remote) // handoff.go
+		return nil
 	}
 	d.journal.seal(ctx, j)
 	return nil
@@ -240,8 +249,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string, 
 // in the cleanup ledger, whose rules belong to sessions.
 func (d *Dispatcher) dispatchToPlace(ctx context.Context, e core.Event, done []string) {
 	j := d.journal.track(e, done)
-	defer d.journal.seal(ctx, j)
 	a, ok := d.router.Adapter(e.Origin.Adapter())
+	if !ok && j != nil && d.journal.claims.shared() && e.Origin.IsUI() {
+		// Another instance runs the place's adapter (handoff.go).
+		d.journal.handOff(ctx, j, nil, []core.AdapterName{e.Origin.Adapter()})
+		return
+	}
+	defer d.journal.seal(ctx, j)
 	if !ok || followsEvents(a) || (e.Seq > 0 && j == nil) {
 		return
 	}

@@ -48,6 +48,12 @@ type delivery struct {
 	// lost is set when this instance may no longer send the event's
 	// operations (claims.go): those still queued end with errClaimLost.
 	lost bool
+	// handOff is set when the event is also meant for adapters this
+	// instance does not run: once its operations here are confirmed it
+	// is handed over (handoff.go), not finished; served are the adapters
+	// it was delivered to here.
+	handOff bool
+	served  []core.AdapterName
 }
 
 func newJournal(store core.Store, log *slog.Logger, onConfirmed func(core.AdapterName, time.Duration)) *journal {
@@ -201,9 +207,13 @@ func (jr *journal) confirm(j *delivery, a core.AdapterName, key string, err erro
 	delete(j.outstanding, key)
 	j.done[key] = true
 	last := j.sealed && len(j.outstanding) == 0
+	handOver := last && j.handOff
 	jr.mu.Unlock()
-	err = jr.store.ConfirmDelivery(context.Background(), j.seq, key, last)
-	if last {
+	err = jr.store.ConfirmDelivery(context.Background(), j.seq, key, last && !handOver)
+	switch {
+	case handOver && err == nil:
+		jr.handOver(context.Background(), j)
+	case last:
 		jr.forget(j)
 	}
 	if err != nil {

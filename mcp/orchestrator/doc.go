@@ -100,6 +100,13 @@
 // process keeps them in the conversation), so the next message is answered
 // with them in view.
 //
+// Several instances (Options.Leases). Among instances sharing a
+// PostgreSQL store, a session's agent runs on the one instance holding the
+// lease "session/<id>": a worker waits for it before anything else, acts
+// under it, and releases it when it retires; an instance that dies loses
+// it and another that heard of the session's messages takes it over and
+// goes on from the watermark (lease.go). On bbolt there are no leases.
+//
 // max_running. A worker holds a slot from before its process starts until
 // the process stopped. A session with work and no free slot waits in a
 // first-come queue; its output says once that it waits ("⏳ All N agents

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp/claudecode"
 )
 
@@ -60,6 +61,14 @@ type Options struct {
 	// ApprovalTimeout is how long people have to decide on an approval
 	// (default 10m, at most an hour); a timeout denies the call.
 	ApprovalTimeout time.Duration
+	// Leases, when several instances share the store, gives each
+	// session's agent to one of them at a time: a worker acts only while
+	// its instance holds the lease "session/<id>" (lease.go). Nil (one
+	// instance, as on bbolt) runs every session here.
+	Leases core.Leaser
+	// Lease tunes the session leases; the zero value takes core's
+	// timings (tests shorten them). Its Logger is the session's.
+	Lease core.HoldOptions
 	// Logger receives the orchestrator's log, scoped by the caller (nil:
 	// discarded).
 	Logger *slog.Logger

@@ -65,7 +65,28 @@ func newWorker(o *Orchestrator, id string, repair bool) *worker {
 		decided: make(chan decision)}
 }
 
+// run holds the session's lease (lease.go), then drives the session under
+// it until the worker retires or ctx ends; a lost lease stops the process
+// and hands the session to a new worker, which waits for the lease again.
 func (w *worker) run(ctx context.Context) {
+	acting, release, err := w.hold(ctx)
+	if err != nil {
+		w.o.retire(w, true)
+		return
+	}
+	w.loop(acting)
+	release()
+	if lostLease(ctx, acting) {
+		w.log.Warn("the session's lease was lost; its agent is stopped until this instance holds it again",
+			"err", context.Cause(acting))
+		w.o.retire(w, true)
+		w.o.wake(w.id, false)
+	}
+}
+
+// loop drives the session until the worker retires or ctx ends, and then
+// stops the process.
+func (w *worker) loop(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer w.shutdown()

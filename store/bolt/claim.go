@@ -15,13 +15,13 @@ import (
 var _ core.DeliveryClaimer = (*Store)(nil)
 
 // ClaimDelivery implements core.DeliveryClaimer: always granted.
-func (s *Store) ClaimDelivery(ctx context.Context, seq uint64, instance string, ttl time.Duration) (bool, error) {
+func (s *Store) ClaimDelivery(ctx context.Context, seq uint64, instance core.InstanceID, ttl time.Duration) (bool, error) {
 	return true, nil
 }
 
 // ClaimDeliveries implements core.DeliveryClaimer: the journal up to upTo
 // as Deliveries reads it.
-func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance string, ttl time.Duration) ([]core.Delivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance core.InstanceID, ttl time.Duration) ([]core.Delivery, error) {
 	page, err := s.Deliveries(ctx, after, limit)
 	for i, d := range page {
 		if d.Event.Seq > upTo {
@@ -32,9 +32,11 @@ func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit i
 }
 
 // RenewClaims implements core.DeliveryClaimer: every claim is still held.
-func (s *Store) RenewClaims(ctx context.Context, instance string, seqs []uint64, ttl time.Duration) ([]uint64, error) {
+func (s *Store) RenewClaims(ctx context.Context, instance core.InstanceID, seqs []uint64, ttl time.Duration) ([]uint64, error) {
 	return seqs, nil
 }
 
 // ReleaseClaims implements core.DeliveryClaimer: nothing to release.
-func (s *Store) ReleaseClaims(ctx context.Context, instance string, seqs []uint64) error { return nil }
+func (s *Store) ReleaseClaims(ctx context.Context, instance core.InstanceID, seqs []uint64) error {
+	return nil
+}

@@ -22,7 +22,7 @@ func TestClaimsAlwaysGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, who := range []string{"one", "another"} {
+	for _, who := range []core.InstanceID{"one", "another"} {
 		if ok, err := s.ClaimDelivery(ctx, evs[0].Seq, who, time.Second); !ok || err != nil {
 			t.Errorf("claim by %s: %v, %v; want granted", who, ok, err)
 		}

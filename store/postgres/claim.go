@@ -38,13 +38,13 @@ var _ core.DeliveryClaimer = (*Store)(nil)
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // ClaimDelivery implements core.DeliveryClaimer.
-func (s *Store) ClaimDelivery(ctx context.Context, seq uint64, instance string, ttl time.Duration) (bool, error) {
+func (s *Store) ClaimDelivery(ctx context.Context, seq uint64, instance core.InstanceID, ttl time.Duration) (bool, error) {
 	var got bool
 	err := s.statement(ctx, func() error {
 		tag, err := s.pool.Exec(ctx, `UPDATE journal
 			SET claimed_by = $2, claim_until = now() + $3 * interval '1 microsecond'
 			WHERE seq = $1 AND (claimed_by IS NULL OR claimed_by = $2 OR claim_until <= now())`,
-			int64(seq), instance, micros(ttl))
+			int64(seq), string(instance), micros(ttl))
 		got = err == nil && tag.RowsAffected() == 1
 		return err
 	})
@@ -57,7 +57,7 @@ func (s *Store) ClaimDelivery(ctx context.Context, seq uint64, instance string, 
 // ClaimDeliveries implements core.DeliveryClaimer in one statement: lock
 // the free rows (skipping those another transaction holds), claim them, and
 // read them back with their confirmed keys as Deliveries does.
-func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance string, ttl time.Duration) ([]core.Delivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit int, instance core.InstanceID, ttl time.Duration) ([]core.Delivery, error) {
 	var out []core.Delivery
 	err := s.statement(ctx, func() error {
 		out = out[:0]
@@ -74,7 +74,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit i
 			SELECT c.seq, c.data, c.message_id, m.data,
 				ARRAY(SELECT d.key FROM journal_done d WHERE d.seq = c.seq ORDER BY d.key)
 			FROM claimed c LEFT JOIN messages m ON m.id = c.message_id
-			ORDER BY c.seq`, int64(after), limitArg(limit), instance, micros(ttl), int64(upTo))
+			ORDER BY c.seq`, int64(after), limitArg(limit), string(instance), micros(ttl), int64(upTo))
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, after, upTo uint64, limit i
 
 // RenewClaims implements core.DeliveryClaimer. An expired claim nobody
 // took over is renewed too: it was never anyone else's.
-func (s *Store) RenewClaims(ctx context.Context, instance string, seqs []uint64, ttl time.Duration) ([]uint64, error) {
+func (s *Store) RenewClaims(ctx context.Context, instance core.InstanceID, seqs []uint64, ttl time.Duration) ([]uint64, error) {
 	if len(seqs) == 0 {
 		return nil, nil
 	}
@@ -111,7 +111,7 @@ func (s *Store) RenewClaims(ctx context.Context, instance string, seqs []uint64,
 	err := s.statement(ctx, func() error {
 		held = held[:0]
 		rows, err := s.pool.Query(ctx, `UPDATE journal SET claim_until = now() + $3 * interval '1 microsecond'
-			WHERE claimed_by = $1 AND seq = ANY($2) RETURNING seq`, instance, int64s(seqs), micros(ttl))
+			WHERE claimed_by = $1 AND seq = ANY($2) RETURNING seq`, string(instance), int64s(seqs), micros(ttl))
 		if err != nil {
 			return err
 		}
@@ -129,13 +129,13 @@ func (s *Store) RenewClaims(ctx context.Context, instance string, seqs []uint64,
 }
 
 // ReleaseClaims implements core.DeliveryClaimer.
-func (s *Store) ReleaseClaims(ctx context.Context, instance string, seqs []uint64) error {
+func (s *Store) ReleaseClaims(ctx context.Context, instance core.InstanceID, seqs []uint64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
 	err := s.statement(ctx, func() error {
 		_, err := s.pool.Exec(ctx, `UPDATE journal SET claimed_by = NULL, claim_until = NULL
-			WHERE claimed_by = $1 AND seq = ANY($2)`, instance, int64s(seqs))
+			WHERE claimed_by = $1 AND seq = ANY($2)`, string(instance), int64s(seqs))
 		return err
 	})
 	if err != nil {

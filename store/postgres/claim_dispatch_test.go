@@ -59,7 +59,7 @@ func startNode(t *testing.T, name, url string, fk *fake.Adapter) *node {
 			n.mu.Unlock()
 		},
 		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", name),
-		Claims: delivery.ClaimOptions{Store: n.st, Instance: name, TTL: claimTTL, Renew: claimTTL / 4, Scan: claimTTL / 10}})
+		Claims: delivery.ClaimOptions{Store: n.st, Instance: core.InstanceID(name), TTL: claimTTL, Renew: claimTTL / 4, Scan: claimTTL / 10}})
 	sub, unsubscribe := n.bus.Subscribe(4096, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -49,7 +49,7 @@ func TestClaimDeliveryExactlyOne(t *testing.T) {
 		}
 		wg.Go(func() {
 			for _, seq := range order {
-				ok, err := st.ClaimDelivery(ctx, seq, name, time.Minute)
+				ok, err := st.ClaimDelivery(ctx, seq, core.InstanceID(name), time.Minute)
 				if err != nil {
 					t.Error(err)
 					return
@@ -70,10 +70,10 @@ func TestClaimDeliveryExactlyOne(t *testing.T) {
 	if !slices.Contains(granted[holder], seqs[1]) {
 		holder, other = other, holder
 	}
-	if ok, err := a.ClaimDelivery(ctx, seqs[1], holder, time.Minute); !ok || err != nil {
+	if ok, err := a.ClaimDelivery(ctx, seqs[1], core.InstanceID(holder), time.Minute); !ok || err != nil {
 		t.Errorf("the holder's second claim: %v, %v; want granted", ok, err)
 	}
-	if ok, err := b.ClaimDelivery(ctx, seqs[1], other, time.Minute); ok || err != nil {
+	if ok, err := b.ClaimDelivery(ctx, seqs[1], core.InstanceID(other), time.Minute); ok || err != nil {
 		t.Errorf("the other's claim on a held event: %v, %v; want refused", ok, err)
 	}
 	// An event no longer journaled is granted to nobody.
@@ -100,7 +100,7 @@ func TestClaimDeliveriesSplit(t *testing.T) {
 		wg.Go(func() {
 			var after uint64
 			for {
-				page, err := st.ClaimDeliveries(ctx, after, last, 16, name, time.Minute)
+				page, err := st.ClaimDeliveries(ctx, after, last, 16, core.InstanceID(name), time.Minute)
 				if err != nil {
 					t.Error(err)
 					return
@@ -122,7 +122,7 @@ func TestClaimDeliveriesSplit(t *testing.T) {
 	// what is left unclaimed is then claimed by a later scan.
 	for _, name := range []string{"instance-0", "instance-1"} {
 		st := map[string]*Store{"instance-0": a, "instance-1": b}[name]
-		page, err := st.ClaimDeliveries(ctx, 0, last, 0, name, time.Minute)
+		page, err := st.ClaimDeliveries(ctx, 0, last, 0, core.InstanceID(name), time.Minute)
 		storetest.Must(t, err)
 		mu.Lock()
 		for _, d := range page {
@@ -240,7 +240,7 @@ func TestReleaseClaims(t *testing.T) {
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
 	seqs := journalEvents(t, a, 3)
 	for i, seq := range seqs {
-		name := map[bool]string{true: "a", false: "b"}[i < 2]
+		name := map[bool]core.InstanceID{true: "a", false: "b"}[i < 2]
 		st := map[bool]*Store{true: a, false: b}[i < 2]
 		if ok, err := st.ClaimDelivery(ctx, seq, name, time.Hour); !ok || err != nil {
 			t.Fatalf("claim %d: %v, %v", seq, ok, err)

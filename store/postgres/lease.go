@@ -12,8 +12,9 @@ import (
 )
 
 // Leases (core.Leaser) live in the table leases, one row per name that was
-// ever acquired: a released lease keeps its row with no holder, so that the
-// token keeps increasing per name. Expiry is judged by the database's clock
+// acquired: a released lease keeps its row with no holder, so that the
+// token keeps increasing per name, until PruneLeases removes the rows free
+// for long (core.LeaseRowsKept). Expiry is judged by the database's clock
 // alone (clock_timestamp(), the time the statement runs, not the start of
 // its transaction); the instances' clocks never enter a statement. Each
 // operation is one statement, so that it is atomic without a transaction of
@@ -190,4 +191,22 @@ SELECT count(*) FROM l`
 		return fmt.Errorf("postgres: set cursor %q under lease %s (token %d): %w", name, l.Name, l.Token, core.ErrLeaseLost)
 	}
 	return nil
+}
+
+var _ core.LeasePruner = (*Store)(nil)
+
+// PruneLeases implements core.LeasePruner in one statement, by the
+// database's clock: a released row's expiry is the release. A row taken
+// again meanwhile (its expiry moved past the cut) is left alone: the
+// delete re-checks its condition on the row it waited for.
+func (s *Store) PruneLeases(ctx context.Context, freeFor time.Duration) (int, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM leases WHERE expires < clock_timestamp() - $1::bigint * interval '1 microsecond'`,
+		max(freeFor, 0).Microseconds())
+	if err != nil {
+		return 0, fmt.Errorf("postgres: prune leases: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }

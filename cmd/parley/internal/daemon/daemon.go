@@ -158,8 +158,9 @@ type Daemon struct {
 	// Bus is the local bus: the events this instance committed
 	// (commands.Service publishes them), read by the dispatcher, the
 	// cleanup ledger and the metrics, so that each event is delivered by
-	// the instance that committed it. On PostgreSQL it is unordered: the
-	// seqs between its events are other instances'.
+	// the instance that committed it (what is meant for a platform it does
+	// not run is handed over, core/delivery's handoff.go). On PostgreSQL
+	// it is unordered: the seqs between its events are other instances'.
 	Bus *core.MemBus
 	// Feed is the cluster feed: every event of the store's log, whichever
 	// instance committed it, once and in Seq order, published by Follower
@@ -263,7 +264,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		OnSent:        func(ctx context.Context, s delivery.Sent) { ledger.Sent(ctx, s) },
 		OnOutputShown: opts.OnOutputShown,
 		OnConfirmed:   opts.OnConfirmed,
-		Claims:        claimOptions(opts.Claims, st, opts.Instance),
+		Claims:        claimOptions(opts.Claims, st, opts.Instance, opts.StoreURL != "", d.Follower),
 		Logger:        opts.Logger.With("component", "dispatch"),
 	})
 	ledger = cleanup.New(st, d.Dispatcher, cleanup.Options{
@@ -305,12 +306,18 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 
 // claimOptions are the journal claims of instance on st: every journaled
 // event is claimed before it is sent, so that among the instances sharing
-// st one delivers it (on bbolt every claim is granted).
-func claimOptions(o delivery.ClaimOptions, st store.Store, instance core.InstanceID) delivery.ClaimOptions {
+// st one delivers it (on bbolt every claim is granted). When st is shared
+// the instances may run different adapters: an event meant for one this
+// instance lacks is handed over, and the scan looks as far as the cluster
+// feed (f) has published, so that it finds what others handed over.
+func claimOptions(o delivery.ClaimOptions, st store.Store, instance core.InstanceID, shared bool, f *follow.Follower) delivery.ClaimOptions {
 	if c, ok := st.(core.DeliveryClaimer); ok {
 		o.Store = c
 	}
-	o.Instance = string(instance)
+	o.Instance = instance
+	if shared {
+		o.Shared, o.Seen = true, f.Position
+	}
 	return o
 }
 
@@ -473,6 +480,17 @@ func (d *Daemon) Leases(ctx context.Context) (map[string]bool, error) {
 		out[l.Name] = l.Mine && l.Held
 	}
 	return out, nil
+}
+
+// AgentLeases is what leases a session's agent process to one instance
+// (the orchestrator's Options.Leases): the store when several instances
+// may share it (PostgreSQL), nil on a bbolt file, which one process owns,
+// so that it runs every session's agent as before.
+func (d *Daemon) AgentLeases() core.Leaser {
+	if d.opts.StoreURL == "" {
+		return nil
+	}
+	return d.Store
 }
 
 // Adapters returns the adapters the daemon runs.

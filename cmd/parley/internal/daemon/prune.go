@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/commands"
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store"
 )
 
@@ -44,5 +45,25 @@ func (d *Daemon) PruneOnce(ctx context.Context) store.PruneStats {
 		d.log.Info("pruned records older than the retention", "retention", d.opts.Retention,
 			"dedup_keys", st.Dedup, "reservations", st.Cursors, "cleanup_rows", st.Ledger)
 	}
+	d.pruneLeases(ctx)
 	return st
+}
+
+// pruneLeases removes the rows of leases nobody held for
+// core.LeaseRowsKept (a session's agent lease, once the session went
+// quiet), where the store keeps them (PostgreSQL). It runs in the same
+// pass with its own age, not the retention: a free lease row keeps
+// nothing anyone reads.
+func (d *Daemon) pruneLeases(ctx context.Context) {
+	p, ok := d.Store.(core.LeasePruner)
+	if !ok {
+		return
+	}
+	n, err := p.PruneLeases(ctx, core.LeaseRowsKept)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		d.log.Warn("pruning free lease rows failed; retrying at the next interval", "err", err, "interval", d.opts.PruneInterval)
+	case n > 0:
+		d.log.Info("pruned the rows of leases free for long", "free_for", core.LeaseRowsKept, "leases", n)
+	}
 }

@@ -49,6 +49,7 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, *claudecode.Runner
 		},
 		AskPermissions: a.Permissions == config.PermissionsAsk,
 		MaxRunning:     int(a.MaxRunning),
+		Leases:         m.daemon.AgentLeases(),
 		Logger:         m.Logger.With("component", "orchestrator"),
 	})
 	if err != nil {
