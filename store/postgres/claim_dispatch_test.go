@@ -143,6 +143,7 @@ func shownCount(fk *fake.Adapter) map[string]int {
 // journal ends empty. With fsync on, as in production, it reports the
 // repeat window: from the platform's answer to the confirmation's commit.
 func TestDispatchersShareTheJournal(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.StartDurable(t)
 	fk := fake.New("fake", core.Capabilities{})
 	a, b := startNode(t, "a", srv.URL, fk), startNode(t, "b", srv.URL, fk)

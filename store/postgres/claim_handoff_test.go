@@ -108,6 +108,7 @@ func emptyJournal(t *testing.T, st *Store) {
 // the platform finds it by its scan and shows it once. Nothing goes to the
 // first instance's own platform, which the person did not write from.
 func TestHandOffToTheInstanceWithThePlatform(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	tg, sl := fake.New("tg", core.Capabilities{}), fake.New("sl", core.Capabilities{})
 	a := startShared(t, "a", srv.URL, tg)
@@ -137,6 +138,7 @@ func TestHandOffToTheInstanceWithThePlatform(t *testing.T) {
 // on its own and hands it over for the other, which shows it there; each
 // platform once, and the event leaves the journal.
 func TestHandOffBroadcast(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	tg, sl := fake.New("tg", core.Capabilities{}), fake.New("sl", core.Capabilities{})
 	a := startShared(t, "a", srv.URL, tg)
@@ -165,6 +167,7 @@ func TestHandOffBroadcast(t *testing.T) {
 // show it closed) is handed over and made once, by the instance running
 // that platform.
 func TestHandOffQuestionClosed(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	tg, sl := fake.New("tg", core.Capabilities{}), fake.New("sl", core.Capabilities{})
 	startShared(t, "a", srv.URL, tg)

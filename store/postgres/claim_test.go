@@ -34,6 +34,7 @@ func journalEvents(t *testing.T, s *Store, n int) []uint64 {
 // Two instances claiming the same journaled events one by one, at once,
 // each in its own order: every event is granted to exactly one of them.
 func TestClaimDeliveryExactlyOne(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
@@ -87,6 +88,7 @@ func TestClaimDeliveryExactlyOne(t *testing.T) {
 // the scan for abandoned claims) split it between them: every event goes to
 // exactly one, none is left out, and neither waits for the other's locks.
 func TestClaimDeliveriesSplit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
@@ -165,6 +167,7 @@ func checkPartition(t *testing.T, seqs []uint64, granted map[string][]uint64) {
 // that is accepted (it records what the platform took, whoever sent it),
 // and its renewal reports the claim gone.
 func TestClaimExpiresWithItsHolder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
@@ -235,6 +238,7 @@ func TestClaimExpiresWithItsHolder(t *testing.T) {
 // them at once instead of at expiry. A release does not touch others'
 // claims.
 func TestReleaseClaims(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
@@ -261,6 +265,7 @@ func TestReleaseClaims(t *testing.T) {
 // A database of schema version 2 (leases, no claims) gains the claim
 // columns on open; the events it journaled are unclaimed and claimable.
 func TestClaimsMigrateFromVersion2(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})
@@ -308,6 +313,7 @@ func BenchmarkClaimDelivery(b *testing.B) {
 // operation answered while its event is being sealed, or two instances
 // after a takeover) is no error: the event is finished either way.
 func TestConfirmRacingTheLastIsNoError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})

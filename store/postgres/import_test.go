@@ -74,6 +74,7 @@ func fillBolt(t *testing.T, ctx context.Context, b *bolt.Store) (keys, cursors [
 // PostgreSQL store's API, goes on with later ids and seqs, and a second
 // copy into the now non-empty database is refused.
 func TestCopyFromBolt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b, err := bolt.Open(filepath.Join(t.TempDir(), "parley.db"), bolt.Options{NoSync: true})
 	must(t, err)

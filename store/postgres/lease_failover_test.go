@@ -25,6 +25,7 @@ import (
 // clock before the lease expires by the database's: at most TTL-Margin
 // after its last successful renewal, so before the row's expiry.
 func TestLeaseHolderStopsWhenTheDatabaseIsGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a := openInstance(t, srv.URL, "a")
@@ -161,6 +162,7 @@ func TestLeaseFailoverAfterKill(t *testing.T) {
 // failed renewal is tried again on a new connection, well before the
 // stop.
 func TestLeaseSurvivesKilledConnections(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a := openInstance(t, srv.URL, "a")

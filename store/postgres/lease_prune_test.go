@@ -36,6 +36,7 @@ func leaseNames(t *testing.T, s *Store) []string {
 // held lease, and one freed more recently, keep their rows. A pruned name
 // can be acquired again, and the holding that had it is still fenced off.
 func TestPruneLeases(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")

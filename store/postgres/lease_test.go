@@ -34,6 +34,7 @@ func cursor(t *testing.T, s *Store, name string) string {
 // Three instances acquiring at once: exactly one is granted, every time,
 // and the others are told who holds it.
 func TestLeaseOneHolder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	ids := []core.InstanceID{"a", "b", "c"}
@@ -105,6 +106,7 @@ func TestLeaseOneHolder(t *testing.T) {
 // holder acquiring again); a renewal keeps it; a fenced write counts only
 // with the current one.
 func TestLeaseTokens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")
@@ -163,6 +165,7 @@ func TestLeaseTokens(t *testing.T) {
 // the database's clock, not before; then its fenced writes change nothing,
 // whether or not another took the lease yet.
 func TestLeaseExpires(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")
@@ -220,6 +223,7 @@ func TestLeaseExpires(t *testing.T) {
 // fenced write of the old holder finds the new token: the two never
 // interleave.
 func TestLeaseTakeoverWaitsForFencedWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")
@@ -275,6 +279,7 @@ SELECT count(*) FROM l`, []byte("offset"), []byte("7"), la.Name, string(la.Holde
 
 // Fenced writes go on while the holder renews, at the same time.
 func TestLeaseFencedWritesWhileRenewing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a := openInstance(t, srv.URL, "a")

@@ -18,6 +18,7 @@ import (
 // An announcement reaches the other instance whole, a status of many
 // sessions too (in parts, put together again), and a stop as such.
 func TestPresenceAnnouncements(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	srv := pgtest.Start(t)
 	a := openURL(t, srv.URL, storetest.Options{})
@@ -75,6 +76,7 @@ func (p staticPresence) PresenceChanged() <-chan struct{} { return nil }
 // Two instances on one database, each with its own agents, tell the same
 // presence: the sum of both.
 func TestPresenceAcrossInstances(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	srv := pgtest.Start(t)
 	locals := []staticPresence{

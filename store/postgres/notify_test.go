@@ -99,6 +99,7 @@ func (in *instance) appendHuman(ctx context.Context, session core.SessionID, key
 // (so a reducer fed on either instance builds the same state), carried by
 // notifications alone (the poll is an hour).
 func TestNotifyAcrossInstances(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	srv := pgtest.Start(t)
 	a, b := startInstance(t, srv.URL), startInstance(t, srv.URL)
@@ -162,6 +163,7 @@ func TestNotifyAcrossInstances(t *testing.T) {
 // commit, and comes in commit order; writes that log no event notify
 // nothing.
 func TestListenHearsCommits(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	srv := pgtest.Start(t)
 	a := openURL(t, srv.URL, storetest.Options{})
@@ -212,6 +214,7 @@ func TestListenHearsCommits(t *testing.T) {
 // A listener whose connection the server ends returns the error, and a
 // follower listens again and catches up with what was committed meanwhile.
 func TestListenerConnectionLost(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	srv := pgtest.Start(t)
 	a, b := startInstance(t, srv.URL), startInstance(t, srv.URL)

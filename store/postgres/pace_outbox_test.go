@@ -196,6 +196,7 @@ func TestOutboxesShareA429(t *testing.T) {
 // waits for the database, nothing is lost), and once the database is back
 // it counts in the ledger again, within the 5 s it leaves it alone.
 func TestOutboxPacesAloneWhileTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	outs, fakes, stores := paceInstances(t, srv.URL, 1, core.Capabilities{Limits: []core.Limit{

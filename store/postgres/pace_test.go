@@ -19,6 +19,7 @@ import (
 // ledger recorded — one clock, the database's — never hold more than N in
 // any window of Per.
 func TestPaceSharedWindowNeverOverspent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	stores := []*Store{openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b"), openInstance(t, srv.URL, "c")}
@@ -72,6 +73,7 @@ func TestPaceSharedWindowNeverOverspent(t *testing.T) {
 // A take counts in several windows at once, all or none: a full one
 // refuses it and the others are left as they were.
 func TestPaceTakeIsAllOrNone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})
@@ -139,6 +141,7 @@ func TestPaceSharedPause(t *testing.T) {
 // Rows whose window and pause are over are pruned by a take, about once a
 // minute; rows still counting are kept.
 func TestPacePrunesIdleRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})
@@ -174,6 +177,7 @@ func TestPacePrunesIdleRows(t *testing.T) {
 
 // A database of schema version 3 gains the pacing table on open.
 func TestPaceMigratesFromVersion3(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})
@@ -190,6 +194,7 @@ func TestPaceMigratesFromVersion3(t *testing.T) {
 // A store that is closed, or a database that is gone, answers with an
 // error within the caller's deadline, never a hang.
 func TestPaceFailsWhenTheDatabaseIsGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})

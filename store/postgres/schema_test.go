@@ -17,6 +17,7 @@ import (
 )
 
 func TestSchemaVersionIsTheMigrations(t *testing.T) {
+	t.Parallel()
 	if SchemaVersion != len(migrations) {
 		t.Fatalf("SchemaVersion %d, %d migrations", SchemaVersion, len(migrations))
 	}
@@ -25,6 +26,7 @@ func TestSchemaVersionIsTheMigrations(t *testing.T) {
 // Instances starting at once migrate one after the other: every Open
 // succeeds and the schema is created once.
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -52,6 +54,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 // A database written by a newer parley is refused with both versions and
 // the fix named, and left as it was.
 func TestSchemaTooNew(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})
@@ -83,6 +86,7 @@ func TestSchemaTooNew(t *testing.T) {
 // What Append acknowledged survives PostgreSQL stopping as if the machine
 // lost power, and the instance carries on after the restart.
 func TestAcknowledgedSurvivesCrash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})
@@ -115,6 +119,7 @@ func must(tb testing.TB, err error) {
 // its own append only: its neighbours in the group are stored, and it
 // leaves no message, event or counter behind.
 func TestRefusedWriteFailsAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	s := openURL(t, srv.URL, storetest.Options{})

@@ -39,4 +39,7 @@ var engine = storetest.Engine{
 	Shared: true,
 }
 
-func TestStore(t *testing.T) { storetest.Run(t, engine) }
+func TestStore(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, engine)
+}

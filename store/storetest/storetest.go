@@ -50,7 +50,8 @@ type Engine struct {
 	Shared bool
 }
 
-// Run runs the whole suite against e, each test in a subtest of its own.
+// Run runs the whole suite against e, each test in a subtest of its own;
+// the subtests run in parallel, each on a store of its own.
 func Run(t *testing.T, e Engine) {
 	tests := []struct {
 		name string
@@ -90,7 +91,10 @@ func Run(t *testing.T, e Engine) {
 		{"CheckAndClose", testCheckAndClose},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, e) })
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, e)
+		})
 	}
 }
 
