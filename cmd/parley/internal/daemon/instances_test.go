@@ -2,9 +2,14 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/parley-chat/parley/adapters/fake"
+	"github.com/parley-chat/parley/cleanup"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/postgres/pgtest"
@@ -49,4 +54,96 @@ func TestWaitIdleWithTwoInstances(t *testing.T) {
 	if err := b.d.WaitIdle(ctx); err != nil {
 		t.Fatalf("b's WaitIdle after a committed again: %v", err)
 	}
+}
+
+// Deletions are carried out by the instance whose rule made them due: a
+// second instance starting meanwhile replays none of them, nor do its
+// scans take them while the first holds them (renewed while its platform
+// is down and they wait in its outbox). When the first stops cleanly it
+// releases them, and the second deletes each exactly once.
+func TestCleanupClaimsAcrossInstances(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	shared := func(o *daemon.Options) {
+		o.StoreURL = srv.URL
+		o.DrainTimeout = 500 * time.Millisecond
+		o.CleanupClaims = cleanup.ClaimOptions{TTL: 600 * time.Millisecond, Renew: 200 * time.Millisecond, Scan: 50 * time.Millisecond}
+	}
+	a := newHarness(t, telegramLike(), shared)
+	var ids []core.SessionID
+	for i := range 3 {
+		place := core.Place{Chat: "dm", Thread: fmt.Sprint("claims-", i)}
+		a.say(place, "hello")
+		ids = append(ids, a.sessionAt(place))
+	}
+	a.drain()
+	for _, id := range ids {
+		a.notice(id, "working on it", core.LifetimeNextNotice)
+	}
+	a.drain()
+	st := a.d.Store // b's, once a stopped
+	notices := func() []core.CleanupEntry {
+		rows, err := st.Cleanup(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []core.CleanupEntry
+		for _, r := range rows {
+			if r.Lifetime == core.LifetimeNextNotice {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	if n := len(notices()); n != 3 {
+		t.Fatalf("%d notices in the ledger, want 3", n)
+	}
+	// The platform goes down; output starts in every session, so the
+	// notices are due and their deletions wait in a's outbox.
+	a.fk.SetDown(errors.New("fake: down"))
+	for _, id := range ids {
+		a.output(id, "output")
+	}
+	a.eventually("the notices due", func() bool {
+		rows := notices()
+		return len(rows) == 3 && !slices.ContainsFunc(rows, func(r core.CleanupEntry) bool { return !r.Due })
+	})
+	due := notices()
+
+	b := newHarness(t, telegramLike(), shared)
+	// Five of a's claim lifetimes: b's start-up and its scans every 50 ms
+	// would have taken the deletions had a not renewed its claims.
+	select {
+	case <-ctx.Done():
+	case <-time.After(3 * time.Second):
+	}
+	if ops := opsOf(b.fk, "delete"); len(ops) != 0 {
+		t.Fatalf("b issued %d deletions a holds: %+v", len(ops), ops)
+	}
+
+	st = b.d.Store
+	a.shutdown() // releases what its outbox could not do
+	b.eventually("the ledger's due notices deleted", func() bool { return len(notices()) == 0 })
+	byID := map[string]int{}
+	for _, op := range opsOf(b.fk, "delete") {
+		byID[op.ID]++
+	}
+	for _, r := range due {
+		if byID[r.Ref.ID] != 1 {
+			t.Errorf("b deleted %s %d times, want once (all: %v)", r.Ref.ID, byID[r.Ref.ID], byID)
+		}
+	}
+	if len(byID) != len(due) {
+		t.Errorf("b deleted %v, want only the %d released", byID, len(due))
+	}
+}
+
+func opsOf(fk *fake.Adapter, method string) []fake.Op {
+	var out []fake.Op
+	for _, op := range fk.Ops() {
+		if op.Method == method {
+			out = append(out, op)
+		}
+	}
+	return out
 }
