@@ -130,12 +130,14 @@ ALTER TABLE journal
 	// Append, parley migrate's copy) keeps it right without naming it.
 	// Version 4 is the shared pacing table, written on another branch:
 	// until the two are merged this one stands in the list's fourth place.
+	// IF NOT EXISTS: tests take a database back to an older version by
+	// hand, leaving these columns in place.
 	`
 ALTER TABLE ledger
-	ADD COLUMN due boolean GENERATED ALWAYS AS (position('"due":true'::bytea IN data) > 0) STORED,
-	ADD COLUMN claimed_by  text,
-	ADD COLUMN claim_until timestamptz;
-CREATE INDEX ledger_due ON ledger (created) WHERE due;
+	ADD COLUMN IF NOT EXISTS due boolean GENERATED ALWAYS AS (position('"due":true'::bytea IN data) > 0) STORED,
+	ADD COLUMN IF NOT EXISTS claimed_by  text,
+	ADD COLUMN IF NOT EXISTS claim_until timestamptz;
+CREATE INDEX IF NOT EXISTS ledger_due ON ledger (created) WHERE due;
 `,
 }
 
