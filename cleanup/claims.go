@@ -106,7 +106,9 @@ func (l *Ledger) markDue(ctx context.Context, rows []core.CleanupEntry) ([]core.
 
 // RunClaims renews the claims on the deletions this instance is carrying
 // out every ClaimOptions.Renew and every ClaimOptions.Scan takes the due
-// rows nobody holds, until ctx ends. Without claims it returns at once.
+// rows nobody holds, until ctx ends; once Run ended (the daemon is
+// stopping and draining its outbox) it only renews. Without claims it
+// returns at once.
 func (l *Ledger) RunClaims(ctx context.Context) {
 	c := l.opts.Claims
 	if c.Store == nil {
@@ -123,6 +125,9 @@ func (l *Ledger) RunClaims(ctx context.Context) {
 		case <-renew.C:
 			l.renew(ctx)
 		case <-scan.C:
+			if l.stopping.Load() {
+				continue
+			}
 			if n, err := l.takeFree(ctx); err != nil {
 				l.log.Warn("cleanup: scan for pending deletions", "err", err)
 			} else if n > 0 {

@@ -427,3 +427,33 @@ func storeMust(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Once Run ended (the daemon stops and drains its outbox) the scans take
+// nothing more, and the claims held are still renewed.
+func TestNoScanWhileStopping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := newSharedLedger()
+		a := startInstance(st, "a", true)
+		a.l.Apply(ctx, core.Event{Kind: core.EventOutput, Session: "s", Seq: 5})
+		a.l.Sent(ctx, sentNotice(ref1, 4))
+		bus := core.NewMemBus(0)
+		sub, cancelSub := bus.Subscribe(1, false)
+		defer cancelSub()
+		stopped, stop := context.WithCancel(ctx)
+		stop()
+		a.l.Run(stopped, sub)
+		other := ref1
+		other.ID = "42"
+		storeMust(t, st.AddCleanup(ctx, core.CleanupEntry{Session: "s", Ref: other, Lifetime: core.LifetimeTurnComplete, Due: true}))
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if got := a.p.issued(); len(got) != 1 || got[0].ref != ref1 {
+			t.Errorf("issued %v while stopping, want only the deletion from before", got)
+		}
+		if got, want := st.renewsOf("a"), []time.Duration{2 * time.Second, 4 * time.Second}; !slices.Equal(got, want) {
+			t.Errorf("renewed at %v while stopping, want %v", got, want)
+		}
+		a.halt()
+	})
+}

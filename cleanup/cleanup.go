@@ -65,6 +65,8 @@ type Ledger struct {
 	opts  Options
 	log   *slog.Logger
 	seen  atomic.Uint64
+	// stopping is set once Run ended: scans take nothing more.
+	stopping atomic.Bool
 
 	deleted, failed atomic.Uint64
 
@@ -121,6 +123,9 @@ func (l *Ledger) Run(ctx context.Context, sub *core.Subscription) {
 			l.seen.Store(e.Seq)
 		}
 	})
+	// The daemon is stopping: deletions other instances left are theirs
+	// to take now, not this draining outbox's.
+	l.stopping.Store(true)
 }
 
 // Stats returns how many messages the ledger deleted and how many

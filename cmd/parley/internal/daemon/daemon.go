@@ -10,7 +10,9 @@
 // past Open sees only store.Store, so both engines run the same code.
 //
 // Lifecycle: Open opens the store, replays the cleanup deletions that were
-// due at the last stop, replays the delivery journal (every assistant
+// due at the last stop (on PostgreSQL those no other instance holds; every
+// instance also scans for them while it runs, see package cleanup),
+// replays the delivery journal (every assistant
 // message, notice, question, turn-done message and final output not yet
 // confirmed by its platform goes out once, skipping the parts that were) and
 // re-shows each session's streaming output (the persisted digest turns that
@@ -104,7 +106,7 @@ type Options struct {
 	// Postgres tunes the PostgreSQL store when StoreURL is set.
 	Postgres postgres.Options
 	// Instance names this process among those sharing the store: the
-	// holder of its leases and journal claims. Empty means
+	// holder of its leases, journal claims and cleanup claims. Empty means
 	// core.NewInstanceID().
 	Instance core.InstanceID
 	// Claims tune the journal claims (their Store and Instance are the
