@@ -13,7 +13,11 @@
 // are first marked due in the store and only then handed to the owning
 // adapter's lane of the outbox for deletion; a row is removed once the
 // message is deleted or found already gone. Replay, run at start-up,
-// re-issues the deletions that were due when the daemon stopped. A rule the
+// re-issues the deletions that were due when the daemon stopped. Instances
+// sharing a store share the due deletions through claims with an expiry
+// (claims.go): each one is carried out by one instance, and what a stopped
+// or dead instance left is taken up by a periodic scan on every instance,
+// not only at start-up. A rule the
 // adapter cannot carry out (it is no Deleter, or the message is a person's
 // and the platform does not let bots delete those) is skipped and its row
 // dropped: never faked.
@@ -49,6 +53,9 @@ type Options struct {
 	Capabilities func(core.AdapterName) (caps core.Capabilities, canDelete bool)
 	Now          func() time.Time
 	Logger       *slog.Logger
+	// Claims share the due deletions with the other instances of the
+	// store; the zero value keeps them all this instance's.
+	Claims ClaimOptions
 }
 
 // Ledger applies the cleanup rules.
@@ -58,6 +65,8 @@ type Ledger struct {
 	opts  Options
 	log   *slog.Logger
 	seen  atomic.Uint64
+	// stopping is set once Run ended: scans take nothing more.
+	stopping atomic.Bool
 
 	deleted, failed atomic.Uint64
 
@@ -68,6 +77,12 @@ type Ledger struct {
 	// It is kept for the firedSessions sessions whose rules fired last
 	// (see noteFired).
 	fired map[core.SessionID]map[core.Lifetime]uint64
+	// flights are the deletions handed to the outbox and not finished,
+	// by refKey: their claims are renewed, and a scan does not enqueue
+	// them again. abandoned are those the closing outbox dropped, left
+	// due for another instance or the next start (Stop).
+	flights   map[string]*flight
+	abandoned map[string]core.MessageRef
 }
 
 // firedSessions is how many sessions' last firings the ledger remembers at
@@ -91,7 +106,11 @@ func New(store core.Store, del Deleter, opts Options) *Ledger {
 	if opts.Capabilities == nil {
 		opts.Capabilities = func(core.AdapterName) (core.Capabilities, bool) { return core.Capabilities{}, false }
 	}
-	return &Ledger{store: store, del: del, opts: opts, log: opts.Logger, fired: map[core.SessionID]map[core.Lifetime]uint64{}}
+	if opts.Claims.Store != nil {
+		opts.Claims = opts.Claims.withDefaults()
+	}
+	return &Ledger{store: store, del: del, opts: opts, log: opts.Logger, fired: map[core.SessionID]map[core.Lifetime]uint64{},
+		flights: map[string]*flight{}, abandoned: map[string]core.MessageRef{}}
 }
 
 // Run applies the rules events fire until ctx ends.
@@ -104,10 +123,15 @@ func (l *Ledger) Run(ctx context.Context, sub *core.Subscription) {
 			l.seen.Store(e.Seq)
 		}
 	})
+	// The daemon is stopping: deletions other instances left are theirs
+	// to take now, not this draining outbox's.
+	l.stopping.Store(true)
 }
 
 // Stats returns how many messages the ledger deleted and how many
-// deletions failed (and stay due for the next start-up).
+// deletions failed (and stay due: for the next start-up, or with claims
+// for the next scan once their claim expired). Deletions a stopping
+// daemon abandoned are no failures.
 func (l *Ledger) Stats() (deleted, failed uint64) { return l.deleted.Load(), l.failed.Load() }
 
 // Seen is the Seq of the last logged event Run applied.
@@ -167,14 +191,21 @@ func (l *Ledger) Sent(ctx context.Context, s delivery.Sent) {
 	l.mu.Lock()
 	row.Due = l.firedAfter(s.Session, s.Lifetime, s.Seq)
 	l.mu.Unlock()
+	if row.Due && l.canDelete(row) {
+		mine, err := l.markDue(ctx, []core.CleanupEntry{row})
+		if err != nil {
+			l.log.Error("cleanup: record", "session", s.Session, "err", err)
+			return
+		}
+		l.delete(ctx, mine)
+		return
+	}
 	if err := l.store.AddCleanup(ctx, row); err != nil {
 		l.log.Error("cleanup: record", "session", s.Session, "err", err)
 		return
 	}
 	if row.Due {
-		if l.canDelete(row) {
-			l.delete(ctx, []core.CleanupEntry{row})
-		} else if err := l.store.RemoveCleanup(ctx, row.Ref); err != nil {
+		if err := l.store.RemoveCleanup(ctx, row.Ref); err != nil {
 			l.log.Error("cleanup: remove row", "err", err)
 		}
 	}
@@ -221,7 +252,17 @@ func (l *Ledger) forgetOldFirings() {
 }
 
 // Replay re-issues the deletions that were due when the daemon stopped.
+// With claims it takes only the due rows nobody holds (a scan), never
+// those another live instance is carrying out.
 func (l *Ledger) Replay(ctx context.Context) error {
+	if l.opts.Claims.Store != nil {
+		n, err := l.takeFree(ctx)
+		if err != nil {
+			return err
+		}
+		l.log.Info("cleanup: replaying pending deletions", "rows", n)
+		return nil
+	}
 	rows, err := l.store.Cleanup(ctx, "")
 	if err != nil {
 		return err
@@ -266,10 +307,11 @@ func (l *Ledger) fire(ctx context.Context, session core.SessionID, match func(co
 	if len(due) == 0 {
 		return nil
 	}
-	if err := l.store.AddCleanup(ctx, due...); err != nil {
+	mine, err := l.markDue(ctx, due)
+	if err != nil {
 		return err
 	}
-	l.delete(ctx, due)
+	l.delete(ctx, mine)
 	return nil
 }
 
@@ -280,7 +322,17 @@ func (l *Ledger) canDelete(r core.CleanupEntry) bool {
 
 func (l *Ledger) delete(ctx context.Context, rows []core.CleanupEntry) {
 	for _, r := range rows {
+		key := refKey(r.Ref)
+		l.mu.Lock()
+		f := l.flights[key]
+		if f == nil {
+			f = &flight{ref: r.Ref}
+			l.flights[key] = f
+		}
+		f.n++
+		l.mu.Unlock()
 		l.del.EnqueueDelete(r.Ref, func(err error) {
+			l.landed(key, err)
 			switch {
 			case err == nil, errors.Is(err, core.ErrMessageGone), errors.Is(err, core.ErrUnsupported),
 				core.IsPermanent(err):
@@ -298,12 +350,32 @@ func (l *Ledger) delete(ctx context.Context, rows []core.CleanupEntry) {
 				}
 			case errors.Is(err, core.ErrSuperseded):
 				// The same deletion was asked again; that one reports.
+			case errors.Is(err, core.ErrOutboxClosed):
+				// The daemon is stopping: still due, and Stop says how
+				// many were left.
 			default:
-				// Kept (still due): the next start-up replays it.
+				// Kept (still due): the next start-up replays it, or
+				// with claims the next scan once its claim expired.
 				l.failed.Add(1)
 				l.log.Warn("cleanup: delete failed", "adapter", r.Ref.Adapter, "err", err)
 			}
 		})
+	}
+}
+
+// landed notes that one enqueueing of the deletion key ended with err.
+func (l *Ledger) landed(key string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.flights[key]
+	if f == nil {
+		return
+	}
+	if errors.Is(err, core.ErrOutboxClosed) {
+		l.abandoned[key] = f.ref
+	}
+	if f.n--; f.n <= 0 {
+		delete(l.flights, key)
 	}
 }
 

@@ -225,6 +225,13 @@ func TestClusterThreeInstances(t *testing.T) {
 	next, _ = tp.firstPollAfter(termed, p)
 	t.Logf("SIGTERM to the poller (instance %d): instance %d polled %v later", p, next.node, next.start.Sub(termed).Round(time.Millisecond))
 	reader = agents[next.node]
+	// The deletions its stop left are released to the others with one
+	// line, not a warning each.
+	closed, lines := cleanupLog(nodes[p].log.String())
+	if closed > 0 {
+		t.Errorf("the cleanly stopped instance %d warned %d times of a deletion failing because its outbox closed", p, closed)
+	}
+	t.Logf("the cleanly stopped instance %d: %s", p, strings.Join(lines, "; "))
 
 	// People write for a little longer, then the inbox must hold all of
 	// it, exactly once, and every update Telegram saw acknowledged.
@@ -260,6 +267,10 @@ func TestClusterThreeInstances(t *testing.T) {
 	exactlyOnce("at the end")
 	for _, o := range tp.overlaps() {
 		t.Errorf("two getUpdates in flight at once: %s", o)
+	}
+	for n, nd := range nodes {
+		_, lines := cleanupLog(nd.log.String())
+		t.Logf("instance %d, cleanup: %s", n, strings.Join(lines, "; "))
 	}
 	polls, _ := tp.snapshot()
 	t.Logf("people wrote %d messages (%d updates acknowledged to Telegram, %d handed out again after a poller stopped); %d getUpdates, 409s per instance %v",
@@ -415,6 +426,33 @@ func (an *answering) wait(t *testing.T) (acked, refused []string) {
 	}
 	t.Logf("answers around the restart: %d acknowledged, %d refused (%s)", len(an.acked), len(an.refused), strings.Join(an.errs, "; "))
 	return an.acked, an.refused
+}
+
+// cleanupLog reads an instance's log for the cleanup ledger: how many
+// deletions it reported failed because its outbox was closed (a stop), and
+// its lines that say how many deletions it replayed, took over from others
+// or left at its stop, in order.
+func cleanupLog(log string) (closed int, lines []string) {
+	for _, line := range strings.Split(log, "\n") {
+		var rec struct {
+			Msg   string `json:"msg"`
+			Err   string `json:"err"`
+			Rows  *int   `json:"rows"`
+			Count *int   `json:"count"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || !strings.HasPrefix(rec.Msg, "cleanup:") {
+			continue
+		}
+		switch {
+		case rec.Msg == "cleanup: delete failed" && strings.Contains(rec.Err, "outbox is closed"):
+			closed++
+		case rec.Rows != nil:
+			lines = append(lines, fmt.Sprintf("%s: %d", rec.Msg, *rec.Rows))
+		case rec.Count != nil:
+			lines = append(lines, fmt.Sprintf("%s: %d", rec.Msg, *rec.Count))
+		}
+	}
+	return closed, lines
 }
 
 // replayed says what an instance's start-up replayed, from its log.

@@ -205,11 +205,25 @@ BEGIN
 END
 $$;
 `,
+	// 5: cleanup-ledger claims (ledgerclaim.go): who deletes a due row, and
+	// until when by the database clock. due is derived from the row's JSON
+	// (encoding/json writes the flag as "due":true, and a string value
+	// cannot hold that text unescaped), so every writer (AddCleanup,
+	// Append, parley migrate's copy) keeps it right without naming it.
+	// IF NOT EXISTS: tests take a database back to an older version by
+	// hand, leaving these columns in place.
+	`
+ALTER TABLE ledger
+	ADD COLUMN IF NOT EXISTS due boolean GENERATED ALWAYS AS (position('"due":true'::bytea IN data) > 0) STORED,
+	ADD COLUMN IF NOT EXISTS claimed_by  text,
+	ADD COLUMN IF NOT EXISTS claim_until timestamptz;
+CREATE INDEX IF NOT EXISTS ledger_due ON ledger (created) WHERE due;
+`,
 }
 
 // SchemaVersion is the schema version this code writes: the number of
 // migrations.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrateLock is the advisory lock key under which migrations run ("parley"
 // in ASCII), so that instances starting at once migrate one after the

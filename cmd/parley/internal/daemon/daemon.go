@@ -10,7 +10,9 @@
 // past Open sees only store.Store, so both engines run the same code.
 //
 // Lifecycle: Open opens the store, replays the cleanup deletions that were
-// due at the last stop, replays the delivery journal (every assistant
+// due at the last stop (on PostgreSQL those no other instance holds; every
+// instance also scans for them while it runs, see package cleanup),
+// replays the delivery journal (every assistant
 // message, notice, question, turn-done message and final output not yet
 // confirmed by its platform goes out once, skipping the parts that were) and
 // re-shows each session's streaming output (the persisted digest turns that
@@ -104,13 +106,16 @@ type Options struct {
 	// Postgres tunes the PostgreSQL store when StoreURL is set.
 	Postgres postgres.Options
 	// Instance names this process among those sharing the store: the
-	// holder of its leases and journal claims. Empty means
+	// holder of its leases, journal claims and cleanup claims. Empty means
 	// core.NewInstanceID().
 	Instance core.InstanceID
 	// Claims tune the journal claims (their Store and Instance are the
 	// daemon's); tests shorten them.
 	Claims delivery.ClaimOptions
-	Logger *slog.Logger
+	// CleanupClaims tune the cleanup ledger's claims on a shared store
+	// (their Store and Instance are the daemon's); tests shorten them.
+	CleanupClaims cleanup.ClaimOptions
+	Logger        *slog.Logger
 }
 
 // Deps are what adapters built by Options.NewAdapters may use.
@@ -182,6 +187,9 @@ type Daemon struct {
 	cancelSubs             []func()
 	// startSeq is the last event seq when the daemon opened.
 	startSeq uint64
+	// local is the local bus as its publishers see it: it knows the last
+	// event this instance published, what WaitIdle waits for.
+	local *localBus
 	// health is every adapter's status; jitter shortens start backoffs
 	// (supervise.go).
 	health *health
@@ -240,13 +248,14 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	// at once, so that it misses none of this instance's events.
 	d.Follower = follow.New(st, d.Feed, follow.Options{After: last, Local: d.Bus, Listener: st,
 		Logger: opts.Logger.With("component", "follow")})
-	d.Service, err = commands.New(ctx, st, d.Bus, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
+	d.local = &localBus{MemBus: d.Bus, ordered: opts.StoreURL == ""}
+	d.Service, err = commands.New(ctx, st, d.local, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: st, Leases: st, Bus: d.Bus, Feed: d.Feed, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: st, Leases: st, Bus: d.local, Feed: d.Feed, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
 		if err != nil {
 			st.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
@@ -277,6 +286,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 			_, del := a.(core.Deleter)
 			return a.Capabilities(), del
 		},
+		Claims: cleanupClaims(opts, st),
 		Logger: opts.Logger.With("component", "cleanup"),
 	})
 	d.Ledger = ledger
@@ -330,6 +340,20 @@ func paceLedger(st store.Store) core.PaceLedger {
 		return l
 	}
 	return nil
+}
+
+// cleanupClaims are the cleanup ledger's claims of opts.Instance on st
+// when st is shared (PostgreSQL): each due deletion is carried out by one
+// instance. A bbolt file has one instance, whose due rows are all its own:
+// no claims, and Replay at start-up as ever.
+func cleanupClaims(opts Options, st store.Store) cleanup.ClaimOptions {
+	o := opts.CleanupClaims
+	c, ok := st.(core.CleanupClaimer)
+	if !ok || opts.StoreURL == "" {
+		return cleanup.ClaimOptions{}
+	}
+	o.Store, o.Instance = c, opts.Instance
+	return o
 }
 
 // OpenStore opens the store opts name: the PostgreSQL database at
@@ -413,6 +437,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	claimsCtx, stopClaims := context.WithCancel(context.WithoutCancel(ctx))
 	var claims sync.WaitGroup
 	claims.Go(func() { d.Dispatcher.RunClaims(claimsCtx) })
+	claims.Go(func() { d.Ledger.RunClaims(claimsCtx) })
 	var consumers sync.WaitGroup
 	consumers.Add(4)
 	go func() { defer consumers.Done(); _ = d.Follower.Run(ctx) }()
@@ -434,16 +459,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return nil
 }
 
-// WaitIdle waits until every event stored so far went through the
-// dispatcher and the cleanup ledger and the outbox has nothing left to do,
-// or ctx ends. Tests use it instead of sleeping.
+// WaitIdle waits until every event this instance published went through
+// the dispatcher and the cleanup ledger and the outbox has nothing left to
+// do, or ctx ends. Tests use it instead of sleeping. Events other
+// instances committed are theirs to deliver: the store's last seq would
+// never be reached by this instance's consumers once another commits.
 func (d *Daemon) WaitIdle(ctx context.Context) error {
-	last, err := d.Store.LastEventSeq(ctx)
-	if err != nil {
-		return err
-	}
 	caughtUp := func() bool {
-		return max(d.startSeq, d.Dispatcher.Seen()) >= last && max(d.startSeq, d.Ledger.Seen()) >= last
+		last := d.local.last()
+		return last == 0 || d.Dispatcher.Seen() == last && d.Ledger.Seen() == last
 	}
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -509,5 +533,6 @@ func (d *Daemon) Close() error {
 	if err := d.Dispatcher.ReleaseClaims(ctx); err != nil {
 		d.log.Warn("journal claims not released; other instances take them over when they expire", "err", err)
 	}
+	d.Ledger.Stop(ctx)
 	return d.Store.Close()
 }
