@@ -107,6 +107,20 @@ func incr(e *[10]byte) {
 	}
 }
 
+// IDMillis returns the millisecond time an id made by EncodeID carries (its
+// first ten digits are two zero bits and the 48-bit time), or false when s
+// is not such an id. The stores prune dedup keys and reservations by it.
+func IDMillis(s string) (int64, bool) {
+	if !ValidID(s) {
+		return 0, false
+	}
+	var ms uint64
+	for i := 0; i < 10; i++ {
+		ms = ms<<5 | uint64(strings.IndexByte(crockford, s[i]))
+	}
+	return int64(ms), true
+}
+
 // ValidID reports whether s looks like an id made by EncodeID. It lets the
 // API reject a malformed watermark with a clear error instead of treating it
 // as "from the beginning".

@@ -10,6 +10,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store"
 )
 
@@ -60,7 +61,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneStats, error
 	var st PruneStats
 	var err error
 	st.Dedup, err = s.pruneBucket(ctx, bucketDedup, opts.Batch, nil, func(_, v []byte) bool {
-		ms, ok := idMillis(v)
+		ms, ok := core.IDMillis(string(v))
 		return ok && ms < cut
 	})
 	if err != nil {
@@ -70,7 +71,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneStats, error
 		st.Cursors, err = s.pruneBucket(ctx, bucketCursors, opts.Batch, nil, func(k, v []byte) bool {
 			for _, p := range opts.CursorPrefixes {
 				if p != "" && strings.HasPrefix(string(k), p) {
-					ms, ok := idMillis(v)
+					ms, ok := core.IDMillis(string(v))
 					return ok && ms < cut
 				}
 			}
@@ -166,28 +167,4 @@ func (s *Store) pruneBucket(ctx context.Context, bucket []byte, batch int, del f
 			return removed, err
 		}
 	}
-}
-
-// idMillis returns the millisecond time of a time-ordered id (the layout of
-// core.EncodeID: its first ten base32 digits are two zero bits and the 48-bit
-// time), or false when v is not such an id.
-func idMillis(v []byte) (int64, bool) {
-	if len(v) != 26 || v[0] > '7' {
-		return 0, false
-	}
-	var ms uint64
-	for _, c := range v[:10] {
-		d := crockfordValue(c)
-		if d < 0 {
-			return 0, false
-		}
-		ms = ms<<5 | uint64(d)
-	}
-	return int64(ms), true
-}
-
-// crockfordValue is the value of an upper-case Crockford base32 digit, or -1.
-func crockfordValue(c byte) int {
-	const digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-	return strings.IndexByte(digits, c)
 }

@@ -9,12 +9,12 @@ import (
 
 func TestIDMillis(t *testing.T) {
 	at := time.Date(2026, 11, 21, 12, 0, 0, 123e6, time.UTC)
-	if ms, ok := idMillis([]byte(idAt(at))); !ok || ms != at.UnixMilli() {
-		t.Errorf("idMillis(session id) = %d, %v; want %d", ms, ok, at.UnixMilli())
+	if ms, ok := core.IDMillis(idAt(at)); !ok || ms != at.UnixMilli() {
+		t.Errorf("IDMillis(session id) = %d, %v; want %d", ms, ok, at.UnixMilli())
 	}
 	for _, bad := range []string{"", "123", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ", "01arz3ndektsv4rrffq69g5fav"} {
-		if _, ok := idMillis([]byte(bad)); ok {
-			t.Errorf("idMillis(%q) accepted", bad)
+		if _, ok := core.IDMillis(bad); ok {
+			t.Errorf("IDMillis(%q) accepted", bad)
 		}
 	}
 }

@@ -85,7 +85,7 @@ func (s *Store) pruneCursors(ctx context.Context, prefixes []string, cutMS int64
 	_, err = pgx.ForEachRow(rows, []any{&name, &value}, func() error {
 		for _, p := range prefixes {
 			if p != "" && strings.HasPrefix(string(name), p) {
-				if ms, ok := idMillis(value); ok && ms < cutMS {
+				if ms, ok := core.IDMillis(string(value)); ok && ms < cutMS {
 					names, values = append(names, name), append(values, value)
 				}
 				return nil
@@ -104,17 +104,4 @@ func (s *Store) pruneCursors(ctx context.Context, prefixes []string, cutMS int64
 		return err
 	})
 	return int(n), err
-}
-
-// idMillis returns the millisecond time of a time-ordered id (the layout of
-// core.EncodeID), or false when v is not such an id.
-func idMillis(v []byte) (int64, bool) {
-	if !core.ValidID(string(v)) {
-		return 0, false
-	}
-	var ms uint64
-	for _, c := range v[:10] {
-		ms = ms<<5 | uint64(strings.IndexByte("0123456789ABCDEFGHJKMNPQRSTVWXYZ", c))
-	}
-	return int64(ms), true
 }
