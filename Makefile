@@ -40,10 +40,11 @@ run:
 # minute or more start early. The Telegram and Slack stories run on a fake
 # clock (testing/synctest, over an in-memory network), where load moves no
 # call into another rate window; the one that counts the 429s of Matrix's
-# real homeserver in real time does not run in parallel.
+# real homeserver in real time does not run in parallel. -vet=off: the vet
+# target has just run every analyzer on every package.
 test: test-deps fmt-check vet
 	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
-		$(GO) test -race -count=1 -parallel 8 -timeout 30m ./...
+		$(GO) test -race -count=1 -p 4 -parallel 8 -vet=off -timeout 30m ./...
 
 test-deps: dendrite claude-code
 	@command -v chromium >/dev/null 2>&1 || { \

@@ -507,6 +507,7 @@ func uiRandomEvents(seed uint64, n int) []core.Event {
 func TestUiStateApplyUpdateReproducesState(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			events := uiRandomEvents(seed, 700)
 			st := uiNewStepper(t, uistate.NewUIState(uiSess))
 			for _, e := range events {
