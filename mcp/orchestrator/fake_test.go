@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/parley-chat/parley/mcp/claudecode"
@@ -29,7 +30,10 @@ import (
 // that does.
 type fakeClaude struct {
 	mu sync.Mutex
-	// model plays each turn (default: answers "echo: " + the text).
+	// model plays each turn (default: answers "echo: " + the text): the
+	// model set when the turn was handed (Send), so that a test may set
+	// another for later turns as soon as a Send returned, whenever the
+	// process gets to play the turn.
 	model func(t *fakeTurn)
 	// failStart, when set, is Start's error.
 	failStart error
@@ -66,7 +70,7 @@ func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume
 		return nil, fmt.Errorf("session ID %s is already in use", conversation)
 	}
 	p := &fakeProc{f: f, conv: conversation, key: key, events: make(chan claudecode.Event),
-		sends: make(chan string, 8), interrupts: make(chan struct{}, 1), kill: make(chan struct{}),
+		sends: make(chan handed, 8), interrupts: make(chan struct{}, 1), kill: make(chan struct{}),
 		done: make(chan struct{}), answers: map[string]chan claudecode.Decision{},
 		notify: resume && f.background[conversation]}
 	delete(f.background, conversation)
@@ -125,7 +129,7 @@ type fakeProc struct {
 	f          *fakeClaude
 	conv, key  string
 	events     chan claudecode.Event
-	sends      chan string
+	sends      chan handed
 	interrupts chan struct{}
 	kill       chan struct{}
 	killOnce   sync.Once
@@ -144,9 +148,18 @@ type fakeProc struct {
 
 var _ Conversation = (*fakeProc)(nil)
 
+// handed is a turn handed to a process: its text and the model to play it.
+type handed struct {
+	text  string
+	model func(t *fakeTurn)
+}
+
 func (p *fakeProc) Send(ctx context.Context, text string) error {
+	p.f.mu.Lock()
+	model := p.f.model
+	p.f.mu.Unlock()
 	select {
-	case p.sends <- text:
+	case p.sends <- handed{text: text, model: model}:
 		p.mu.Lock()
 		p.got = append(p.got, text)
 		p.mu.Unlock()
@@ -238,8 +251,8 @@ func (p *fakeProc) run() {
 	}
 	for {
 		select {
-		case text := <-p.sends:
-			if !p.turn(text) {
+		case h := <-p.sends:
+			if !p.turn(h) {
 				return
 			}
 		case <-p.kill:
@@ -249,7 +262,8 @@ func (p *fakeProc) run() {
 }
 
 // turn plays one turn; false when the process was killed in it.
-func (p *fakeProc) turn(text string) bool {
+func (p *fakeProc) turn(h handed) bool {
+	text, model := h.text, h.model
 	// An interrupt sent between turns has nothing to stop.
 	select {
 	case <-p.interrupts:
@@ -261,9 +275,6 @@ func (p *fakeProc) turn(text string) bool {
 	}
 	p.f.mu.Lock()
 	p.f.turns[p.conv] = append(p.f.turns[p.conv], text)
-	p.f.mu.Unlock()
-	p.f.mu.Lock()
-	model := p.f.model
 	p.f.mu.Unlock()
 	if model == nil {
 		model = func(t *fakeTurn) { t.Say("echo: " + t.Text) }
@@ -439,4 +450,32 @@ func (t *fakeTurn) Background(id, command string) {
 	t.p.f.background[t.p.conv] = true
 	t.p.f.mu.Unlock()
 	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: "Command running in background with ID: " + id})
+}
+
+// A turn is played by the model set when it was handed, however late the
+// process gets to it: a test that sets the next turns' model once a Send
+// returned does not change the turn handed (the cluster test on
+// PostgreSQL raced with the process's reading of the model).
+func TestFakeModelOfHandedTurn(t *testing.T) {
+	fc := newFakeClaude(func(ft *fakeTurn) { ft.Say("first model") })
+	p, err := fc.Start(context.Background(), "s", "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Stop() }()
+	if err := p.Send(context.Background(), "question"); err != nil {
+		t.Fatal(err)
+	}
+	fc.mu.Lock()
+	fc.model = func(ft *fakeTurn) { ft.Say("second model") }
+	fc.mu.Unlock()
+	for ev := range p.Events() {
+		if r, ok := ev.(claudecode.Result); ok {
+			if r.Text != "first model" {
+				t.Fatalf("the handed turn answered %q, want the model of when it was handed", r.Text)
+			}
+			return
+		}
+	}
+	t.Fatal("the process exited without a Result")
 }

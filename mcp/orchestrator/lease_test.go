@@ -312,3 +312,72 @@ func TestSessionLeaseNoStaleRepair(t *testing.T) {
 		}
 	})
 }
+
+// The holder answers the turn and is cut off from the store with its
+// process idle. The other instance, which heard of the message too and
+// waited, takes the lease when it expires, finds nothing past the
+// watermark the holder saved, starts no process and frees the lease; the
+// next message wakes it again and it answers that once. (The cluster test
+// on PostgreSQL once saw the first turn answered before the cut: then no
+// second process is right, not a session left behind.)
+func TestSessionLeaseFailoverAfterAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		id := st.create()
+		fc := newFakeClaude(nil)
+		tab := newLeaseTable()
+		_, who := two(t, st, fc, tab)
+		st.say(id, ann, "question")
+		t0 := time.Now()
+		synctest.Wait()
+		lease := leaseName(string(id))
+		holder := tab.holder(lease)
+		if holder == "" || !slices.Equal(who.started(), []core.InstanceID{holder}) {
+			t.Fatalf("holder %q, processes started by %q: want one, by the holder", holder, who.started())
+		}
+		if _, finals := st.outputs(id); !slices.Equal(finals, []string{"echo: question"}) {
+			t.Fatalf("final outputs %q before the cut", finals)
+		}
+
+		// Renewed at t0+2s, cut off at t0+3s: the holder stops at
+		// t0+7s, the row expires at t0+8s.
+		row := func() core.Lease {
+			tab.mu.Lock()
+			defer tab.mu.Unlock()
+			return *tab.rows[lease]
+		}
+		at(t0.Add(3 * time.Second))
+		tab.cutOff(holder)
+		held := row()
+		at(t0.Add(7 * time.Second))
+		if !fc.procsOf(string(id))[0].wasStopped() {
+			t.Fatal("the holder did not stop its agent at TTL - margin after its last renewal")
+		}
+		at(t0.Add(8*time.Second - time.Millisecond))
+		if h := tab.holder(lease); h != holder {
+			t.Fatalf("lease held by %q before it expired", h)
+		}
+		at(t0.Add(8 * time.Second))
+		if r := row(); r.Token != held.Token+1 || r.Holder != "" {
+			t.Fatalf("lease row %+v after %+v: the other took it once and freed it, with nothing to do", r, held)
+		}
+		if got := who.started(); !slices.Equal(got, []core.InstanceID{holder}) {
+			t.Fatalf("processes started by %q: the answered turn needs none", got)
+		}
+
+		st.say(id, bob, "next")
+		settle(time.Second)
+		if got := who.started(); !slices.Equal(got, []core.InstanceID{holder, other(holder)}) {
+			t.Fatalf("processes started by %q: the other runs the next turn", got)
+		}
+		if got := fc.sent(string(id)); !slices.Equal(got, []string{"question", "next"}) {
+			t.Fatalf("handed %q: each message once", got)
+		}
+		if _, finals := st.outputs(id); !slices.Equal(finals, []string{"echo: question", "echo: next"}) {
+			t.Fatalf("final outputs %q", finals)
+		}
+		if n := len(st.events(id, core.EventTurnComplete)); n != 2 {
+			t.Fatalf("%d turns completed", n)
+		}
+	})
+}

@@ -1,9 +1,11 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -544,6 +546,67 @@ func TestToken(t *testing.T) {
 		settle(time.Second)
 		if got := fc.sent(string(id)); !slices.Equal(got, []string{"hi"}) {
 			t.Fatalf("handed %q", got)
+		}
+	})
+}
+
+// gatedTransport holds the first agent.state call until open is closed, so
+// that a test can wake a worker while its first read is under way.
+type gatedTransport struct {
+	http.RoundTripper
+	once    sync.Once
+	reached chan struct{}
+	open    chan struct{}
+}
+
+func (g *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Method == http.MethodPost {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(`"agent.state"`)) {
+			g.once.Do(func() {
+				close(g.reached)
+				<-g.open
+			})
+		}
+	}
+	return g.RoundTripper.RoundTrip(r)
+}
+
+// A worker whose first read fails (here: a session the store does not
+// know) and that was woken again meanwhile reads again rather than quit:
+// it stays the session's worker, so it must be the one to read, or every
+// later message of the session would go to a worker nobody runs. Once a
+// read fails with no wake pending it retires, and a wake makes a new one.
+func TestWorkerWokenWhileFirstReadFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		fc := newFakeClaude(nil)
+		g := &gatedTransport{RoundTripper: st.tr, reached: make(chan struct{}), open: make(chan struct{})}
+		r := startOrchestrator(t, st, fc, func(o *Options) { o.HTTPClient = &http.Client{Transport: g} })
+		const id = "01M8C000000000000000000000"
+		worker := func() *worker {
+			r.o.mu.Lock()
+			defer r.o.mu.Unlock()
+			return r.o.workers[id]
+		}
+		r.o.wake(id, false)
+		<-g.reached
+		w := worker()
+		if w == nil {
+			t.Fatal("no worker reading the session")
+		}
+		r.o.wake(id, false) // while its first read is under way
+		close(g.open)
+		settle(time.Second)
+		if w := worker(); w != nil {
+			t.Fatalf("worker %p still in the map after its reads failed with no wake pending", w)
+		}
+		if n := len(w.wake); n != 0 {
+			t.Fatalf("%d wakes left unread", n)
 		}
 	})
 }

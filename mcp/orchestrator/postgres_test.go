@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -181,6 +182,41 @@ func (n *node) holder(t *testing.T, name string) core.InstanceID {
 	return ""
 }
 
+// explain logs what a failed cluster test needs to be understood: the
+// leases as the database has them, the workers each instance has, the
+// session's agent state and inbox, and who started processes.
+func (n *node) explain(t *testing.T, id core.SessionID, nodes map[core.InstanceID]*node, who *instanceOf) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if infos, err := n.st.Leases(ctx); err != nil {
+		t.Logf("leases: %v", err)
+	} else {
+		for _, l := range infos {
+			t.Logf("lease %s: holder %q token %d expires %s held %v", l.Name, l.Holder, l.Token, l.Expires.Format(time.StampMilli), l.Held)
+		}
+	}
+	for _, nd := range nodes {
+		o := nd.run.o
+		o.mu.Lock()
+		ws := slices.Sorted(maps.Keys(o.workers))
+		o.mu.Unlock()
+		t.Logf("instance %s: cut off %v, workers %q", nd.id, nd.leases.cut.Load(), ws)
+	}
+	st, ok, err := n.run.o.loadState(ctx, string(id))
+	t.Logf("agent state %+v (saved %v, err %v)", st, ok, err)
+	msgs, err := n.st.Inbox(ctx, id, "", 100)
+	for _, m := range msgs {
+		t.Logf("inbox %s %s: %q", m.ID, m.Role, m.Content)
+	}
+	if err != nil {
+		t.Logf("inbox: %v", err)
+	}
+	out, completed := n.turns(t, id)
+	t.Logf("final outputs %q, %d turns completed; processes started by %q, handed %q",
+		out, completed, who.started(), who.fc.sent(string(id)))
+}
+
 // eventually polls cond until it holds or 20 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -215,12 +251,20 @@ func TestSessionLeaseOnPostgres(t *testing.T) {
 	a := nodes["a"]
 	sid := a.handle(t, core.Command{Kind: core.CreateSession, Origin: platform, Actor: ann}).Session
 	lease := leaseName(string(sid))
+	// Cleanups run last in first: this one before the nodes stop.
+	t.Cleanup(func() {
+		if t.Failed() {
+			a.explain(t, sid, nodes, who)
+		}
+	})
 	a.handle(t, core.Command{Kind: core.SendMessage, Session: sid, Origin: platform, Actor: ann, Text: "question"})
 	eventually(t, "an agent started", func() bool { return len(fc.sent(string(sid))) == 1 })
 	holder := a.holder(t, lease)
 	if holder == "" {
 		t.Fatal("an agent runs and nobody holds the session's lease")
 	}
+	// The first turn was handed with the pausing model, which plays it
+	// whenever the process gets to it: it stays unanswered.
 	fc.mu.Lock()
 	fc.model = func(ft *fakeTurn) { ft.Say("answer to " + ft.Text) }
 	fc.mu.Unlock()

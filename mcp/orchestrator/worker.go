@@ -112,8 +112,11 @@ func (w *worker) loop(ctx context.Context) {
 		case <-w.wake:
 			if err := w.readInbox(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("reading the session's inbox failed", "err", err)
-				if !w.loaded {
-					w.o.retire(w, false)
+				// Not loaded: nothing to keep, the next wake makes a new
+				// worker. Woken meanwhile, it stays (retire refuses) and
+				// must read again: returning would leave it in the map
+				// with nobody reading its wakes, the session orphaned.
+				if !w.loaded && w.o.retire(w, false) {
 					return
 				}
 			}
