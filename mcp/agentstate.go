@@ -43,6 +43,14 @@ type agentStateResult struct {
 	SessionID core.SessionID `json:"session_id"`
 }
 
+// AgentStateCursor is the store cursor agent.state keeps session id's key
+// in. A runtime that holds the session's lease (the orchestrator, with
+// several instances) writes it fenced under that name itself, so that a
+// holder that lost the lease cannot set the state back.
+func AgentStateCursor(id core.SessionID, key string) string {
+	return agentStatePrefix + string(id) + "/" + key
+}
+
 func (s *Server) addAgentStateTool() {
 	s.addTool("agent.state", fmt.Sprintf("Read, or with value set, the agent's own state kept with the session under key "+
 		"(for example its watermark: the last inbox message id it fully handled). Durable before it answers; at most %d bytes a value.", MaxAgentStateValue),
@@ -66,7 +74,7 @@ func (s *Server) agentState(ctx context.Context, raw json.RawMessage) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	name := agentStatePrefix + string(id) + "/" + a.Key
+	name := AgentStateCursor(id, a.Key)
 	if a.Value != nil {
 		if len(*a.Value) > MaxAgentStateValue {
 			return nil, toolError(fmt.Sprintf("value is %d bytes; agent.state keeps at most %d", len(*a.Value), MaxAgentStateValue))

@@ -45,12 +45,10 @@ import (
 // deadline) stops its process at once, like a clean stop, and a new
 // worker waits for the lease again, so that an instance cut off from the
 // store for a moment resumes the session when it comes back and nobody
-// else took it. The agent's state (agent.state) is written through the
-// MCP server and is not fenced by the token: the holder stops on its own
-// clock before the lease can pass, but a save already in flight then may
-// land after the next holder's and set the watermark back by the turn the
-// old holder finished last, which a later worker would hand again. The
-// window is one call in flight at the moment the lease is lost.
+// else took it. The agent's state (the agent.state cursor) is written
+// fenced by the holding (Leaser.SetCursorFenced): a save by a holder whose
+// lease passed on changes nothing and ends its worker, so it cannot set
+// the watermark back behind the next holder's and have a turn handed again.
 
 // leaseName is the lease of session id's agent.
 func leaseName(id string) string { return "session/" + id }
@@ -69,6 +67,7 @@ func (w *worker) hold(ctx context.Context) (context.Context, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	w.held = h
 	if h.Waited() {
 		// Another instance ran the session meanwhile: what the scan
 		// that made this worker saw of its status is stale, and

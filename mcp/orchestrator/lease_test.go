@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/parley-chat/parley/core"
+	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
 // leaseTable is a store's lease table in memory, its clock the bubble's:
@@ -20,6 +22,11 @@ type leaseTable struct {
 	rows map[string]*core.Lease
 	// cut instances reach no store: their calls fail.
 	cut map[core.InstanceID]bool
+	// cursors is the store fenced cursors are written to, the one the
+	// MCP server reads agent.state from.
+	cursors interface {
+		SetCursor(ctx context.Context, name, value string) error
+	}
 }
 
 func newLeaseTable() *leaseTable {
@@ -101,8 +108,18 @@ func (v tableView) Leases(ctx context.Context) ([]core.LeaseInfo, error) {
 	return nil, errors.New("not used by these tests")
 }
 
+// SetCursorFenced writes under the table's lock, so that the check and
+// the write are one step, as the database's one statement.
 func (v tableView) SetCursorFenced(ctx context.Context, name, value string, l core.Lease) error {
-	return errors.New("not used by these tests")
+	v.t.mu.Lock()
+	defer v.t.mu.Unlock()
+	if v.t.cut[v.id] {
+		return errUnreachable
+	}
+	if r := v.t.rows[l.Name]; r == nil || r.Holder != v.id || r.Token != l.Token || !time.Now().Before(r.Expires) {
+		return core.ErrLeaseLost
+	}
+	return v.t.cursors.SetCursor(ctx, name, value)
 }
 
 // instanceOf records which instance started each process.
@@ -171,6 +188,7 @@ func TestSessionLeaseFailover(t *testing.T) {
 			ft.Pause(time.Hour)
 		})
 		tab := newLeaseTable()
+		tab.cursors = st.store
 		_, who := two(t, st, fc, tab)
 		st.say(id, ann, "question")
 		t0 := time.Now()
@@ -240,6 +258,7 @@ func TestSessionLeaseCleanStop(t *testing.T) {
 		id := st.create()
 		fc := newFakeClaude(nil)
 		tab := newLeaseTable()
+		tab.cursors = st.store
 		runs, who := two(t, st, fc, tab)
 		st.say(id, ann, "first")
 		settle(time.Second)
@@ -293,6 +312,7 @@ func TestSessionLeaseNoStaleRepair(t *testing.T) {
 			ft.Say("done")
 		})
 		tab := newLeaseTable()
+		tab.cursors = st.store
 		startOrchestrator(t, st, fc, func(o *Options) { o.Leases = tab.as("a") })
 		st.say(id, ann, "question")
 		settle(time.Second)
@@ -326,6 +346,7 @@ func TestSessionLeaseFailoverAfterAnswer(t *testing.T) {
 		id := st.create()
 		fc := newFakeClaude(nil)
 		tab := newLeaseTable()
+		tab.cursors = st.store
 		_, who := two(t, st, fc, tab)
 		st.say(id, ann, "question")
 		t0 := time.Now()
@@ -378,6 +399,73 @@ func TestSessionLeaseFailoverAfterAnswer(t *testing.T) {
 		}
 		if n := len(st.events(id, core.EventTurnComplete)); n != 2 {
 			t.Fatalf("%d turns completed", n)
+		}
+	})
+}
+
+// cursorMap is a store of cursors for tests that need no more.
+type cursorMap struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (c *cursorMap) SetCursor(_ context.Context, name, value string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[name] = value
+	return nil
+}
+
+func (c *cursorMap) get(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[name]
+}
+
+// A worker's state is saved fenced by its holding: once another instance
+// took the session, the old holder's save changes nothing, says the lease
+// was lost, and ends the worker's acting context, so that it cannot set
+// the watermark back behind the new holder's.
+func TestStateSaveFencedByTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := newLeaseTable()
+		cursors := &cursorMap{m: map[string]string{}}
+		tab.cursors = cursors
+		name := leaseName("S1")
+		h, err := core.Hold(t.Context(), tab.as("a"), name, core.HoldOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &worker{o: &Orchestrator{opts: Options{Leases: tab.as("a")}}, id: "S1", held: h}
+		cursor := parleymcp.AgentStateCursor("S1", stateKey)
+		if err := w.saveState(t.Context(), state{Watermark: "m2"}); err != nil {
+			t.Fatalf("save while holding: %v", err)
+		}
+		if got := cursors.get(cursor); !strings.Contains(got, `"watermark":"m2"`) {
+			t.Fatalf("state after the save: %q", got)
+		}
+
+		// Instance b takes the session over (a's holding expired while
+		// a was stalled), and saves its own progress.
+		tab.mu.Lock()
+		tab.rows[name] = &core.Lease{Name: name, Holder: "b", Token: h.Lease().Token + 1, Expires: time.Now().Add(time.Hour)}
+		tab.mu.Unlock()
+		_ = cursors.SetCursor(t.Context(), cursor, `{"watermark":"m5"}`)
+
+		err = w.saveState(t.Context(), state{Watermark: "m3"})
+		if !errors.Is(err, core.ErrLeaseLost) {
+			t.Fatalf("save after the takeover: %v, want core.ErrLeaseLost", err)
+		}
+		if got := cursors.get(cursor); got != `{"watermark":"m5"}` {
+			t.Errorf("the old holder's save changed the state to %q", got)
+		}
+		select {
+		case <-h.Context().Done():
+		default:
+			t.Fatal("the worker's acting context did not end")
+		}
+		if cause := context.Cause(h.Context()); !errors.Is(cause, core.ErrLeaseLost) {
+			t.Errorf("the acting context ended with %v, want core.ErrLeaseLost", cause)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/core"
@@ -48,13 +49,32 @@ func (o *Orchestrator) loadState(ctx context.Context, id string) (state, bool, e
 	return st, true, nil
 }
 
-// saveState writes session id's state durably.
-func (o *Orchestrator) saveState(ctx context.Context, id string, st state) error {
+// saveState writes the session's state durably: through agent.state with
+// one instance, and with several into the same cursor fenced by the
+// worker's holding of the session's lease, checked in the same statement
+// as the write, so that a holder that lost the lease cannot set the state
+// back behind the next holder's. A refused write ends the holding: the
+// worker stops as it does when a renewal fails.
+func (w *worker) saveState(ctx context.Context, st state) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("orchestrator: %w", err)
 	}
-	return o.call(ctx, "agent.state", map[string]any{"key": stateKey, "session_id": id, "value": string(b)}, nil)
+	if w.held == nil || w.o.opts.Leases == nil {
+		return w.o.call(ctx, "agent.state", map[string]any{"key": stateKey, "session_id": w.id, "value": string(b)}, nil)
+	}
+	err = w.o.opts.Leases.SetCursorFenced(ctx, parleymcp.AgentStateCursor(core.SessionID(w.id), stateKey), string(b), w.held.Lease())
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("orchestrator: save the state of session %s: %w", w.id, err)
+	if errors.Is(err, core.ErrLeaseLost) {
+		// Another instance holds the session now: this worker stops.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+		defer cancel()
+		_ = w.held.GiveUp(gctx, err)
+	}
+	return err
 }
 
 // startPoint is where a session the orchestrator never handled starts: after

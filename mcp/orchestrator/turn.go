@@ -225,7 +225,7 @@ func (w *worker) finish(ctx context.Context, r claudecode.Result) {
 	}
 	w.st.Watermark = max(t.upTo, t.dropTo)
 	w.st.Started, w.st.Told = true, ""
-	if err := w.o.saveState(ctx, w.id, w.st); err != nil {
+	if err := w.saveState(ctx, w.st); err != nil {
 		// Unsaved, the messages would be handed again: better the turn
 		// stays open (a scan completes it after a reconnection).
 		w.log.Warn("saving the watermark failed; the turn is not yielded", "err", err)

@@ -28,6 +28,9 @@ type worker struct {
 	decided chan decision
 
 	repair bool // complete an unfinished turn when nothing is pending (Orchestrator.scan)
+	// held is the holding of the session's lease the worker acts under
+	// (lease.go), nil with one instance: its state is saved fenced by it.
+	held   *core.Held
 	loaded bool
 	st     state
 	// read is the inbox position: the last message read. Every message
@@ -248,7 +251,7 @@ func (w *worker) load(ctx context.Context) error {
 			}
 		}
 		st.Conversation = newUUID()
-		if err := w.o.saveState(ctx, w.id, st); err != nil {
+		if err := w.saveState(ctx, st); err != nil {
 			return err
 		}
 	}
@@ -324,7 +327,7 @@ func (w *worker) cancel(ctx context.Context, id core.MessageID) {
 		w.releaseSlot()
 	}
 	w.st.Watermark = id
-	if err := w.o.saveState(ctx, w.id, w.st); err != nil {
+	if err := w.saveState(ctx, w.st); err != nil {
 		w.log.Warn("saving the state failed", "err", err)
 	}
 	if w.shown {
@@ -451,7 +454,7 @@ func (w *worker) failed(ctx context.Context, what string, err error) {
 		return
 	}
 	w.st.Told = last
-	if err := w.o.saveState(ctx, w.id, w.st); err != nil {
+	if err := w.saveState(ctx, w.st); err != nil {
 		w.log.Warn("saving the state failed", "err", err)
 	}
 	w.yield(ctx)
