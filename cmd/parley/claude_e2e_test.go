@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -128,13 +129,19 @@ func TestClaudeCodeAnswersAndResumes(t *testing.T) {
 	}
 
 	// From the web page, the answer is on the page (people's last input
-	// came from there), in the same conversation.
+	// came from there), in the same conversation. Written with the page's
+	// composer (origin web): POST /api/chat is a tool's message (origin
+	// api), which leaves the reply where the person last wrote, the topic.
 	cc.api.Say(claudetest.Text("Hello, page."))
 	session := cc.sessionID()
-	postChat(t, cc.m.Addr(), session, "Hello from the page.")
+	slWebPost(t, http.DefaultClient, cc.m.Addr(), session, "Hello from the page.")
 	cc.await("the answer on the page", func() bool { return strings.Contains(rawState(t, cc.m.Addr(), session), "Hello, page.") })
+	// Absent from the topic once the turn is complete and every platform
+	// operation it made is done, not merely before Telegram's paced send.
+	cc.await("the page's turn complete", func() bool { return cc.status(session) == core.StatusIdle })
+	cc.idle()
 	if n := len(cc.shown(topic, "Hello, page.")); n != 0 {
-		t.Errorf("the page's answer went to the topic too")
+		t.Errorf("the page's answer went to the topic too:\n%s", cc.explain(session, topic))
 	}
 
 	long := longAnswer(6000)
@@ -287,6 +294,37 @@ func (cc *ccStack) status(session string) core.Status {
 		cc.t.Fatal(err)
 	}
 	return s.Status
+}
+
+// explain describes, for a failure, what the topic shows, the session's
+// routing state and the events that led there.
+func (cc *ccStack) explain(session string, topic int) string {
+	var b strings.Builder
+	for _, m := range cc.srv.Messages(cc.forum, topic) {
+		fmt.Fprintf(&b, "topic message %d bot=%v edits=%d deleted=%v edited=%s: %q\n",
+			m.ID, m.FromBot, m.Edits, m.Deleted, m.EditedAt.Format("15:04:05.000"), m.Text)
+	}
+	st := cc.m.Daemon().Store
+	ctx := context.Background()
+	if s, err := st.Session(ctx, core.SessionID(session)); err == nil {
+		fmt.Fprintf(&b, "session turn=%d status=%s last_input_origin=%q\n", s.Turn, s.Status, s.LastInputOrigin)
+		for n, bd := range s.Bindings {
+			fmt.Fprintf(&b, "binding %s output=%+v\n", n, bd.Output)
+		}
+	}
+	es, err := st.EventsSince(ctx, 0, 1000)
+	if err != nil {
+		fmt.Fprintf(&b, "events: %v\n", err)
+	}
+	for _, e := range es {
+		text := e.Text
+		if e.Message != nil {
+			text = e.Message.Content
+		}
+		fmt.Fprintf(&b, "event %d %s %s origin=%q turn=%d final=%v status=%s: %.60q\n",
+			e.Seq, e.Time.Format("15:04:05.000"), e.Kind, e.Origin, e.Turn, e.Final, e.Status, text)
+	}
+	return b.String()
 }
 
 // rawState is the page's state of a session as the API sends it.
