@@ -38,6 +38,9 @@ import (
 //     reading, within staleAfter+staleCheck (the cut) and at most
 //     presenceWindow. A 2026-07-28 listen stream counts while its request
 //     is open.
+//   - A 2025-11-25 session's notifications go out only while its GET stream
+//     is open (from mcp-go's first flush of the stream to its end); the
+//     stream's opening wakes the ones that waited (legacySender).
 //   - At most Options.MaxSessions sessions and listen streams at once; an
 //     initialize or subscriptions/listen past the bound is answered 503
 //     with a JSON-RPC error naming [mcp] max_sessions.
@@ -66,6 +69,7 @@ type conns struct {
 type connState struct {
 	seen     time.Time
 	inflight int         // requests in flight, GET streams included
+	streams  int         // GET streams open (answered 200)
 	expire   *time.Timer // at seen+presenceWindow, once idle
 }
 
@@ -130,6 +134,33 @@ func (c *conns) lastSeen(id string) time.Time {
 	return time.Time{}
 }
 
+// streamOpened records that a GET stream of session id is open: mcp-go
+// answered it and its writer reads the session's notifications.
+func (c *conns) streamOpened(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.sessions[id]; st != nil {
+		st.streams++
+	}
+}
+
+// streamClosed records the end of a GET stream streamOpened recorded.
+func (c *conns) streamClosed(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.sessions[id]; st != nil && st.streams > 0 {
+		st.streams--
+	}
+}
+
+// streaming reports whether session id has a GET stream open.
+func (c *conns) streaming(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.sessions[id]
+	return st != nil && st.streams > 0
+}
+
 // live reports whether session id's client can hear now.
 func (c *conns) live(id string) bool {
 	c.mu.Lock()
@@ -183,6 +214,19 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		s.http.ServeHTTP(sw, r)
 		return
+	}
+	if known {
+		// Once mcp-go has answered the stream (its first flush), the
+		// session's notifications may go out (legacySender): wake them.
+		sw.opened = func() {
+			s.conns.streamOpened(id)
+			s.subs.wake(id)
+		}
+		defer func() {
+			if sw.wasOpened() {
+				s.conns.streamClosed(id)
+			}
+		}()
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -288,9 +332,15 @@ type deadlineWriter struct {
 	http.ResponseWriter
 	rc *http.ResponseController
 
-	mu     sync.Mutex
-	isCut  bool
-	broken bool // a write failed
+	// opened, when set, is called once, at the first flush of a 200
+	// response: a GET stream is open.
+	opened func()
+
+	mu         sync.Mutex
+	isCut      bool
+	broken     bool // a write failed
+	status     int  // the status written, 0 before
+	openCalled bool
 }
 
 var errCut = errors.New("stream cut off: the client does not read it")
@@ -326,13 +376,40 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 	return n, d.fail(err)
 }
 
+// WriteHeader records the status, for opened.
+func (d *deadlineWriter) WriteHeader(code int) {
+	d.mu.Lock()
+	if d.status == 0 {
+		d.status = code
+	}
+	d.mu.Unlock()
+	d.ResponseWriter.WriteHeader(code)
+}
+
 // Flush implements http.Flusher (mcp-go streams only through one).
 func (d *deadlineWriter) Flush() {
 	if err := d.arm(); err != nil {
 		d.fail(err)
 		return
 	}
-	d.fail(d.rc.Flush())
+	err := d.rc.Flush()
+	d.fail(err)
+	d.mu.Lock()
+	call := err == nil && d.opened != nil && !d.openCalled && d.status == http.StatusOK
+	if call {
+		d.openCalled = true
+	}
+	d.mu.Unlock()
+	if call {
+		d.opened()
+	}
+}
+
+// wasOpened reports whether opened was called.
+func (d *deadlineWriter) wasOpened() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.openCalled
 }
 
 // Unwrap lets http.ResponseController reach the connection.

@@ -24,7 +24,10 @@
 // itself, so the Server tracks them: for protocol 2025-11-25 through the
 // resources/subscribe and unsubscribe hooks and the session-unregister hook,
 // keyed by MCP session id and sent with SendNotificationToSpecificClient
-// (which reaches the client's GET stream); for 2026-07-28, which is stateless
+// only while the session's GET stream is open (mcp-go's POSTs read the same
+// channel, and one whose request has ended drops what it took; until the
+// stream opens, as after a daemon restart, the notification waits in the
+// queue, messages intact); for 2026-07-28, which is stateless
 // and has no GET stream, through the subscriptions/listen hook, keyed by the
 // listen request's own session and written into that request's stream (which
 // mcp-go's broadcasts skip), dropped when the request's context ends. Run

@@ -11,12 +11,15 @@ import (
 
 // sender delivers one notifications/resources/updated to one MCP
 // connection without blocking. It returns errGone when the connection is
-// gone for good and errBlocked when its stream cannot take more now.
+// gone for good, errBlocked when its stream cannot take more now, and
+// errNoStream when it has no stream to carry notifications until the
+// registry is woken for it (wake).
 type sender func(params map[string]any) error
 
 var (
-	errGone    = errors.New("subscriber gone")
-	errBlocked = errors.New("subscriber stream full")
+	errGone     = errors.New("subscriber gone")
+	errBlocked  = errors.New("subscriber stream full")
+	errNoStream = errors.New("subscriber has no stream open")
 )
 
 // Notification fan-out bounds.
@@ -165,6 +168,18 @@ func (r *registry) count() int {
 	return len(r.subs)
 }
 
+// wake makes key's worker try again (its stream opened).
+func (r *registry) wake(key any) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if sub := r.subs[key]; sub != nil {
+		select {
+		case sub.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // close stops every worker and waits for them.
 func (r *registry) close() {
 	r.mu.Lock()
@@ -266,6 +281,10 @@ func (r *registry) work(sub *subscriber) {
 			return
 		}
 		switch err := r.flush(sub); {
+		case errors.Is(err, errNoStream):
+			// Kept, messages and all; the stream's opening wakes us.
+			backoff = 0
+			continue
 		case errors.Is(err, errGone):
 			r.mu.Lock()
 			if r.subs[sub.key] == sub {
@@ -299,9 +318,10 @@ func (r *registry) work(sub *subscriber) {
 	}
 }
 
-// flush sends everything pending. What could not be sent goes back as an
-// overflow (a bare {uri}: the client re-reads) rather than as a partial
-// batch.
+// flush sends everything pending. What a blocked stream could not take
+// goes back as an overflow (a bare {uri}: the client re-reads) rather than
+// as a partial batch; what found no stream goes back as it was, ahead of
+// what came meanwhile.
 func (r *registry) flush(sub *subscriber) error {
 	sub.mu.Lock()
 	order, pending := sub.order, sub.pending
@@ -311,26 +331,63 @@ func (r *registry) flush(sub *subscriber) error {
 		q := pending[uri]
 		var err error
 		if q.overflow {
-			err = sub.send(map[string]any{"uri": uri})
-		}
-		for msgs := q.msgs; len(msgs) > 0 && err == nil; {
-			n := batchSize(msgs)
-			if err = sub.send(map[string]any{"uri": uri, "messages": msgs[:n]}); err == nil {
-				msgs = msgs[n:]
+			if err = sub.send(map[string]any{"uri": uri}); err == nil {
+				q.overflow = false
 			}
 		}
-		if err != nil {
-			if errors.Is(err, errBlocked) {
-				sub.mu.Lock()
-				for _, u := range order[i:] {
-					sub.overflowLocked(sub.queue(u))
-				}
-				sub.mu.Unlock()
+		for len(q.msgs) > 0 && err == nil {
+			n := batchSize(q.msgs)
+			if err = sub.send(map[string]any{"uri": uri, "messages": q.msgs[:n]}); err == nil {
+				q.msgs = q.msgs[n:]
 			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, errBlocked):
+			sub.mu.Lock()
+			for _, u := range order[i:] {
+				sub.overflowLocked(sub.queue(u))
+			}
+			sub.mu.Unlock()
+			return err
+		case errors.Is(err, errNoStream):
+			sub.requeue(order[i:], pending)
+			return err
+		default:
 			return err
 		}
 	}
 	return nil
+}
+
+// requeue puts back what flush took but could not send (order's queues in
+// pending), ahead of what was queued meanwhile, within maxQueued.
+func (s *subscriber) requeue(order []string, pending map[string]*uriQueue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	newOrder, newer := s.order, s.pending
+	s.order, s.pending, s.queued = nil, map[string]*uriQueue{}, 0
+	put := func(uri string, q *uriQueue) {
+		dst := s.queue(uri)
+		if q.overflow || dst.overflow {
+			s.overflowLocked(dst)
+			return
+		}
+		for _, m := range q.msgs {
+			if s.queued >= maxQueued {
+				s.overflowLocked(dst)
+				return
+			}
+			dst.msgs = append(dst.msgs, m)
+			s.queued++
+		}
+	}
+	for _, uri := range order {
+		put(uri, pending[uri])
+	}
+	for _, uri := range newOrder {
+		put(uri, newer[uri])
+	}
 }
 
 // batchSize is how many of msgs the next notification carries: at most

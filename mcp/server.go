@@ -319,10 +319,23 @@ func (s *Server) addHooks(h *server.Hooks) {
 	})
 }
 
-// legacySender delivers to a 2025-11-25 session through mcp-go, which
-// writes to the session's GET stream (or a POST stream in flight).
+// legacySender delivers to a 2025-11-25 session through mcp-go, only while
+// the session's GET stream is open: mcp-go's session channel is read by the
+// GET stream and by every POST of the session in flight, and a POST that
+// takes a notification as its request ends drops it (server/streamable_http.go,
+// the forwarder's done case). With the stream open its writer is waiting on
+// the channel and takes the notification first; without it (a restarted
+// daemon's client reconnects the stream up to a second after its
+// re-initialization) the notification waits in the registry, messages
+// intact, until the stream opens (guard wakes the worker).
 func (s *Server) legacySender(id string) sender {
 	return func(params map[string]any) error {
+		if !s.conns.streaming(id) {
+			if !s.agents.has(id) {
+				return errGone
+			}
+			return errNoStream
+		}
 		err := s.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationResourceUpdated, params)
 		switch {
 		case err == nil:
