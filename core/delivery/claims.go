@@ -76,7 +76,11 @@ type ClaimOptions struct {
 	// Seen, when set, is the last event seq the cluster feed published
 	// (the follower's position): the scan looks that far, so that it
 	// finds events other instances committed and handed over. Nil: as far
-	// as this dispatcher has seen (its own commits).
+	// as this dispatcher has seen (its own commits). The feed may be
+	// ahead of this dispatcher's own commits: a scan may serve one of them
+	// before Run reaches it, so with Shared a dispatch from the bus reads
+	// the event's confirmed keys from the store rather than take them to
+	// be none.
 	Seen func() uint64
 }
 
@@ -270,7 +274,10 @@ func (c *claims) renew(ctx context.Context, seqs []uint64) (lost []uint64, err e
 // more (their instance died, or stopped and released them), until ctx
 // ends. Without claims it returns at once. The scan looks only at events
 // this dispatcher has already seen (Replay's upTo, then Run's Seen), so
-// an event just journaled is left to its own instance's live dispatch.
+// an event just journaled is left to its own instance's live dispatch;
+// with ClaimOptions.Seen it looks as far as the cluster feed, which may be
+// ahead of that dispatch, and the dispatch then reads what the scan (or
+// another instance's) confirmed before sending (Dispatcher.track).
 func (d *Dispatcher) RunClaims(ctx context.Context) {
 	c := d.journal.claims
 	if c == nil {

@@ -202,7 +202,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string, 
 	}
 	if e.Session == "" {
 		if e.Place != nil && e.Kind == core.EventNotice && e.Message != nil {
-			d.dispatchToPlace(ctx, e, done)
+			d.dispatchToPlace(ctx, e, done, claimed)
 		}
 		return nil
 	}
@@ -214,9 +214,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string, 
 		}
 		return fmt.Errorf("dispatch: %w", err)
 	}
-	j := d.journal.track(e, done)
+	j := d.track(ctx, e, done, claimed)
 	if e.Seq > 0 && e.Journaled() && j == nil {
-		return nil // already being delivered
+		return nil // already being delivered, or delivered
 	}
 	if e.Kind == core.EventQuestionClosed {
 		// To wherever the question is shown, whatever the routing.
@@ -244,11 +244,41 @@ func (d *Dispatcher) dispatch(ctx context.Context, e core.Event, done []string, 
 	return nil
 }
 
+// track starts tracking the journaled event e (journal.track). An event
+// claimed as it was committed (not claimed: dispatched from the bus) by an
+// instance whose claims are shared may have been served in part already,
+// by this instance's scan or another's, and handed over: its confirmed
+// keys are read from the store (journal.load) rather than taken to be
+// none. Nil, besides for an event that is not journaled, when the event is
+// being delivered here already, is no longer journaled, or its keys could
+// not be read (its claim is then released, for a scan to take it).
+func (d *Dispatcher) track(ctx context.Context, e core.Event, done []string, claimed bool) *delivery {
+	j := d.journal.track(e, done)
+	c := d.journal.claims
+	if j == nil || claimed || !c.shared() {
+		return j
+	}
+	ok, err := d.journal.load(ctx, j)
+	if err == nil && ok {
+		return j
+	}
+	d.journal.drop(j)
+	if err != nil {
+		d.log.Warn("dispatch: left to the scan", "seq", e.Seq, "err", err)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		if err := c.opts.Store.ReleaseClaims(rctx, c.opts.Instance, []uint64{e.Seq}); err != nil {
+			d.log.Warn("journal: release an event left to the scan; it is taken over when its claim expires", "seq", e.Seq, "err", err)
+		}
+	}
+	return nil
+}
+
 // dispatchToPlace sends a notice addressed to a place with no session on
 // its origin adapter, journaled like any other notice. It is not recorded
 // in the cleanup ledger, whose rules belong to sessions.
-func (d *Dispatcher) dispatchToPlace(ctx context.Context, e core.Event, done []string) {
-	j := d.journal.track(e, done)
+func (d *Dispatcher) dispatchToPlace(ctx context.Context, e core.Event, done []string, claimed bool) {
+	j := d.track(ctx, e, done, claimed)
 	a, ok := d.router.Adapter(e.Origin.Adapter())
 	if !ok && j != nil && d.journal.claims.shared() && e.Origin.IsUI() {
 		// Another instance runs the place's adapter (handoff.go).

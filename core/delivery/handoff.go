@@ -125,24 +125,28 @@ func (jr *journal) handOff(ctx context.Context, j *delivery, here, remote []core
 // handOver records, once j's operations here are all confirmed, which
 // adapters this instance served, and releases the claim on the event so
 // that an instance running the others takes it; this one passes it over
-// from now on. When a marker cannot be written, the claim is left to
-// expire: the next claimant, this instance's scan included, dispatches
-// the event again, its confirmed operations skipped, and marks it then.
+// from now on. j stays tracked (its claim renewed, this instance's scans
+// keeping off it) until the markers are durable and the event is recorded
+// as passed over, so that no scan here takes it in between. When a marker
+// cannot be written, the claim is left to expire: the next claimant, this
+// instance's scan included, dispatches the event again, its confirmed
+// operations skipped, and marks it then.
 func (jr *journal) handOver(ctx context.Context, j *delivery) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOffTimeout)
 	defer cancel()
-	jr.forget(j)
 	for _, a := range j.served {
 		if jr.served(j, a) {
 			continue
 		}
 		if err := jr.store.ConfirmDelivery(ctx, j.seq, deliveredKey(a), false); err != nil {
 			jr.log.Error("journal: hand over", "seq", j.seq, "adapter", a, "err", err)
+			jr.forget(j)
 			return
 		}
 	}
 	c := jr.claims
 	c.passOver(j.seq)
+	jr.forget(j)
 	if err := c.opts.Store.ReleaseClaims(ctx, c.opts.Instance, []uint64{j.seq}); err != nil {
 		jr.log.Warn("journal: release a handed-over event; it is taken over when its claim expires", "seq", j.seq, "err", err)
 	}

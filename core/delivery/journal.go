@@ -129,6 +129,47 @@ func (jr *journal) track(e core.Event, done []string) *delivery {
 	return j
 }
 
+// loadTimeout bounds the read of an event's confirmed keys (load).
+const loadTimeout = 10 * time.Second
+
+// load adds to j the keys the store has confirmed for it, for an event
+// claimed as it was committed (dispatched from the bus, not read from the
+// journal with its keys) by an instance whose claims are shared. Being
+// claimable is no proof that nothing of it was sent: this instance's own
+// scan reads as far as the cluster feed (ClaimOptions.Seen), which may run
+// ahead of the dispatcher's backlog, and may have served the event and
+// handed it over, its claim free again; another instance's scan may have
+// served its own platforms and handed it over the same way. Either wrote
+// its confirmations and markers before it let the event go, so the keys
+// read here, once j is tracked (no other delivery of the event runs here
+// any more, and the claim keeps every other instance off it), are all
+// that was sent. It reports false when the event is no longer journaled.
+func (jr *journal) load(ctx context.Context, j *delivery) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+	defer cancel()
+	page, err := jr.store.Deliveries(ctx, j.seq-1, 1)
+	if err != nil {
+		return false, fmt.Errorf("journal: confirmed keys of event %d: %w", j.seq, err)
+	}
+	if len(page) == 0 || page[0].Event.Seq != j.seq {
+		return false, nil
+	}
+	jr.mu.Lock()
+	for _, k := range page[0].Done {
+		j.done[k] = true
+	}
+	jr.mu.Unlock()
+	return true, nil
+}
+
+// drop stops tracking j without finishing it: nothing of it was sent here.
+func (jr *journal) drop(j *delivery) {
+	jr.mu.Lock()
+	j.lost = true
+	jr.mu.Unlock()
+	jr.forget(j)
+}
+
 // add registers the operation key of j; it reports false when the
 // operation was confirmed in an earlier run and must not run again. A nil j
 // (an event that is not journaled) always runs.
@@ -196,10 +237,7 @@ func (jr *journal) confirm(j *delivery, a core.AdapterName, key string, err erro
 	if lostClaim(err) {
 		// Not sent: the event is another instance's now, or the scan's
 		// to take again.
-		jr.mu.Lock()
-		j.lost = true
-		jr.mu.Unlock()
-		jr.forget(j)
+		jr.drop(j)
 		return
 	}
 	answered := time.Now()

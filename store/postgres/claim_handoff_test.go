@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,13 +25,15 @@ type shared struct {
 	name string
 	st   *Store
 	bus  *core.MemBus
-	sent map[core.AdapterName]int
+	// sent are, per adapter, the events of the messages this instance
+	// sent there, in the order it sent them.
+	sent map[core.AdapterName][]uint64
 	mu   sync.Mutex
 }
 
 func startShared(t *testing.T, name, url string, adapters ...core.Adapter) *shared {
 	t.Helper()
-	n := &shared{name: name, st: openURL(t, url, storetest.Options{}), bus: core.NewUnorderedMemBus(), sent: map[core.AdapterName]int{}}
+	n := &shared{name: name, st: openURL(t, url, storetest.Options{}), bus: core.NewUnorderedMemBus(), sent: map[core.AdapterName][]uint64{}}
 	last, err := n.st.LastEventSeq(context.Background())
 	storetest.Must(t, err)
 	f := follow.New(n.st, core.NewMemBus(last+1), follow.Options{After: last, Local: n.bus, Listener: n.st})
@@ -38,10 +41,11 @@ func startShared(t *testing.T, name, url string, adapters ...core.Adapter) *shar
 	d := delivery.NewDispatcher(n.st, delivery.NewRouter(adapters...), out, delivery.DispatcherOptions{FileDir: t.TempDir(),
 		OnSent: func(_ context.Context, s delivery.Sent) {
 			n.mu.Lock()
-			n.sent[s.Ref.Adapter]++
+			n.sent[s.Ref.Adapter] = append(n.sent[s.Ref.Adapter], s.Seq)
 			n.mu.Unlock()
 		},
-		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", name),
+		// Debug: each hand-off and takeover is logged, shown when a test fails.
+		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("instance", name),
 		Claims: delivery.ClaimOptions{Store: n.st, Instance: core.InstanceID(name), TTL: claimTTL, Renew: claimTTL / 4, Scan: claimTTL / 10,
 			Shared: true, Seen: f.Position}})
 	sub, unsubscribe := n.bus.Subscribe(4096, false)
@@ -63,7 +67,15 @@ func startShared(t *testing.T, name, url string, adapters ...core.Adapter) *shar
 func (n *shared) sentOn(a core.AdapterName) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.sent[a]
+	return len(n.sent[a])
+}
+
+// seqsOn are the events of what n sent on a, in the order it sent them:
+// which were sent twice, and when, for a failure's message.
+func (n *shared) seqsOn(a core.AdapterName) []uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.sent[a])
 }
 
 // sessionAt creates a session bound to places on the named adapters, whose
@@ -158,7 +170,8 @@ func TestHandOffBroadcast(t *testing.T) {
 		}
 	}
 	if a.sentOn("tg") != n || b.sentOn("sl") != n {
-		t.Errorf("a sent %d on tg, b %d on sl", a.sentOn("tg"), b.sentOn("sl"))
+		t.Errorf("a sent %d on tg, b %d on sl; events a sent on tg: %v, b on sl: %v",
+			a.sentOn("tg"), b.sentOn("sl"), a.seqsOn("tg"), b.seqsOn("sl"))
 	}
 }
 
