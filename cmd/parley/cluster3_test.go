@@ -191,7 +191,7 @@ func TestClusterThreeInstances(t *testing.T) {
 		}
 		return true
 	}
-	pollUntil(t, 3*time.Minute, "every queued answer and every answer around the restart", all, nil)
+	pollUntil(t, 4*time.Minute, "every queued answer and every answer around the restart", all, nil)
 	exactlyOnce := func(when string) {
 		for k := 1; k <= n; k++ {
 			if got := len(shown(srv, forum, queue, answer(k))); got != 1 {

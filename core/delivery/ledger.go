@@ -52,6 +52,26 @@ const (
 	ledgerRetry = 5 * time.Second
 )
 
+// sharedSendShare is the share of a shared window kept for new messages
+// when its limit keeps none of its own (Limit.SendShare). On one instance
+// the outbox's priorities serve a message for people before deletions and
+// edits of the same group; across instances they cannot, since each orders
+// only its own queue, and an instance with nothing but deletions to make
+// would win as many of a group's slots as the one whose answers wait. So in
+// the ledger, other kinds may not take a window's last quarter.
+const sharedSendShare = 0.25
+
+// sharedSlotsFor is how many of w's slots an op of kind k may take in the
+// ledger: as locally, but leaving sharedSendShare to new messages where
+// the limit keeps no share of its own.
+func sharedSlotsFor(w *window, k core.OpKind) int {
+	n := w.slotsFor(k)
+	if k == core.OpSend || w.kept > 0 || w.rate.N < 2 {
+		return n
+	}
+	return min(n, w.rate.N-min(w.rate.N-1, max(1, int(float64(w.rate.N)*sharedSendShare))))
+}
+
 // sharedPause is a pause to write to the ledger: keys for d (none when
 // the op's adapter does not share pacing).
 type sharedPause struct {
@@ -76,7 +96,7 @@ func (o *Outbox) takeShared(e *entry, pk string) bool {
 	ws, keys := o.windowsKeyed(e.op, true)
 	windows := make([]core.PaceWindow, len(ws))
 	for i, w := range ws {
-		windows[i] = core.PaceWindow{Key: keys[i], Rate: core.Rate{N: w.slotsFor(k), Per: w.rate.Per}}
+		windows[i] = core.PaceWindow{Key: keys[i], Rate: core.Rate{N: sharedSlotsFor(w, k), Per: w.rate.Per}}
 	}
 	o.mu.Unlock()
 	take, ok := o.ledgerTake(windows, opPauses(e.op))

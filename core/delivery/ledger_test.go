@@ -214,6 +214,42 @@ func TestOutboxKeepsSharedSlotsForSends(t *testing.T) {
 	})
 }
 
+// TestOutboxKeepsSharedSlotsForSendsByDefault: a limit that keeps no share
+// for new messages still keeps a quarter of a shared window for them, since
+// instances cannot order each other's queues: after a's three sends in a
+// group of four a second, b's edit waits for a slot to free (at 1 s) while
+// b's send takes the last one at once.
+func TestOutboxKeepsSharedSlotsForSendsByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		caps := limits(core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 4, Per: time.Second}})
+		l := newMemLedger()
+		a := newPeer(l, caps, nil)
+		defer a.o.Close()
+		b := newPeer(l, caps, nil)
+		defer b.o.Close()
+		r := newRecorder()
+		for i := range 3 {
+			a.o.Enqueue(r.op(a.a, core.OpSend, "", core.Place{Chat: "group", Thread: fmt.Sprint(i)}, fmt.Sprint("a", i)))
+		}
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+		b.o.Enqueue(r.op(b.a, core.OpEdit, "", core.Place{Chat: "group", Thread: "x"}, "b edit"))
+		synctest.Wait()
+		b.o.Enqueue(r.op(b.a, core.OpSend, "", core.Place{Chat: "group", Thread: "y"}, "b send"))
+		drain(t, a.o)
+		drain(t, b.o)
+		synctest.Wait()
+		var got []string
+		for _, op := range b.a.Ops() {
+			got = append(got, fmt.Sprint(op.Text, "@", op.Time.Sub(start)))
+		}
+		if want := []string{"b send@100ms", "b edit@1s"}; !slices.Equal(got, want) {
+			t.Errorf("b's platform saw %v, want %v", got, want)
+		}
+	})
+}
+
 // TestOutboxSharesAPlatformsPause: a 429 at one instance is written to the
 // ledger; the other instance, which never met it, learns it on its next
 // take and holds everything to that group back until it ends — to the

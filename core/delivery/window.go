@@ -60,10 +60,11 @@ func (w *window) heldFor(k core.OpKind) time.Time {
 
 // hold records that the shared ledger refused an op of kind k until
 // until: all kinds wait when the op could use every slot (a send, or a
-// window that keeps none), the others only when it could not.
+// window of one), the others only when it could not — in the ledger every
+// window of two or more keeps slots for sends (sharedSlotsFor).
 func (w *window) hold(k core.OpKind, until time.Time) {
 	h := &w.heldAll
-	if k != core.OpSend && w.reserved() > 0 {
+	if k != core.OpSend && w.rate.N >= 2 {
 		h = &w.heldOthers
 	}
 	if until.After(*h) {
