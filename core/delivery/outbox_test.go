@@ -610,10 +610,15 @@ func TestOutboxNewMessagesBeforeFinalEdits(t *testing.T) {
 			op.Calls = []core.OpKind{core.OpEdit}
 			return op
 		}
+		// Held while they are queued, so that the outbox chooses among
+		// all four: its worker may otherwise start the first the moment
+		// it is enqueued.
+		o.Hold(a.Name(), true)
 		o.Enqueue(final("a"))
 		o.Enqueue(final("b"))
 		o.Enqueue(final("c"))
 		o.Enqueue(r.op(a, core.OpSend, "", topic("d"), "answer d"))
+		o.Hold(a.Name(), false)
 		drain(t, o)
 		var got []string
 		for _, op := range a.Ops() {
