@@ -185,10 +185,37 @@ type tap struct {
 	// texts holds the text of every message update handed out, by
 	// update id (service messages such as a topic's creation have none).
 	texts map[int64]string
+	// refused instances get Telegram's flood-control answer to every
+	// message method; inflight counts each instance's calls under way.
+	refused  map[int]bool
+	inflight map[int]int
 }
 
 func newTap(srv *telegramtest.Server) *tap {
-	return &tap{srv: srv, texts: map[int64]string{}}
+	return &tap{srv: srv, texts: map[int64]string{}, refused: map[int]bool{}, inflight: map[int]int{}}
+}
+
+// refuse makes Telegram answer instance n's sends, edits and deletions
+// with 429 and retry_after 1, as its flood control does, from now on; its
+// long poll goes on.
+func (tp *tap) refuse(n int) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.refused[n] = true
+}
+
+// idle reports whether no call of instance n other than its long poll is
+// under way.
+func (tp *tap) idle(n int) bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.inflight[n] == 0
+}
+
+// messageMethod reports whether a Bot API method shows, changes or removes
+// a message (what flood control counts).
+func messageMethod(m string) bool {
+	return strings.HasPrefix(m, "send") || strings.HasPrefix(m, "edit") || strings.HasPrefix(m, "delete") && m != "deleteWebhook"
 }
 
 // url starts the tap's address for instance n; it closes when the test
@@ -204,9 +231,21 @@ func (tp *tap) url(t *testing.T, n int) string {
 func (tp *tap) serve(n int, w http.ResponseWriter, r *http.Request) {
 	cw := &captureWriter{ResponseWriter: w, code: http.StatusOK}
 	if !strings.HasSuffix(r.URL.Path, "/getUpdates") {
-		tp.srv.ServeHTTP(cw, r)
 		method := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
 		tp.mu.Lock()
+		if tp.refused[n] && messageMethod(method) {
+			tp.calls = append(tp.calls, tgCall{node: n, at: time.Now(), method: method, code: http.StatusTooManyRequests})
+			tp.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`)
+			return
+		}
+		tp.inflight[n]++
+		tp.mu.Unlock()
+		tp.srv.ServeHTTP(cw, r)
+		tp.mu.Lock()
+		tp.inflight[n]--
 		tp.calls = append(tp.calls, tgCall{node: n, at: time.Now(), method: method, code: cw.code})
 		tp.mu.Unlock()
 		return
