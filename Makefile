@@ -44,7 +44,7 @@ run:
 # target has just run every analyzer on every package.
 test: test-deps fmt-check vet
 	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
-		$(GO) test -race -count=1 -p 4 -parallel 8 -vet=off -timeout 30m ./...
+		$(GO) test -race -count=1 -parallel 8 -vet=off -timeout 30m ./...
 
 test-deps: dendrite claude-code
 	@command -v chromium >/dev/null 2>&1 || { \
