@@ -184,70 +184,47 @@ func TestOutboxWaitsForTheSharedWindow(t *testing.T) {
 // took the 3 slots edits may use, so this instance's edit waits for them
 // to leave the window, and its send does not.
 func TestOutboxKeepsSharedSlotsForSends(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		caps := limits(core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 5, Per: time.Second}, SendShare: 0.4})
-		l := newMemLedger()
-		a := newPeer(l, caps, nil)
-		defer a.o.Close()
-		b := newPeer(l, caps, nil)
-		defer b.o.Close()
-		r := newRecorder()
-		for i := range 3 {
-			a.o.Enqueue(r.op(a.a, core.OpSend, "", core.Place{Chat: "group", Thread: fmt.Sprint(i)}, fmt.Sprint("a", i)))
-		}
-		synctest.Wait()
-		time.Sleep(100 * time.Millisecond)
-		b.o.Enqueue(r.op(b.a, core.OpEdit, "", core.Place{Chat: "group", Thread: "x"}, "b edit"))
-		synctest.Wait()
-		b.o.Enqueue(r.op(b.a, core.OpSend, "", core.Place{Chat: "group", Thread: "y"}, "b send"))
-		drain(t, a.o)
-		drain(t, b.o)
-		synctest.Wait()
-		var got []string
-		for _, op := range b.a.Ops() {
-			got = append(got, fmt.Sprint(op.Text, "@", op.Time.Sub(start)))
-		}
-		if want := []string{"b send@100ms", "b edit@1s"}; !slices.Equal(got, want) {
-			t.Errorf("b's platform saw %v, want %v", got, want)
-		}
-	})
-}
-
-// TestOutboxKeepsSharedSlotsForSendsByDefault: a limit that keeps no share
-// for new messages still keeps a quarter of a shared window for them, since
-// instances cannot order each other's queues: after a's three sends in a
-// group of four a second, b's edit waits for a slot to free (at 1 s) while
-// b's send takes the last one at once.
-func TestOutboxKeepsSharedSlotsForSendsByDefault(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		caps := limits(core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 4, Per: time.Second}})
-		l := newMemLedger()
-		a := newPeer(l, caps, nil)
-		defer a.o.Close()
-		b := newPeer(l, caps, nil)
-		defer b.o.Close()
-		r := newRecorder()
-		for i := range 3 {
-			a.o.Enqueue(r.op(a.a, core.OpSend, "", core.Place{Chat: "group", Thread: fmt.Sprint(i)}, fmt.Sprint("a", i)))
-		}
-		synctest.Wait()
-		time.Sleep(100 * time.Millisecond)
-		b.o.Enqueue(r.op(b.a, core.OpEdit, "", core.Place{Chat: "group", Thread: "x"}, "b edit"))
-		synctest.Wait()
-		b.o.Enqueue(r.op(b.a, core.OpSend, "", core.Place{Chat: "group", Thread: "y"}, "b send"))
-		drain(t, a.o)
-		drain(t, b.o)
-		synctest.Wait()
-		var got []string
-		for _, op := range b.a.Ops() {
-			got = append(got, fmt.Sprint(op.Text, "@", op.Time.Sub(start)))
-		}
-		if want := []string{"b send@100ms", "b edit@1s"}; !slices.Equal(got, want) {
-			t.Errorf("b's platform saw %v, want %v", got, want)
-		}
-	})
+	for _, tc := range []struct {
+		name  string
+		limit core.Limit
+	}{
+		// Two of five kept, as the limit declares.
+		{"declared share", core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 5, Per: time.Second}, SendShare: 0.4}},
+		// A limit that keeps none still keeps a quarter in the ledger,
+		// since instances cannot order each other's queues: one of four.
+		{"default share", core.Limit{Scope: core.ScopeGroup, Rate: core.Rate{N: 4, Per: time.Second}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				caps := limits(tc.limit)
+				l := newMemLedger()
+				a := newPeer(l, caps, nil)
+				defer a.o.Close()
+				b := newPeer(l, caps, nil)
+				defer b.o.Close()
+				r := newRecorder()
+				for i := range 3 {
+					a.o.Enqueue(r.op(a.a, core.OpSend, "", core.Place{Chat: "group", Thread: fmt.Sprint(i)}, fmt.Sprint("a", i)))
+				}
+				synctest.Wait()
+				time.Sleep(100 * time.Millisecond)
+				b.o.Enqueue(r.op(b.a, core.OpEdit, "", core.Place{Chat: "group", Thread: "x"}, "b edit"))
+				synctest.Wait()
+				b.o.Enqueue(r.op(b.a, core.OpSend, "", core.Place{Chat: "group", Thread: "y"}, "b send"))
+				drain(t, a.o)
+				drain(t, b.o)
+				synctest.Wait()
+				var got []string
+				for _, op := range b.a.Ops() {
+					got = append(got, fmt.Sprint(op.Text, "@", op.Time.Sub(start)))
+				}
+				if want := []string{"b send@100ms", "b edit@1s"}; !slices.Equal(got, want) {
+					t.Errorf("b's platform saw %v, want %v", got, want)
+				}
+			})
+		})
+	}
 }
 
 // TestOutboxSharesAPlatformsPause: a 429 at one instance is written to the
