@@ -160,9 +160,16 @@ func startInstanceLog(t *testing.T, name string, st core.Store, claims core.Deli
 // default).
 func startInstanceTTL(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter, log *slog.Logger, ttl time.Duration) *instance {
 	t.Helper()
-	in := &instance{t: t, bus: core.NewMemBus(0), out: newOutbox(fk, delivery.OutboxOptions{})}
-	in.d = delivery.NewDispatcher(st, delivery.NewRouter(fk), in.out, delivery.DispatcherOptions{FileDir: t.TempDir(),
+	return runInstance(t, st, core.NewMemBus(0), fk, delivery.DispatcherOptions{FileDir: t.TempDir(),
 		Claims: delivery.ClaimOptions{Store: claims, Instance: core.InstanceID(name), TTL: ttl}, Logger: log})
+}
+
+// runInstance runs a dispatcher for fk on st with opts, fed by bus, with
+// its claims loop, until the test ends.
+func runInstance(t *testing.T, st core.Store, bus *core.MemBus, fk *fake.Adapter, opts delivery.DispatcherOptions) *instance {
+	t.Helper()
+	in := &instance{t: t, bus: bus, out: newOutbox(fk, delivery.OutboxOptions{})}
+	in.d = delivery.NewDispatcher(st, delivery.NewRouter(fk), in.out, opts)
 	sub, unsubscribe := in.bus.Subscribe(64, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	in.stop = func() {

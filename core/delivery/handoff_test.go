@@ -26,24 +26,8 @@ import (
 // adapter fk, whose scan reads up to seen.
 func handOffInstance(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter, seen *atomic.Uint64) *instance {
 	t.Helper()
-	in := &instance{t: t, bus: core.NewUnorderedMemBus(), out: newOutbox(fk, delivery.OutboxOptions{})}
-	in.d = delivery.NewDispatcher(st, delivery.NewRouter(fk), in.out, delivery.DispatcherOptions{FileDir: t.TempDir(),
+	return runInstance(t, st, core.NewUnorderedMemBus(), fk, delivery.DispatcherOptions{FileDir: t.TempDir(),
 		Claims: delivery.ClaimOptions{Store: claims, Instance: core.InstanceID(name), TTL: claimTTL, Shared: true, Seen: seen.Load}})
-	sub, unsubscribe := in.bus.Subscribe(64, false)
-	ctx, cancel := context.WithCancel(context.Background())
-	in.stop = func() {
-		cancel()
-		in.done.Wait()
-		unsubscribe()
-	}
-	in.done.Go(func() { in.d.Run(ctx, sub) })
-	in.done.Go(func() { in.d.RunClaims(ctx) })
-	t.Cleanup(func() {
-		in.stop()
-		in.out.Close()
-		in.d.StopTyping()
-	})
-	return in
 }
 
 // broadcastSession stores an idle session bound at dm on tg and sl whose
