@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
 )
 
 func TestVersion(t *testing.T) {
@@ -70,7 +71,7 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var errOut syncBuffer
+	var errOut servetest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0"}, nil, nil, &bytes.Buffer{}, &errOut)
