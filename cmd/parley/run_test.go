@@ -27,6 +27,30 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestUsage: parley without a command, or with one it does not know,
+// prints its usage on stderr and exits 2; help prints it on stdout and
+// succeeds.
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args        []string
+		exit        int
+		out, stderr string
+	}{
+		{nil, exitUsage, "", "Usage:"},
+		{[]string{"serv"}, exitUsage, "", `unknown command "serv"`},
+		{[]string{"help"}, exitOK, "Usage:", ""},
+		{[]string{"--help"}, exitOK, "Usage:", ""},
+		{[]string{"--version"}, exitOK, "parley ", ""},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(context.Background(), c.args, nil, nil, &out, &errOut)
+		if code != c.exit || !strings.Contains(out.String(), c.out) || !strings.Contains(errOut.String(), c.stderr) ||
+			(c.out == "") != (out.Len() == 0) {
+			t.Errorf("parley %q: exit %d, stdout %q, stderr %q", c.args, code, out.String(), errOut.String())
+		}
+	}
+}
+
 func TestServeRefusesBadConfigNamingTheKey(t *testing.T) {
 	tests := []struct {
 		name string
