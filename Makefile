@@ -33,7 +33,7 @@ CLAUDE_CODE_DIR ?= $(HOME)/.cache/parley/claude-code-$(CLAUDE_CODE_VERSION)
 run:
 	$(GO) run ./cmd/parley serve $(ARGS)
 
-# -parallel 8: cmd/parley's end-to-end tests that run in parallel spend
+# -parallel 8: the end-to-end tests (cmd/parley/internal/e2e) that run in parallel spend
 # most of their time waiting on real servers (Dendrite, Claude Code,
 # Chromium, PostgreSQL), not on the CPU, so eight at a time overlap well
 # even on two cores (the default is GOMAXPROCS), and the few that take a

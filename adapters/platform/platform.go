@@ -43,12 +43,13 @@
 //     platform) from the section and Deps, passing Deps.Authorizer on; an
 //     adapter with a Check method has it run as its start and by
 //     `parley doctor`.
-//   - cmd/parley/platforms.go lists the value: one line.
+//   - cmd/parley/internal/platforms lists the value: one line.
 //
 // The new adapter must pass core/adaptertest's conformance suite against a
 // fake of its platform's API (<name>test, modelled on the platform as it
-// documents itself, never on parley), and cmd/parley's end-to-end tests
-// with a driver for that fake.
+// documents itself, never on parley), and the end-to-end tests of
+// cmd/parley/internal/e2e with a driver for that fake (its harness's doc
+// says what a driver is).
 package platform
 
 import (

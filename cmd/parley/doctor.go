@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
 )
 
 // doctor is `parley doctor [--config FILE] [--data-dir DIR] [--listen
@@ -82,11 +83,11 @@ func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) i
 		if f, bad := exposedSecrets(*configPath, cfg); bad {
 			findings = append(findings, f)
 		}
-		for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), knownPlatforms(platforms())) {
+		for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), platforms.Known(platforms.All())) {
 			findings = append(findings, finding{Check: "config", OK: true,
 				Detail: "warning: " + name + " matches no key and is ignored (misspelt?)"})
 		}
-		findings = append(findings, (&checkup{cfg: cfg, table: platforms(), env: env}).run(ctx)...)
+		findings = append(findings, (&checkup{cfg: cfg, table: platforms.All(), env: env}).run(ctx)...)
 	}
 	if err := report(stdout, findings, *asJSON); err != nil {
 		fmt.Fprintf(stderr, "parley doctor: %v\n", err)

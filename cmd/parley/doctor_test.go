@@ -23,6 +23,9 @@ import (
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
+	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
 )
@@ -297,9 +300,9 @@ func startParley(t *testing.T, token string) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen, cfg.HTTP.Token = t.TempDir(), "127.0.0.1:0", token
-	m := serveMain(t, &Main{Config: cfg, Platforms: platforms()})
+	m := servetest.Serve(t, &serve.Main{Config: cfg, Platforms: platforms.All()})
 	// The page answers /api/health once the web platform started.
-	awaitStarted(t, m)
+	servetest.AwaitStarted(t, m)
 	cfg.HTTP.Listen = m.Addr()
 	return cfg
 }
@@ -443,7 +446,7 @@ func TestServeWarnsOfTranscription(t *testing.T) {
 	gone.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errOut syncBuffer
+	var errOut servetest.Buffer
 	done := make(chan int, 1)
 	env := []string{"PARLEY_DATA_DIR=" + t.TempDir(), "PARLEY_HTTP_LISTEN=127.0.0.1:0", "PARLEY_TRANSCRIPTION_API_URL=" + gone.URL + "/v1"}
 	go func() { done <- Run(ctx, []string{"serve"}, env, nil, &bytes.Buffer{}, &errOut) }()

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
 )
 
 // initConfig is `parley init [PATH]`: it writes the commented example
@@ -32,7 +33,7 @@ func initConfig(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "parley init: one PATH at most, got %d arguments\n", fset.NArg())
 		return exitUsage
 	}
-	example := config.Example(env, knownPlatforms(platforms()))
+	example := config.Example(env, platforms.Known(platforms.All()))
 	path := fset.Arg(0)
 	if path == "" || path == "-" {
 		if _, err := stdout.Write(example); err != nil {

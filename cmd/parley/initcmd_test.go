@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
 )
 
 // TestInitWritesTheExample: parley init writes the commented example to a
@@ -26,7 +27,7 @@ func TestInitWritesTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(data, config.Example(env, knownPlatforms(platforms()))) {
+	if !bytes.Equal(data, config.Example(env, platforms.Known(platforms.All()))) {
 		t.Error("the file is not config.Example")
 	}
 	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
@@ -70,7 +71,7 @@ func TestInitToStdout(t *testing.T) {
 		if code := Run(context.Background(), args, env, nil, &out, &bytes.Buffer{}); code != exitOK {
 			t.Fatalf("%v: exit %d", args, code)
 		}
-		if !bytes.Equal(out.Bytes(), config.Example(env, knownPlatforms(platforms()))) {
+		if !bytes.Equal(out.Bytes(), config.Example(env, platforms.Known(platforms.All()))) {
 			t.Errorf("%v printed something else than the example", args)
 		}
 	}

@@ -13,9 +13,10 @@
 // Configuration comes from one TOML file, every key overridable by a
 // PARLEY_<SECTION>_<KEY> environment variable; the flags override both.
 // main only parses arguments, loads the configuration and hands it, with
-// the one list of platforms (platforms.go), to the wiring in
-// internal/serve (serve.Main: Open, Run, Close), which an end-to-end test
-// can run in-process.
+// the one list of platforms (internal/platforms), to the wiring in
+// internal/serve (serve.Main: Open, Run, Close). The end-to-end tests
+// (internal/e2e) run that wiring in their own process, and this command,
+// built, as child processes.
 package main
 
 import (

@@ -7,9 +7,7 @@ import (
 )
 
 // TestMain lets tests start throwaway PostgreSQL servers (pgtest), whose
-// template cluster is removed when the tests end. A test binary started as
-// an instance of the cluster test serves instead (serveClusterChild).
+// template cluster is removed when the tests end.
 func TestMain(m *testing.M) {
-	serveClusterChild()
 	pgtest.Main(m)
 }

@@ -19,48 +19,12 @@ import (
 	"github.com/parley-chat/parley/adapters/slack"
 	"github.com/parley-chat/parley/adapters/telegram"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
 )
-
-// TestPlatformTable checks the table: each platform of this build makes
-// its section and has a constructor, and its section is the
-// configuration's under its name; a platform this build lacks has neither
-// and no section.
-func TestPlatformTable(t *testing.T) {
-	cfg, err := loadConfig("", []string{"HOME=/home/ada"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[core.AdapterName]bool{}
-	for _, p := range platforms() {
-		if seen[p.Name] {
-			t.Errorf("%s: two rows", p.Name)
-		}
-		seen[p.Name] = true
-		s, inConfig := cfg.PlatformSection(string(p.Name))
-		if p.Section == nil {
-			if inConfig || p.New != nil {
-				t.Errorf("%s: absent from this build, but has a section or a constructor", p.Name)
-			}
-			continue
-		}
-		if st := reflect.TypeOf(p.Section()); !inConfig || reflect.TypeOf(s) != st {
-			t.Errorf("%s: section %v, the configuration's [%s] is %T", p.Name, st, p.Name, s)
-		}
-		if p.New == nil || p.Doc == "" || len(p.KeyDocs) == 0 {
-			t.Errorf("%s: no constructor, or no descriptions for parley init's example", p.Name)
-		}
-	}
-	got := knownPlatforms(platforms())
-	var names []string
-	for _, p := range got.Present {
-		names = append(names, string(p.Name))
-	}
-	if want := []string{"telegram", "slack", "matrix"}; !slices.Equal(names, want) || !slices.Equal(got.Absent, []string{"discord"}) {
-		t.Errorf("knownPlatforms = %q, absent %q; want %q, absent discord", names, got.Absent, want)
-	}
-}
 
 // telegramConfig, slackConfig and matrixConfig are c's sections of the
 // platforms, added with their defaults when c has none (config.Default).
@@ -131,7 +95,7 @@ func TestTableDrivesConstruction(t *testing.T) {
 		})
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Listen = dir, "127.0.0.1:0"
-	m := &Main{Config: cfg, Platforms: []platform.Platform{probe, off, {Name: "absent"}}}
+	m := &serve.Main{Config: cfg, Platforms: []platform.Platform{probe, off, {Name: "absent"}}}
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +118,7 @@ func TestTableDrivesConstruction(t *testing.T) {
 		t.Errorf("adapters %q, want %q", names, want)
 	}
 	// The daemon starts the adapter with its Check.
-	waitHealth(t, m.Addr(), "probe up", func(h healthBody) bool { return h.Platforms["probe"].Up })
+	servetest.WaitHealth(t, m.Addr(), "probe up", func(h servetest.Health) bool { return h.Platforms["probe"].Up })
 	if checks != 1 {
 		t.Errorf("Check called %d times, want 1", checks)
 	}
@@ -197,7 +161,7 @@ func TestTableConstructionFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
-			m := &Main{Config: cfg, Platforms: []platform.Platform{testPlatform("probe", probeSection{on: true}, tt.build)}}
+			m := &serve.Main{Config: cfg, Platforms: []platform.Platform{testPlatform("probe", probeSection{on: true}, tt.build)}}
 			err := m.Open(context.Background())
 			if err == nil {
 				m.Close()
@@ -218,12 +182,12 @@ func TestConfigTelegramFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Main{Config: cfg, Platforms: platforms()}
+	m := &serve.Main{Config: cfg, Platforms: platforms.All()}
 	want := map[core.Origin][]string{"telegram": {"7", "8"}}
 	if got := m.AllowLists(); !reflect.DeepEqual(got, want) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
-	if got := (&Main{Config: config.Default(), Platforms: platforms()}).AllowLists(); len(got) != 0 {
+	if got := (&serve.Main{Config: config.Default(), Platforms: platforms.All()}).AllowLists(); len(got) != 0 {
 		t.Errorf("allowLists with no platform = %q", got)
 	}
 }
@@ -275,7 +239,7 @@ func TestConfigSlackFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Main{Config: cfg, Platforms: platforms()}
+	m := &serve.Main{Config: cfg, Platforms: platforms.All()}
 	want := map[core.Origin][]string{"slack": {"U1AB", "U2CD"}}
 	if got := m.AllowLists(); !reflect.DeepEqual(got, want) {
 		t.Errorf("allowLists = %q, want %q", got, want)
@@ -300,7 +264,7 @@ func TestConfigMatrixFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Main{Config: cfg, Platforms: platforms()}
+	m := &serve.Main{Config: cfg, Platforms: platforms.All()}
 	want := map[core.Origin][]string{"matrix": {"@ada:localhost", "@bob:localhost"}}
 	if got := m.AllowLists(); !reflect.DeepEqual(got, want) {
 		t.Errorf("allowLists = %q, want %q", got, want)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 )
 
@@ -127,7 +128,7 @@ func serveCmd(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := newLogger(cfg.Log, stderr)
-	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), knownPlatforms(platforms())) {
+	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), platforms.Known(platforms.All())) {
 		log.Warn("unknown environment variable ignored", "name", name)
 	}
 	// The checks doctor makes of the address, the data directory and the
@@ -150,7 +151,7 @@ func serveCmd(ctx context.Context, args, env []string, stderr io.Writer) int {
 	if stop {
 		return exitUsage
 	}
-	m := &serve.Main{Config: cfg, Logger: log, ConfigPath: *configPath, Version: Version(), Platforms: platforms()}
+	m := &serve.Main{Config: cfg, Logger: log, ConfigPath: *configPath, Version: Version(), Platforms: platforms.All()}
 	if err := m.Open(ctx); err != nil {
 		log.Error("start failed", "err", err)
 		return exitUsage

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
 )
 
 func TestVersion(t *testing.T) {
@@ -23,6 +24,30 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "parley ") {
 		t.Errorf("version printed %q", out.String())
+	}
+}
+
+// TestUsage: parley without a command, or with one it does not know,
+// prints its usage on stderr and exits 2; help prints it on stdout and
+// succeeds.
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args        []string
+		exit        int
+		out, stderr string
+	}{
+		{nil, exitUsage, "", "Usage:"},
+		{[]string{"serv"}, exitUsage, "", `unknown command "serv"`},
+		{[]string{"help"}, exitOK, "Usage:", ""},
+		{[]string{"--help"}, exitOK, "Usage:", ""},
+		{[]string{"--version"}, exitOK, "parley ", ""},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(context.Background(), c.args, nil, nil, &out, &errOut)
+		if code != c.exit || !strings.Contains(out.String(), c.out) || !strings.Contains(errOut.String(), c.stderr) ||
+			(c.out == "") != (out.Len() == 0) {
+			t.Errorf("parley %q: exit %d, stdout %q, stderr %q", c.args, code, out.String(), errOut.String())
+		}
 	}
 }
 
@@ -70,7 +95,7 @@ func TestServeStartsAndStopsGracefully(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var errOut syncBuffer
+	var errOut servetest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"serve", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0"}, nil, nil, &bytes.Buffer{}, &errOut)

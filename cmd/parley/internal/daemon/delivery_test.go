@@ -19,7 +19,7 @@ import (
 
 // crash stops the daemon the way kill -9 would for what was still queued:
 // the outbox is dropped without draining, then the store is closed. (The
-// process-level kill -9 is in cmd/parley's Telegram tests.)
+// process-level kill -9 is in the end-to-end tests, cmd/parley/internal/e2e.)
 func (h *harness) crash() {
 	h.t.Helper()
 	h.d.Outbox.Close()

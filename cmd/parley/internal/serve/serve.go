@@ -1,15 +1,16 @@
 // Package serve wires a running parley together: Main builds, from the
-// configuration and the table of platforms package main passes it, the
-// daemon (store, delivery, the platforms' adapters), the web adapter, the
-// MCP server, the metrics, the one HTTP listener and, when [agent] asks
-// for it, the orchestrator of the agents parley runs; Open builds it, Run
-// serves until its context ends, Close releases it. It knows no platform
-// by name: the table is its input, so that adding a platform is a line in
-// package main, and an end-to-end test can run a Main on 127.0.0.1:0 with
-// a temporary data directory and rows of its own.
+// configuration and the table of platforms package main passes it (the
+// list in package platforms), the daemon (store, delivery, the platforms'
+// adapters), the web adapter, the MCP server, the metrics, the one HTTP
+// listener and, when [agent] asks for it, the orchestrator of the agents
+// parley runs; Open builds it, Run serves until its context ends, Close
+// releases it. It knows no platform by name: the table is its input, so
+// that adding a platform is a line in package platforms, and an end-to-end
+// test can run a Main on 127.0.0.1:0 with a temporary data directory and
+// rows of its own (servetest).
 //
 // Package main keeps what is about the command line: the subcommands,
-// flags, configuration loading and the list of platforms.
+// flags and configuration loading.
 package serve
 
 import (
@@ -51,7 +52,7 @@ type Main struct {
 	// Version is parley's version, as agents and the log are told it.
 	Version string
 	// Platforms is the table of chat platforms Open builds adapters from:
-	// the one list in package main, or a test's own rows.
+	// the one list in package platforms, or a test's own rows.
 	Platforms []platform.Platform
 	// Adapters, when set before Open, replace the platform adapters built
 	// from Config (tests inject fakes this way). The web adapter is always
