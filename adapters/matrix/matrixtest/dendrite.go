@@ -91,7 +91,7 @@ func Dendrite(tb testing.TB) *Homeserver {
 	// but until it does the port answers for someone else, with a 200 on
 	// /versions when that is a homeserver too; the readiness check
 	// therefore accepts only this server's identity, and a Dendrite that
-	// exited is retried on another port.
+	// could not bind is retried on another port.
 	for attempt := 1; ; attempt++ {
 		addr, err := freeAddr()
 		if err != nil {
@@ -101,18 +101,27 @@ func Dendrite(tb testing.TB) *Homeserver {
 		if err == nil {
 			return h
 		}
-		if attempt == startAttempts || !errors.Is(err, errExited) {
+		if attempt == startAttempts || !errors.Is(err, errPortTaken) {
 			tb.Fatalf("dendrite did not start: %v\n%s", err, h.logTail(80))
 		}
-		tb.Logf("dendrite exited at start (%v), retrying on another port", err)
+		tb.Logf("%v, retrying on another port", err)
 	}
 }
 
-// How many ports [Dendrite] tries; each failure takes another process
-// binding the port just released, which is rare.
-const startAttempts = 5
+// How many ports [Dendrite] tries. Each failure takes another listener
+// binding the port in the second or so between its release and Dendrite's
+// bind, which is rare in the machine's port range; a crowded range only
+// costs more attempts.
+const startAttempts = 10
 
-var errExited = errors.New("dendrite exited")
+var (
+	errExited    = errors.New("dendrite exited")
+	errPortTaken = errors.New("dendrite's port was taken")
+)
+
+// bindFailure is what Dendrite logs when the port is taken: Go's own
+// message, under Dendrite's "failed to serve HTTP".
+const bindFailure = "bind: address already in use"
 
 // configure writes a fresh configuration with its own identity into a
 // temporary directory of the test.
@@ -128,8 +137,13 @@ func configure(tb testing.TB, bin string) (h *Homeserver, cfgPath string) {
 }
 
 // start runs Dendrite on addr and returns once it is ready there, or
-// errExited when it exited first (the port was taken).
+// errPortTaken when it exited because addr was taken, errExited when it
+// exited for another reason.
 func (h *Homeserver) start(tb testing.TB, bin, cfgPath, addr string) error {
+	var logStart int64 // this attempt's part of the log
+	if fi, err := os.Stat(h.logPath); err == nil {
+		logStart = fi.Size()
+	}
 	logf, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -165,6 +179,9 @@ func (h *Homeserver) start(tb testing.TB, bin, cfgPath, addr string) error {
 	if err := waitReady(h.URL, h.identity, exited); err != nil {
 		stop()
 		if errors.Is(err, errExited) {
+			if h.logSince(logStart, bindFailure) {
+				return fmt.Errorf("%w: %s", errPortTaken, addr)
+			}
 			err = fmt.Errorf("%w (%v)", err, waitErr)
 		}
 		return err
@@ -337,6 +354,15 @@ func lookup(doc map[string]any, key string) any {
 		v = m[p]
 	}
 	return v
+}
+
+// logSince reports whether Dendrite's log has s after offset off.
+func (h *Homeserver) logSince(off int64, s string) bool {
+	data, err := os.ReadFile(h.logPath)
+	if err != nil || off > int64(len(data)) {
+		return false
+	}
+	return bytes.Contains(data[off:], []byte(s))
 }
 
 // logTail returns the last n lines of Dendrite's log.

@@ -25,14 +25,14 @@ func TestDendriteRegister(t *testing.T) {
 }
 
 // A Dendrite told to bind a port that another homeserver holds is not
-// taken for ready because that one answers there: it exits, and start
-// says so, so that Dendrite retries on another port.
+// taken for ready because that one answers there: it exits, and start says
+// that the port was taken, so that Dendrite retries on another one.
 func TestDendriteOnATakenPort(t *testing.T) {
 	other := Dendrite(t)
 	bin := BinDir()
 	h, cfgPath := configure(t, bin)
 	err := h.start(t, bin, cfgPath, strings.TrimPrefix(other.URL, "http://"))
-	if !errors.Is(err, errExited) {
-		t.Fatalf("start on the port of %s: %v, want %v", other.URL, err, errExited)
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("start on the port of %s: %v, want %v", other.URL, err, errPortTaken)
 	}
 }
