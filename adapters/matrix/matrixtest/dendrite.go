@@ -180,7 +180,7 @@ func (h *Homeserver) start(tb testing.TB, bin, cfgPath, addr string) error {
 		stop()
 		if errors.Is(err, errExited) {
 			if h.logSince(logStart, bindFailure) {
-				return fmt.Errorf("%w: %s", errPortTaken, addr)
+				return fmt.Errorf("%w: %s (%v)", errPortTaken, addr, err)
 			}
 			err = fmt.Errorf("%w (%v)", err, waitErr)
 		}
