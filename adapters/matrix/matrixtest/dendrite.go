@@ -3,6 +3,8 @@ package matrixtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -31,8 +33,8 @@ const DendriteVersion = "v0.13.8"
 // the Makefile is used.
 const DirEnv = "PARLEY_DENDRITE_DIR"
 
-// How long Dendrite may take to answer /versions after it was started; it
-// takes about a second here, much more only on a starved machine.
+// How long Dendrite may take to answer on its port after it was started;
+// it takes about a second here, much more only on a starved machine.
 const startTimeout = 60 * time.Second
 
 // Homeserver is a running Dendrite started by [Dendrite].
@@ -46,6 +48,9 @@ type Homeserver struct {
 	Dir string
 
 	logPath string
+	// identity is this server's well_known_server_name, unique to it: the
+	// proof that what answers on URL's port is this server (see [Dendrite]).
+	identity string
 }
 
 // BinDir returns the directory that holds the Dendrite binaries: $DirEnv,
@@ -63,7 +68,10 @@ func BinDir() string {
 
 // Dendrite starts a fresh homeserver for the test and stops it when the
 // test ends. It skips the test when the binaries are missing (fails it when
-// the CI variable is set) and fails it when Dendrite does not come up.
+// the CI variable is set) and fails it when Dendrite does not come up. It
+// returns only once the server on URL has proved to be this one, whatever
+// other processes start at the same time, and fails the test if that
+// server exits before the test ends.
 func Dendrite(tb testing.TB) *Homeserver {
 	tb.Helper()
 	bin := BinDir()
@@ -76,32 +84,65 @@ func Dendrite(tb testing.TB) *Homeserver {
 			tb.Skip(msg)
 		}
 	}
-	dir := tb.TempDir()
-	cfgPath, serverName, err := writeConfig(bin, dir)
-	if err != nil {
-		tb.Fatalf("dendrite config: %v", err)
-	}
-	h := &Homeserver{ServerName: serverName, Dir: dir, logPath: filepath.Join(dir, "dendrite.log")}
-	// The free port is found by binding and releasing it; another process
-	// may take it in between, which shows as Dendrite exiting early: retry.
+	h, cfgPath := configure(tb, bin)
+	// The free port is found by binding and releasing it, so another
+	// process — another test binary's Dendrite, a proxy, any listener — may
+	// take it before this Dendrite binds it. Dendrite then exits at bind,
+	// but until it does the port answers for someone else, with a 200 on
+	// /versions when that is a homeserver too; the readiness check
+	// therefore accepts only this server's identity, and a Dendrite that
+	// could not bind is retried on another port.
 	for attempt := 1; ; attempt++ {
-		err := h.start(tb, bin, cfgPath)
+		addr, err := freeAddr()
+		if err != nil {
+			tb.Fatalf("dendrite port: %v", err)
+		}
+		err = h.start(tb, bin, cfgPath, addr)
 		if err == nil {
 			return h
 		}
-		if attempt == 3 || !errors.Is(err, errExited) {
+		if attempt == startAttempts || !errors.Is(err, errPortTaken) {
 			tb.Fatalf("dendrite did not start: %v\n%s", err, h.logTail(80))
 		}
-		tb.Logf("dendrite exited at start (%v), retrying on another port", err)
+		tb.Logf("%v, retrying on another port", err)
 	}
 }
 
-var errExited = errors.New("dendrite exited")
+// How many ports [Dendrite] tries. Each failure takes another listener
+// binding the port in the second or so between its release and Dendrite's
+// bind, which is rare in the machine's port range; a crowded range only
+// costs more attempts.
+const startAttempts = 10
 
-func (h *Homeserver) start(tb testing.TB, bin, cfgPath string) error {
-	addr, err := freeAddr()
+var (
+	errExited    = errors.New("dendrite exited")
+	errPortTaken = errors.New("dendrite's port was taken")
+)
+
+// bindFailure is what Dendrite logs when the port is taken: Go's own
+// message, under Dendrite's "failed to serve HTTP".
+const bindFailure = "bind: address already in use"
+
+// configure writes a fresh configuration with its own identity into a
+// temporary directory of the test.
+func configure(tb testing.TB, bin string) (h *Homeserver, cfgPath string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	identity := newIdentity()
+	cfgPath, serverName, err := writeConfig(bin, dir, identity)
 	if err != nil {
-		return err
+		tb.Fatalf("dendrite config: %v", err)
+	}
+	return &Homeserver{ServerName: serverName, Dir: dir, logPath: filepath.Join(dir, "dendrite.log"), identity: identity}, cfgPath
+}
+
+// start runs Dendrite on addr and returns once it is ready there, or
+// errPortTaken when it exited because addr was taken, errExited when it
+// exited for another reason.
+func (h *Homeserver) start(tb testing.TB, bin, cfgPath, addr string) error {
+	var logStart int64 // this attempt's part of the log
+	if fi, err := os.Stat(h.logPath); err == nil {
+		logStart = fi.Size()
 	}
 	logf, err := os.OpenFile(h.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -120,8 +161,11 @@ func (h *Homeserver) start(tb testing.TB, bin, cfgPath string) error {
 		logf.Close()
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); logf.Close() }()
+	// exited is closed once Dendrite exited, with waitErr set: readiness,
+	// stop and cleanup all look at it, so none may consume it.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); logf.Close(); close(exited) }()
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -132,11 +176,24 @@ func (h *Homeserver) start(tb testing.TB, bin, cfgPath string) error {
 		}
 	}
 	h.URL = "http://" + addr
-	if err := waitReady(h.URL, exited); err != nil {
+	if err := waitReady(h.URL, h.identity, exited); err != nil {
 		stop()
+		if errors.Is(err, errExited) {
+			if h.logSince(logStart, bindFailure) {
+				return fmt.Errorf("%w: %s (%v)", errPortTaken, addr, err)
+			}
+			err = fmt.Errorf("%w (%v)", err, waitErr)
+		}
 		return err
 	}
 	tb.Cleanup(func() {
+		select {
+		case <-exited:
+			// Its port was free from then on, for anyone: what the test
+			// talked to since is unknown.
+			tb.Errorf("dendrite exited during the test: %v", waitErr)
+		default:
+		}
 		stop()
 		if tb.Failed() {
 			tb.Logf("dendrite log (last lines of %s):\n%s", h.logPath, h.logTail(200))
@@ -145,29 +202,65 @@ func (h *Homeserver) start(tb testing.TB, bin, cfgPath string) error {
 	return nil
 }
 
-// waitReady polls /_matrix/client/versions until it answers 200, Dendrite
-// exits, or startTimeout passes.
-func waitReady(base string, exited <-chan error) error {
-	client := &http.Client{Timeout: 2 * time.Second}
+// waitReady polls base until the server there proves to be the one with
+// this identity, Dendrite exits, or startTimeout passes. Any other answer —
+// another homeserver's, another program's — is a server that holds the
+// port this Dendrite was told to bind, so this one will exit.
+func waitReady(base, identity string, exited <-chan struct{}) error {
+	// Its own transport: no connection kept alive to whoever answered.
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	deadline := time.After(startTimeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	var last string
 	for {
-		resp, err := client.Get(base + "/_matrix/client/versions")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		got, err := serverIdentity(client, base)
+		if err == nil && got == identity {
+			return nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprintf("another server answers (m.server %q)", got)
 		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("%w: %v", errExited, err)
+		case <-exited:
+			return fmt.Errorf("%w; last probe: %s", errExited, last)
 		case <-deadline:
-			return fmt.Errorf("no answer on %s/_matrix/client/versions after %v", base, startTimeout)
+			return fmt.Errorf("%s not ready after %v: %s", base, startTimeout, last)
 		case <-tick.C:
 		}
 	}
+}
+
+// wellKnownServer is where Dendrite serves its well_known_server_name, with
+// federation off too.
+const wellKnownServer = "/.well-known/matrix/server"
+
+// serverIdentity returns the m.server that the server at base announces.
+func serverIdentity(client *http.Client, base string) (string, error) {
+	resp, err := client.Get(base + wellKnownServer)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: HTTP %d", wellKnownServer, resp.StatusCode)
+	}
+	var body struct {
+		Server string `json:"m.server"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "", fmt.Errorf("%s: %w", wellKnownServer, err)
+	}
+	return body.Server, nil
+}
+
+// newIdentity returns a name no other server has: federation is off, so
+// the delegation it is published as is never followed, and .invalid never
+// resolves should anything try.
+func newIdentity() string {
+	return strings.ToLower(rand.Text()) + ".matrixtest.invalid"
 }
 
 func freeAddr() (string, error) {
@@ -182,8 +275,10 @@ func freeAddr() (string, error) {
 // writeConfig generates Dendrite's CI configuration (SQLite in dir, open
 // registration) and a signing key, then adjusts the configuration for a
 // test: federation off, Dendrite's own rate limiting off, no full-text
-// search or presence (work nobody looks at), a readable log level.
-func writeConfig(bin, dir string) (path, serverName string, err error) {
+// search or presence (work nobody looks at), a readable log level, and
+// identity published as the server's well-known delegation so that the
+// harness recognises it.
+func writeConfig(bin, dir, identity string) (path, serverName string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	keyPath := filepath.Join(dir, "matrix_key.pem")
@@ -204,6 +299,7 @@ func writeConfig(bin, dir string) (path, serverName string, err error) {
 	for key, value := range map[string]any{
 		"global.private_key":                    keyPath,
 		"global.disable_federation":             true,
+		"global.well_known_server_name":         identity,
 		"global.trusted_third_party_id_servers": []string{},
 		"global.presence.enable_inbound":        false,
 		"global.presence.enable_outbound":       false,
@@ -258,6 +354,15 @@ func lookup(doc map[string]any, key string) any {
 		v = m[p]
 	}
 	return v
+}
+
+// logSince reports whether Dendrite's log has s after offset off.
+func (h *Homeserver) logSince(off int64, s string) bool {
+	data, err := os.ReadFile(h.logPath)
+	if err != nil || off > int64(len(data)) {
+		return false
+	}
+	return bytes.Contains(data[off:], []byte(s))
 }
 
 // logTail returns the last n lines of Dendrite's log.

@@ -2,6 +2,8 @@ package matrixtest
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -19,5 +21,18 @@ func TestDendriteRegister(t *testing.T) {
 	}
 	if resp.UserID != u.ID || resp.DeviceID != u.DeviceID {
 		t.Fatalf("whoami %s/%s, want %s/%s", resp.UserID, resp.DeviceID, u.ID, u.DeviceID)
+	}
+}
+
+// A Dendrite told to bind a port that another homeserver holds is not
+// taken for ready because that one answers there: it exits, and start says
+// that the port was taken, so that Dendrite retries on another one.
+func TestDendriteOnATakenPort(t *testing.T) {
+	other := Dendrite(t)
+	bin := BinDir()
+	h, cfgPath := configure(t, bin)
+	err := h.start(t, bin, cfgPath, strings.TrimPrefix(other.URL, "http://"))
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("start on the port of %s: %v, want %v", other.URL, err, errPortTaken)
 	}
 }
