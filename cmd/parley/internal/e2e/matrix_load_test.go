@@ -26,6 +26,7 @@ import (
 // homeserver's budget with the M_LIMIT_EXCEEDED of one instant and keeps
 // to it from then on.
 func TestMatrixFiveSessionsUnderRateLimit(t *testing.T) {
+	t.Parallel()
 	st := newMXStackConfig(t, mxOptions{proxy: true})
 	st.proxy.SetMessageLimit(0.2, 10)
 	st.start()

@@ -16,6 +16,7 @@ var pairingCodeRE = regexp.MustCompile(`[A-Z2-9]{4}-[A-Z2-9]{4}`)
 // from then on their messages reach the agent. Strangers in the group hear
 // nothing.
 func TestTelegramPairing(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	st := newTGStackOn(t, srv)
 	st.cfg.Access.Pairing = true
