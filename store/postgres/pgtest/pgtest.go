@@ -53,13 +53,18 @@ var (
 // Main runs the tests of a package that uses Server and removes the template
 // cluster afterwards. Call it from TestMain: func TestMain(m *testing.M) {
 // pgtest.Main(m) }.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain that has more to clean up after the tests: it
+// runs them, removes the template cluster and returns the exit code
+// instead of exiting.
+func Run(m *testing.M) int {
 	mainCalled = true
 	code := m.Run()
 	if base != "" {
 		_ = os.RemoveAll(base)
 	}
-	os.Exit(code)
+	return code
 }
 
 // BinDir returns the directory of the PostgreSQL binaries ($BinEnv, else the

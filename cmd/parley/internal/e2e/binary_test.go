@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,17 +78,7 @@ func buildParley(dir string, race bool) (string, error) {
 	}
 	out, err := exec.Command("go", append(args, parleyModule)...).CombinedOutput()
 	if err != nil {
-		return "", &buildError{err: err, out: out}
+		return "", fmt.Errorf("go build %s: %w\n%s", parleyModule, err, out)
 	}
 	return path, nil
 }
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string {
-	return "go build " + parleyModule + ": " + e.err.Error() + "\n" + string(e.out)
-}
-func (e *buildError) Unwrap() error { return e.err }

@@ -11,6 +11,9 @@ import (
 // template cluster is removed when the tests end, and removes the parley
 // binary the child-process tests built (parleyBin).
 func TestMain(m *testing.M) {
-	defer os.RemoveAll(binDir)
-	pgtest.Main(m)
+	code := pgtest.Run(m)
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
