@@ -15,7 +15,7 @@ import (
 
 // tsclient is the official MCP TypeScript SDK client script of the mcp
 // package's tests; make test-deps installs its node_modules.
-var tsclient = filepath.Join("..", "..", "mcp", "testdata", "tsclient")
+var tsclient = filepath.Join("..", "..", "..", "..", "mcp", "testdata", "tsclient")
 
 func needTSClient(t *testing.T) string {
 	t.Helper()
