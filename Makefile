@@ -44,9 +44,11 @@ run:
 # 3 min 34 s here, against 4 min 12 s); each package's Dendrite proves it is
 # the one its tests started, so packages that start homeservers at once do
 # not meet. -vet=off: the vet target has just run every analyzer on every
-# package.
+# package. PARLEY_TEST_DEPS=required: test-deps has installed everything,
+# so a test that finds a dependency missing fails instead of skipping, as on
+# CI (a wrong path to one would otherwise pass here unnoticed).
 test: test-deps fmt-check vet
-	PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
+	PARLEY_TEST_DEPS=required PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
 		$(GO) test -race -count=1 -p 3 -parallel 8 -vet=off -timeout 30m ./...
 
 test-deps: dendrite claude-code

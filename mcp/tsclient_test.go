@@ -25,12 +25,12 @@ type tsEvent struct {
 }
 
 // needTool finds a program the test needs: without it the test is skipped,
-// except on CI, where its absence is a failure.
+// except on CI and under make test, where its absence is a failure.
 func needTool(t *testing.T, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
+		if os.Getenv("CI") != "" || os.Getenv("PARLEY_TEST_DEPS") == "required" {
 			t.Fatalf("%s is not installed", name)
 		}
 		t.Skipf("%s is not installed", name)

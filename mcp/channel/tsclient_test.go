@@ -38,7 +38,7 @@ func TestServeChild(t *testing.T) {
 var sdkModules = filepath.Join("..", "testdata", "tsclient", "node_modules")
 
 // needSDK finds node and the SDK: without them the test is skipped, except
-// on CI, where their absence is a failure.
+// on CI and under make test, where their absence is a failure.
 func needSDK(t *testing.T) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -46,7 +46,7 @@ func needSDK(t *testing.T) string {
 		_, err = os.Stat(filepath.Join(sdkModules, "@modelcontextprotocol", "sdk", "package.json"))
 	}
 	if err != nil {
-		if os.Getenv("CI") != "" {
+		if os.Getenv("CI") != "" || os.Getenv("PARLEY_TEST_DEPS") == "required" {
 			t.Fatalf("node or the MCP TypeScript SDK is missing (make test-deps): %v", err)
 		}
 		t.Skipf("node or the MCP TypeScript SDK is missing (make test-deps): %v", err)

@@ -19,7 +19,8 @@ import (
 )
 
 // Chromium returns the browser's path. Without one it skips the test, or
-// fails it when $CI is set (CI must exercise the browser).
+// fails it when $CI is set or under make test (PARLEY_TEST_DEPS=required),
+// which must exercise the browser.
 func Chromium(tb testing.TB) string {
 	tb.Helper()
 	for _, p := range []string{os.Getenv("PARLEY_CHROMIUM"), "/usr/bin/chromium", "chromium"} {
@@ -30,7 +31,7 @@ func Chromium(tb testing.TB) string {
 			return path
 		}
 	}
-	if os.Getenv("CI") != "" {
+	if os.Getenv("CI") != "" || os.Getenv("PARLEY_TEST_DEPS") == "required" {
 		tb.Fatal("chromium is not installed (apt-get install -y chromium)")
 	}
 	tb.Skip("chromium is not installed (apt-get install -y chromium); skipping the browser test")
