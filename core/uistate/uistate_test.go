@@ -504,7 +504,7 @@ func uiRandomEvents(seed uint64, n int) []core.Event {
 	return events
 }
 
-func TestUiStateApplyUpdateReproducesState(t *testing.T) {
+func TestUIStateApplyUpdateReproducesState(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
@@ -625,7 +625,7 @@ func TestReduceDoesNotMutatePrev(t *testing.T) {
 	}
 }
 
-func TestUiStateDiffUnrelatedStates(t *testing.T) {
+func TestUIStateDiffUnrelatedStates(t *testing.T) {
 	a := uistate.ReduceAll(uistate.NewUIState(uiSess), uiRandomEvents(7, 300))
 	b := uistate.ReduceAll(uistate.NewUIState(uiSess), uiRandomEvents(8, 200))
 	tests := []struct {
@@ -652,7 +652,7 @@ func TestUiStateDiffUnrelatedStates(t *testing.T) {
 	}
 }
 
-func TestUiStateJSON(t *testing.T) {
+func TestUIStateJSON(t *testing.T) {
 	s := uistate.ReduceAll(uistate.NewUIState(uiSess), []core.Event{
 		{Seq: 1, Kind: core.EventSessionCreated, Session: uiSess, Title: "t", Status: core.StatusWorking},
 		uiTool(2, "t1", "grep", "running"),
