@@ -3,12 +3,15 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -68,40 +71,61 @@ func (st *stack) post(path string, body any) {
 // a "1" from each way text reaches a session — Ann typing it in the
 // Telegram topic, the page's composer, a tool's POST /api/chat, an
 // agent's chat.human.post — lands in the inbox as a message and decides
-// nothing. Ann is told in the topic how approvals are answered; her click
-// on Approve then decides.
+// nothing; Ann's click on Approve then decides. Ann, who typed hers in the
+// topic, is told there how approvals are answered.
 func TestTypedOneApprovesNothing(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := newTGBubbleStack(t, false)
 		topic, session, _ := st.session("tidy up my home directory")
-		decided := st.approval(session, "c1", "rm -rf ~")
-		question := st.showing(topic, "rm -rf ~")
-		before := len(people(t, st.m))
-
-		st.srv.SendText(st.forum, topic, ann, "1")
-		st.showing(topic, "approved only on its question")
-		st.post("/api/sessions/"+session+"/messages", map[string]string{"text": "1"})
-		postChatVia(t, st.client(), st.m.Addr(), session, "1")
-		st.agent.call(t, "chat.human.post", map[string]any{"session_id": session, "content": "1"}, nil)
-		if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
-			t.Fatal(err)
+		paths := []struct {
+			name string
+			post func()
+		}{
+			{"Ann in the Telegram topic", func() { st.srv.SendText(st.forum, topic, ann, "1") }},
+			{"the page's composer", func() { st.post("/api/sessions/"+session+"/messages", map[string]string{"text": "1"}) }},
+			{"POST /api/chat", func() { postChatVia(t, st.client(), st.m.Addr(), session, "1") }},
+			{"chat.human.post", func() {
+				st.agent.call(t, "chat.human.post", map[string]any{"session_id": session, "content": "1"}, nil)
+			}},
 		}
-		if got := people(t, st.m)[before:]; !slices.Equal(got, []string{"1", "1", "1", "1"}) {
-			t.Fatalf("the inbox got %q, want each typed 1 as a message", got)
+		for i, p := range paths {
+			cmd := fmt.Sprintf("rm -rf ~/%d", i)
+			decided := st.approval(session, fmt.Sprintf("c%d", i), cmd)
+			question := st.showing(topic, cmd)
+			before := people(t, st.m)
+			p.post()
+			st.await("the 1 in the inbox", func() bool { return len(people(t, st.m)) > len(before) })
+			if err := st.m.Daemon().WaitIdle(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := people(t, st.m)[len(before):]; !slices.Equal(got, []string{"1"}) {
+				t.Fatalf("%s: the inbox got %q, want the 1 as a message", p.name, got)
+			}
+			select {
+			case d := <-decided:
+				t.Fatalf("%s: a typed 1 decided %+v", p.name, d)
+			default:
+			}
+			if s := st.storedSession(session); len(s.Questions) != 1 || s.Tools[len(s.Tools)-1].Decision != "" {
+				t.Fatalf("%s: questions %+v tools %+v, want the approval open and undecided", p.name, s.Questions, s.Tools)
+			}
+			if i == 0 {
+				st.showing(topic, "approved only on its question")
+			}
+			st.srv.Click(st.forum, question.ID, ann, question.Buttons[0][0].CallbackData)
+			if d := awaitDecision(t, decided); d.Decision != core.DecisionApprove {
+				t.Fatalf("%s: Ann's click decided %+v", p.name, d)
+			}
 		}
-		select {
-		case d := <-decided:
-			t.Fatalf("a typed 1 decided: %+v", d)
-		default:
+		hints := 0
+		for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
+			if strings.Contains(m.Text, "approved only on its question") && !m.Deleted {
+				hints++
+			}
 		}
-		if s := st.storedSession(session); len(s.Questions) != 1 || s.Tools[0].Decision != "" {
-			t.Fatalf("questions %+v tools %+v, want the approval open and undecided", s.Questions, s.Tools)
-		}
-
-		st.srv.Click(st.forum, question.ID, ann, question.Buttons[0][0].CallbackData)
-		if d := awaitDecision(t, decided); d.Decision != core.DecisionApprove {
-			t.Fatalf("Ann's click decided %+v", d)
+		if hints > 1 {
+			t.Errorf("the topic shows %d hints; only Ann typed there", hints)
 		}
 	})
 }
@@ -165,8 +189,9 @@ func TestMatrixApprovalOnItsQuestion(t *testing.T) {
 	decided := st.approval(string(session), "c1", "rm -rf build")
 	q := st.mxShowing(st.ann, room, "rm -rf build")
 
+	before := len(people(t, st.m))
 	st.ann.Send(t, room, "1")
-	st.mxShowing(st.ann, room, "approved only on its question")
+	servetest.PollUntil(t, mxWait, "Ann's 1 in the inbox", func() bool { return len(people(t, st.m)) > before }, nil)
 	st.idle()
 	select {
 	case d := <-decided:
@@ -176,6 +201,7 @@ func TestMatrixApprovalOnItsQuestion(t *testing.T) {
 	if p := people(t, st.m); p[len(p)-1] != "1" {
 		t.Fatalf("the inbox ends with %q, want Ann's 1 as a message", p[len(p)-1])
 	}
+	st.mxShowing(st.ann, room, "approved only on its question")
 	st.ann.Reply(t, room, q.ID, "1")
 	if d := awaitDecision(t, decided); d.Decision != core.DecisionApprove {
 		t.Fatalf("Ann's reply decided %+v", d)
