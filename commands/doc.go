@@ -30,8 +30,15 @@
 //
 // Decisions: a message from a UI adapter at a place no session is bound to
 // starts a new session there (a private chat, a new room). A reply that is
-// just the number of an open question's option answers it, for platforms
-// without buttons. Closed sessions refuse input with ErrSessionClosed.
+// just the number of an option of the newest open question answers it, for
+// platforms without buttons — unless that question is an approval:
+// approvals are answered only by a deliberate choice naming the question
+// (an Answer with its QuestionID: a button, the page's choice, a Matrix
+// reply or reaction to it), never by text that happens to match an
+// option. While an approval is open such text ("1", "Approve") is a
+// message to the agent like any other, nothing lost, and a person who
+// typed it on a platform is told, by a notice only where they wrote, how
+// approvals are answered. Closed sessions refuse input with ErrSessionClosed.
 // A session started without a title is named after the minute it began
 // until a person's first message with text names it by its first line
 // (title.go); a title a person or agent gave is never replaced.
@@ -43,7 +50,12 @@
 // (core.MaxToolOutput). RequestApproval is a question whose answer, in the
 // same transaction, records the call's decision (EventToolApproval); only
 // the three decisions answer it, and a withdrawn one leaves the call
-// undecided.
+// undecided. The question names its call and the call's digest
+// (core.ToolCall.Digest: tool, command, input), and the decision is
+// recorded with that digest: it belongs to the call as people saw it. The
+// same call id asked about with another digest is a new question, whose
+// answer then replaces the decision; asked with the same one, the request
+// is refused as decided (ui.request_approval returns the decision).
 //
 // Every refusal the person or agent should hear about — a closed session,
 // no session at the place or with the id given, content that is empty,

@@ -19,17 +19,28 @@ import (
 // (LastInputOrigin, the binding there) and a ledger row for their message,
 // which the next input deletes.
 
-// sendMessage appends a person's message to the inbox.
+// approvalHint is what a person is told when what they typed reads as a
+// decision while an approval is open: it went to the agent as a message.
+const approvalHint = "🔐 That went to the agent as a message. A tool call is approved only on its question: " +
+	"its buttons, or where it has none, a reply to it or a reaction with the option's number."
+
+// sendMessage appends a person's message to the inbox. A number answers
+// the newest open question when that is a plain one (ui.ask); while it is
+// an approval, nothing typed decides it: the message goes to the agent,
+// and a person whose message reads as a decision is told how approvals
+// are answered.
 func (s *Service) sendMessage(ctx context.Context, cmd core.Command) (core.Result, error) {
 	if err := s.checkContent(cmd.Text, cmd.Attachments); err != nil {
 		return core.Result{}, err
 	}
-	return s.inSession(ctx, cmd, func(sess core.Session) (change, error) {
+	hint := false
+	res, err := s.inSession(ctx, cmd, func(sess core.Session) (change, error) {
 		if q, opt, ok := numberedAnswer(sess, cmd.Text); ok {
 			a := cmd
 			a.QuestionID, a.Option, a.Text = q.ID, opt, ""
 			return s.answerChange(sess, a)
 		}
+		hint = cmd.Origin.IsUI() && readsAsDecision(sess, cmd.Text)
 		mime := cmd.Mime
 		if mime == "" {
 			mime = core.MimeMarkdown
@@ -63,6 +74,15 @@ func (s *Service) sendMessage(ctx context.Context, cmd core.Command) (core.Resul
 			queued: queued,
 		}, nil
 	})
+	if err == nil && hint && !res.Duplicate {
+		// Said after the message is stored, and only to where the person
+		// wrote (a source-only notice): a crash in between loses a hint,
+		// never the message.
+		if _, err := s.notice(ctx, core.Command{Kind: core.Notice, Session: res.Session, Origin: cmd.Origin, Text: approvalHint}); err != nil {
+			s.log.Warn("telling the person how approvals are answered failed", "session", res.Session, "err", err)
+		}
+	}
+	return res, err
 }
 
 // startAt starts a session at the place a person wrote from when none lives
@@ -115,17 +135,36 @@ func inputCleanup(id core.SessionID, cmd core.Command, now time.Time) []core.Cle
 	return []core.CleanupEntry{{Session: id, Ref: ref, Lifetime: core.LifetimeNextInput, Others: true, Created: now}}
 }
 
-// numberedAnswer recognises "2" as the answer to the newest open question.
+// numberedAnswer recognises "2" as the answer to the newest open
+// question, for platforms without buttons — unless that question is an
+// approval, which only a choice naming it answers.
 func numberedAnswer(sess core.Session, text string) (core.Question, int, bool) {
 	if len(sess.Questions) == 0 {
 		return core.Question{}, 0, false
 	}
 	q := sess.Questions[len(sess.Questions)-1]
+	if _, approval := approvalCall(sess, q); approval {
+		return core.Question{}, 0, false
+	}
 	n, err := strconv.Atoi(strings.TrimSpace(text))
 	if err != nil || n < 1 || n > len(q.Options) {
 		return core.Question{}, 0, false
 	}
 	return q, n, true
+}
+
+// readsAsDecision reports whether text, typed while one of sess's
+// approvals is open, looks meant to decide it ("1", "Approve").
+func readsAsDecision(sess core.Session, text string) bool {
+	if _, ok := delivery.DecisionOf(text); !ok {
+		return false
+	}
+	for _, q := range sess.Questions {
+		if _, approval := approvalCall(sess, q); approval {
+			return true
+		}
+	}
+	return false
 }
 
 // answer records a person's answer to an open question.

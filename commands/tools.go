@@ -146,8 +146,11 @@ func approvalText(c core.ToolCall, reason string) string {
 }
 
 // requestApproval asks the session's people to decide on a tool call: a
-// question with delivery.ApprovalOptions, whose answer records the decision.
-// An unknown call is recorded as starting first.
+// question with delivery.ApprovalOptions, whose answer records the decision
+// for the call as the question shows it (its digest). An unknown call is
+// recorded as starting first; a call decided as shown is refused (the
+// decision stands: ui.request_approval returns it without asking), one
+// decided as shown differently is asked about again.
 func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.Result, error) {
 	if err := checkCall(cmd.Call, true); err != nil {
 		return core.Result{}, err
@@ -159,13 +162,15 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 	if err := s.checkContent(text, nil); err != nil {
 		return core.Result{}, err
 	}
+	digest := cmd.Call.Digest()
 	return s.inSession(ctx, cmd, func(sess core.Session) (change, error) {
-		if i := core.FindTool(sess.Tools, cmd.Call.CallID); i >= 0 && sess.Tools[i].Decision != "" {
+		if i := core.FindTool(sess.Tools, cmd.Call.CallID); i >= 0 && sess.Tools[i].DecidedFor(digest) != "" {
 			return change{}, refusal(core.ErrInvalid,
 				fmt.Sprintf("call %s was decided already: %s", cmd.Call.CallID, sess.Tools[i].Decision), "call "+cmd.Call.CallID)
 		}
 		qid := cmd.QuestionID
-		q := core.Question{ID: qid, Text: text, Options: append([]string(nil), delivery.ApprovalOptions...), Asked: s.opts.Now()}
+		q := core.Question{ID: qid, Text: text, Options: append([]string(nil), delivery.ApprovalOptions...), Asked: s.opts.Now(),
+			Call: cmd.Call.CallID, Digest: digest}
 		msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: text}
 		// The events are decided on a copy, as Update applies the same
 		// changes to the session the store holds.
@@ -176,7 +181,9 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 				events = startCall(ss, cmd)
 				i = len(ss.Tools) - 1
 			}
-			ownTools(ss)[i].Question = qid
+			// The progress line shows the call as it is asked about now.
+			t := &ownTools(ss)[i]
+			t.Question, t.Tool, t.Cmd = qid, cmd.Call.Tool, core.StateCmd(cmd.Call.Cmd)
 			events = append(events, core.Event{Kind: core.EventQuestion, Session: ss.ID, Origin: cmd.Origin, Message: &msg, QuestionID: qid, Options: q.Options})
 			if ss.Status != core.StatusWaiting {
 				events = append(events, statusEvent(*ss, core.StatusWaiting, cmd.Origin))
@@ -190,13 +197,27 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 	})
 }
 
+// approvalCall returns the id of the tool call question q decides, and
+// whether q is an approval at all: its Call, or, for an approval asked
+// before questions named their call, the call waiting on it.
+func approvalCall(sess core.Session, q core.Question) (string, bool) {
+	if q.Call != "" {
+		return q.Call, true
+	}
+	if i := questionTool(sess.Tools, q.ID); i >= 0 {
+		return sess.Tools[i].CallID, true
+	}
+	return "", false
+}
+
 // approvalAnswer is what answering question q means for a tool call
 // waiting on it: the decision's event and the change to the session
 // (nothing when q is no approval); err refuses an answer that is no
-// decision.
+// decision. The decision is recorded with the digest of the call as q
+// showed it.
 func approvalAnswer(sess core.Session, q core.Question, text string, cmd core.Command) (events []core.Event, update func(*core.Session), err error) {
-	i := questionTool(sess.Tools, q.ID)
-	if i < 0 {
+	callID, ok := approvalCall(sess, q)
+	if !ok {
 		return nil, func(*core.Session) {}, nil
 	}
 	decision, ok := delivery.DecisionOf(text)
@@ -204,13 +225,18 @@ func approvalAnswer(sess core.Session, q core.Question, text string, cmd core.Co
 		return nil, nil, refusal(core.ErrInvalid, "this is an approval: answer Approve, Deny and continue, or Deny and abort (or 1, 2, 3)",
 			fmt.Sprintf("answer %q to approval %s", text, q.ID))
 	}
-	t := sess.Tools[i]
-	call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Decision: decision, Actor: cmd.Actor}
+	call := core.ToolCall{CallID: callID, Decision: decision, Actor: cmd.Actor}
+	if i := core.FindTool(sess.Tools, callID); i >= 0 {
+		call.Tool = sess.Tools[i].Tool
+	}
 	events = []core.Event{{Kind: core.EventToolApproval, Session: sess.ID, Origin: cmd.Origin, Turn: sess.Turn, Call: &call}}
 	return events, func(ss *core.Session) {
-		if j := questionTool(ss.Tools, q.ID); j >= 0 {
+		if j := core.FindTool(ss.Tools, callID); j >= 0 {
 			t := &ownTools(ss)[j]
-			t.Question, t.Decision = "", decision
+			if t.Question == q.ID {
+				t.Question = ""
+			}
+			t.Decision, t.Digest = decision, q.Digest
 		}
 	}, nil
 }

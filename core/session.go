@@ -133,4 +133,12 @@ type Question struct {
 	// Shown are the platform messages showing the question, recorded by
 	// the dispatcher as they are sent, so that a withdrawal can edit them.
 	Shown []MessageRef `json:"shown,omitempty"`
+	// Call, set for an approval (RequestApproval), is the id of the tool
+	// call its answer decides, and Digest that call's ToolCall.Digest as
+	// the question shows it: the decision is recorded for that call as
+	// shown, not for whatever the call id names later. An approval is
+	// answered only by a choice naming it (Command.QuestionID), never by a
+	// typed number.
+	Call   string `json:"call,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }

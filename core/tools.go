@@ -1,6 +1,12 @@
 package core
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // Tool activity reported by the agent's runtime (ui.tool_call,
 // ui.tool_output, ui.request_approval), and people's decisions on
@@ -16,11 +22,20 @@ import "unicode/utf8"
 //   - Output is bounded: stdout and stderr each keep their last
 //     MaxToolOutput bytes (the end of a command's output is what explains
 //     how it ended), behind a line saying how much was cut.
-//   - An approval is a question (ui.ask's machinery: buttons, numbered
-//     options, allow-list) whose answer also records a decision on the call.
-//     Only the three options answer it; a decision, once made, is final.
+//   - An approval is a question (ui.ask's machinery: buttons, options,
+//     allow-list) whose answer also records a decision on the call. Only
+//     the three options answer it, and only by a deliberate choice naming
+//     the question (Question.Call): a button, the page's choice, an answer
+//     with its question id (a Matrix reply or reaction to it). A number
+//     typed in the chat is a message to the agent, never a decision.
 //     One nobody answered in time is withdrawn like any question (Withdraw):
 //     the call stays undecided and a late click decides nothing.
+//   - A decision belongs to the call it was given for: the session, the
+//     call id and the call's Digest (tool, command and input as asked).
+//     Asked again with the same digest, the decision stands (a retry);
+//     with a different one, people are asked again and their answer is the
+//     call's decision from then on. A decision recorded before digests
+//     were kept has none, so any request for its call asks again.
 
 // Event kinds of tool activity. Each carries Call and the session's Turn.
 const (
@@ -89,6 +104,40 @@ type ToolCall struct {
 	// Decision and Actor belong to EventToolApproval.
 	Decision string `json:"decision,omitempty"`
 	Actor    Actor  `json:"actor,omitzero"`
+	// Input is the call's structured arguments (JSON), when the runtime
+	// gave them with RequestApproval: part of its Digest, never shown or
+	// stored in events.
+	Input json.RawMessage `json:"-"`
+}
+
+// Digest is what a decision on call c is bound to: SHA-256, in unpadded
+// base64url, over its tool, its command as shown to people and its Input
+// as canonical JSON (object keys sorted, no insignificant space, numbers
+// as written). Two requests with the same call id and digest ask about
+// the same call.
+func (c ToolCall) Digest() string {
+	fields, _ := json.Marshal([]string{c.Tool, c.Cmd, canonicalJSON(c.Input)})
+	sum := sha256.Sum256(fields)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// canonicalJSON is raw re-encoded canonically (encoding/json writes object
+// keys sorted), or raw as it is when it is no JSON; "" when empty or null.
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return string(raw)
+	}
+	if v == nil {
+		return ""
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(out)
 }
 
 // ToolState is what a session remembers of one tool call: small, as the
@@ -102,9 +151,20 @@ type ToolState struct {
 	// Done is set once its output was reported.
 	Done     bool `json:"done,omitempty"`
 	ExitCode *int `json:"exit_code,omitempty"`
-	// Question is the open approval question, Decision the decision made.
+	// Question is the open approval question, Decision the decision made
+	// and Digest the ToolCall.Digest of the call as it was decided.
 	Question string `json:"question,omitempty"`
 	Decision string `json:"decision,omitempty"`
+	Digest   string `json:"digest,omitempty"`
+}
+
+// DecidedFor returns the decision made on the call t remembers when it
+// was made for the call as digest shows it, else "".
+func (t ToolState) DecidedFor(digest string) string {
+	if t.Digest != digest {
+		return ""
+	}
+	return t.Decision
 }
 
 // Failed reports whether the call ended with a non-zero exit code.

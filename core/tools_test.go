@@ -89,3 +89,43 @@ func head(s string) string {
 	}
 	return s
 }
+
+// TestToolCallDigest: a call's digest is the same for the same tool,
+// command and input however the input's JSON is written, and differs when
+// any of them differs, field boundaries included. The call id, reason or
+// decision are not part of it.
+func TestToolCallDigest(t *testing.T) {
+	base := core.ToolCall{CallID: "c1", Tool: "Write", Cmd: "notes.txt", Input: []byte(`{"file_path":"notes.txt","content":"a<b","n":1.50}`)}
+	same := []core.ToolCall{
+		{CallID: "c1", Tool: "Write", Cmd: "notes.txt", Input: []byte(" {\n \"n\": 1.50, \"content\": \"a\\u003cb\",\"file_path\":\"notes.txt\" } ")},
+		{CallID: "other", Tool: "Write", Cmd: "notes.txt", Input: base.Input, Decision: core.DecisionApprove},
+	}
+	for _, c := range same {
+		if c.Digest() != base.Digest() {
+			t.Errorf("%+v has digest %s, want the same as %s", c, c.Digest(), base.Digest())
+		}
+	}
+	other := []core.ToolCall{
+		{Tool: "Edit", Cmd: "notes.txt", Input: base.Input},
+		{Tool: "Write", Cmd: "notes.md", Input: base.Input},
+		{Tool: "Write", Cmd: "notes.txt", Input: []byte(`{"file_path":"notes.txt","content":"a<b","n":1.5}`)},
+		{Tool: "Write", Cmd: "notes.txt"},
+		{Tool: "Writenotes.txt", Input: base.Input},
+		{Tool: "Write", Cmd: "notes.txt", Input: []byte(`{"file_path":"notes.txt","content":"a<b","n":1.50`)}, // not JSON
+	}
+	seen := map[string]bool{base.Digest(): true}
+	for _, c := range other {
+		d := c.Digest()
+		if seen[d] {
+			t.Errorf("%+v has a digest seen before: %s", c, d)
+		}
+		seen[d] = true
+	}
+	// No input and a null one ask about the same call.
+	if a, b := (core.ToolCall{Tool: "t", Cmd: "c"}).Digest(), (core.ToolCall{Tool: "t", Cmd: "c", Input: []byte("null")}).Digest(); a != b {
+		t.Errorf("without input %s, with null %s", a, b)
+	}
+	if (core.ToolCall{Tool: "a", Cmd: "bc"}).Digest() == (core.ToolCall{Tool: "ab", Cmd: "c"}).Digest() {
+		t.Error("the field boundary is not part of the digest")
+	}
+}

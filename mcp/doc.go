@@ -83,7 +83,10 @@
 // approvals with ui.request_approval — a question with three fixed options
 // on ui.ask's machinery whose answer the Service also records as the call's
 // decision; unanswered, it is withdrawn and the agent gets decision
-// "timeout", never an approval.
+// "timeout", never an approval. A decision belongs to the call as it was
+// asked about (tool, cmd, input): the same call_id asked about anything
+// else asks people again. Nothing an MCP client posts answers an approval:
+// chat.human.post has no question id, and a "1" it posts is a message.
 //
 // The proxy is a raw JSON-RPC relay rather than a second MCP server: each
 // stdin message is forwarded with mcp-go's Streamable HTTP client transport,

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,7 +24,12 @@ import (
 // withdraws the question (a late click decides nothing) and returns
 // {"decision": "timeout"}: never an approval. Like ui.ask's, a question
 // that ends unanswered (timeout, the call cancelled, the person's /cancel)
-// is withdrawn on every platform (withdraw.go).
+// is withdrawn on every platform (withdraw.go). A decision belongs to the
+// call as it was asked about (core.ToolCall.Digest: tool, cmd and input):
+// asked again the same, the decision stands; asked with the same call_id
+// about anything else, people are asked again. Nothing an MCP client posts
+// decides an approval (chat.human.post is a message): the agent's side of
+// parley never approves its own calls.
 
 // DecisionTimeout is ui.request_approval's result when nobody decided in
 // time.
@@ -51,6 +57,8 @@ func (s *Server) addToolActivityTools() {
 		`and wait for their decision: {"decision": "approve" | "deny_continue" | "deny_abort"}, or "timeout" when nobody decided in time (never an approval).`,
 		s.requestApproval,
 		callArg, toolArg, cmdArg,
+		mcp.WithObject("input", mcp.Description("The call's arguments as structured data, if it has them. "+
+			"The decision is bound to tool, cmd and input: the same call_id asked about anything else is asked again.")),
 		mcp.WithString("reason", mcp.Description("Why the call needs approval, shown with it.")),
 		mcp.WithNumber("timeout_s", mcp.Description("Seconds to wait for a decision (default 300, at most 3600).")),
 		sessionArg, mcp.WithDestructiveHintAnnotation(false),
@@ -73,12 +81,13 @@ type toolOutputArgs struct {
 }
 
 type approvalArgs struct {
-	CallID    string   `json:"call_id"`
-	Tool      string   `json:"tool"`
-	Cmd       string   `json:"cmd"`
-	Reason    string   `json:"reason"`
-	TimeoutS  *float64 `json:"timeout_s"`
-	SessionID string   `json:"session_id"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Cmd       string          `json:"cmd"`
+	Input     json.RawMessage `json:"input"`
+	Reason    string          `json:"reason"`
+	TimeoutS  *float64        `json:"timeout_s"`
+	SessionID string          `json:"session_id"`
 }
 
 // toolResult is the answer of ui.tool_call and ui.tool_output. Duplicate
@@ -145,6 +154,10 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 	if strings.TrimSpace(a.CallID) == "" {
 		return nil, toolError("call_id is empty")
 	}
+	if in := bytes.TrimSpace(a.Input); len(in) > 0 && string(in) != "null" && in[0] != '{' {
+		return nil, toolError("input is not an object: give the call's arguments as a JSON object, or leave it out")
+	}
+	call := &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd, Input: a.Input}
 	timeout, err := askTimeout(a.TimeoutS)
 	if err != nil {
 		return nil, err
@@ -156,15 +169,16 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 	result := func(decision string) approvalResult {
 		return approvalResult{Decision: decision, CallID: a.CallID, SessionID: id}
 	}
-	// Asked again (a retry) after the people decided: the decision stands.
-	if d, err := s.decided(ctx, id, a.CallID); err != nil || d != "" {
+	// Asked again (a retry) after the people decided on this very call:
+	// the decision stands.
+	if d, err := s.decided(ctx, id, call); err != nil || d != "" {
 		return result(d), err
 	}
 	qid := newQuestionID()
 	outcome, done := s.asks.wait(qid, id)
 	defer done()
 	if _, err := s.handle(ctx, core.Command{Kind: core.RequestApproval, Session: id, Origin: core.OriginMCP,
-		Call: &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd}, Text: a.Reason, QuestionID: qid}); err != nil {
+		Call: call, Text: a.Reason, QuestionID: qid}); err != nil {
 		return nil, err
 	}
 	timer := time.NewTimer(timeout)
@@ -198,14 +212,15 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 	}
 }
 
-// decided returns the decision people made on call id in session, if any.
-func (s *Server) decided(ctx context.Context, session core.SessionID, id string) (string, error) {
+// decided returns the decision people made on call in session, if they
+// made one for the call as it is asked about now (its digest).
+func (s *Server) decided(ctx context.Context, session core.SessionID, call *core.ToolCall) (string, error) {
 	sess, err := s.opts.Store.Session(ctx, session)
 	if err != nil {
 		return "", fmt.Errorf("reading the session: %w", err)
 	}
-	if i := core.FindTool(sess.Tools, id); i >= 0 {
-		return sess.Tools[i].Decision, nil
+	if i := core.FindTool(sess.Tools, call.CallID); i >= 0 {
+		return sess.Tools[i].DecidedFor(call.Digest()), nil
 	}
 	return "", nil
 }

@@ -95,7 +95,11 @@
 //   - Questions: shown as numbered options with number emoji; the event
 //     carries the options' data (org.parley.buttons), so a reply (the
 //     number or the option's text) or a number-emoji reaction to it is
-//     answered from the event itself, after a restart too.
+//     answered from the event itself, after a restart too. These are
+//     Matrix's deliberate choices, naming the question: approvals of tool
+//     calls are answered only so. A number typed in the room, not as a
+//     reply, answers a plain question (commands' rule) but never an
+//     approval: it is a message to the agent.
 //   - Input: m.text and m.emote, with the start of a replied-to message
 //     quoted; files (m.file, m.image, m.audio, m.video) through
 //     authenticated media — or, from a homeserver older than Matrix 1.11

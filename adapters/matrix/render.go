@@ -75,7 +75,7 @@ func content(m core.OutMessage) message {
 			}
 			buttons = append(buttons, button{Data: btn.Data, Label: btn.Label})
 		}
-		b.WriteString("\n*Reply with the number or the option's text, or react with its number.*")
+		b.WriteString("\n*Reply to this message with the number or the option's text, or react with its number.*")
 		text = b.String()
 	}
 	body, html := markdown.Matrix(text)

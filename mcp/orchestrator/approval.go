@@ -1,7 +1,11 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	"github.com/parley-chat/parley/core"
@@ -41,6 +45,9 @@ func (w *worker) ask(ctx context.Context, pr claudecode.PermissionRequest) {
 	t.approvals[pr.RequestID] = cancel
 	args := map[string]any{"call_id": callID, "tool": pr.ToolName, "cmd": toolCmd(pr.ToolName, pr.Input),
 		"reason": pr.Description, "timeout_s": w.o.opts.ApprovalTimeout.Seconds(), "session_id": w.id}
+	if in := approvalInput(pr.Input); in != nil {
+		args["input"] = in
+	}
 	go func() {
 		var res struct {
 			Decision string `json:"decision"`
@@ -51,6 +58,27 @@ func (w *worker) ask(ctx context.Context, pr claudecode.PermissionRequest) {
 		case <-ctx.Done():
 		}
 	}()
+}
+
+// maxApprovalInput bounds the input sent whole with an approval: /mcp
+// takes at most 4 MiB a request, and a Write can carry more.
+const maxApprovalInput = 1 << 20
+
+// approvalInput is what the decision on a call is bound to besides its
+// tool and the command people read (which for Write or Edit is only the
+// file): its whole input, or for an input past maxApprovalInput the
+// input's SHA-256, which binds it as firmly. nil when the input is no
+// JSON object; the decision is then bound to tool and command alone.
+func approvalInput(input json.RawMessage) json.RawMessage {
+	in := bytes.TrimSpace(input)
+	if len(in) == 0 || in[0] != '{' || !json.Valid(in) {
+		return nil
+	}
+	if len(in) <= maxApprovalInput {
+		return in
+	}
+	sum := sha256.Sum256(in)
+	return json.RawMessage(`{"sha256":"` + hex.EncodeToString(sum[:]) + `"}`)
 }
 
 // onDecision answers the agent: approve allows; deny_continue denies with a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -190,6 +191,55 @@ func TestPermissionsNotAsked(t *testing.T) {
 		}
 		if len(st.events(id, core.EventQuestion)) != 0 {
 			t.Fatal("people were asked")
+		}
+	})
+}
+
+// TestApprovalBoundToInput: Claude Code's permission prompts are keyed by
+// tool_use_id, and people read only the command of a call; their decision
+// is bound to the call's whole input all the same. The same tool_use_id
+// with the same input gets the decision made; with other input (here
+// run_in_background, which the question does not show), people are asked
+// again and their new answer goes back.
+func TestApprovalBoundToInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStack(t, t.TempDir())
+		id := st.create()
+		inputs := []map[string]any{
+			{"command": "touch f", "description": "make f"},
+			{"command": "touch f", "description": "make f"},
+			{"command": "touch f", "description": "make f", "run_in_background": true},
+		}
+		var turn atomic.Int32
+		fc := newFakeClaude(func(ft *fakeTurn) {
+			ft.BashInput("toolu_1", inputs[turn.Add(1)-1], true, "")
+			ft.Say("done")
+		})
+		startOrchestrator(t, st, fc, nil)
+		open := func() int { return len(st.session(id).Questions) }
+
+		st.say(id, ann, "make f")
+		settle(time.Second)
+		if open() != 1 {
+			t.Fatal("the first call was not put to people")
+		}
+		st.decide(id, 1)
+		settle(time.Second)
+		st.say(id, ann, "again")
+		settle(time.Second)
+		if n := open(); n != 0 {
+			t.Fatalf("the same call was asked again (%d questions open)", n)
+		}
+		st.say(id, ann, "in the background")
+		settle(time.Second)
+		if n := open(); n != 1 {
+			t.Fatalf("the call with other input was not put to people (%d questions open)", n)
+		}
+		st.decide(id, 2)
+		settle(time.Second)
+		d := fc.procsOf(string(id))[0].decided()
+		if len(d) != 3 || !d[0].Allow || !d[1].Allow || d[2].Allow || !strings.Contains(d[2].Message, "do not retry it") {
+			t.Fatalf("decisions %+v, want allow, allow, then the people's denial", d)
 		}
 	})
 }

@@ -65,9 +65,12 @@
 // output showed something else, "(no text answer)").
 //
 // Approvals (Options.AskPermissions). A PermissionRequest becomes
-// ui.request_approval {call_id: tool_use_id, tool, cmd, reason:
+// ui.request_approval {call_id: tool_use_id, tool, cmd, input, reason:
 // description, timeout_s: ApprovalTimeout}, asked in its own goroutine so
-// the worker goes on. Approve allows; deny and continue denies with a
+// the worker goes on. input is the call's whole input (past 1 MiB, its
+// SHA-256): people read only cmd (the command, or for an edit the file),
+// but their decision is bound to the exact call, so a tool_use_id that
+// comes again with other input is asked about again. Approve allows; deny and continue denies with a
 // message the model reads (do not retry it); deny and abort denies with an
 // interrupt, which ends the turn (aborted_tools; its output ends "⏹
 // Stopped: a tool call was denied."); a timeout — ui.request_approval has

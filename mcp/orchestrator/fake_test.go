@@ -372,7 +372,13 @@ func (t *fakeTurn) Retry(d time.Duration, err string) {
 // Bash calls Bash with command; with ask, it asks permission first. Run, it
 // gives stdout and exit code 0.
 func (t *fakeTurn) Bash(id, command string, ask bool, stdout string) {
-	input, _ := json.Marshal(map[string]string{"command": command, "description": "run " + command})
+	t.BashInput(id, map[string]any{"command": command, "description": "run " + command}, ask, stdout)
+}
+
+// BashInput is Bash with the call's whole input given; its description
+// is the permission prompt's.
+func (t *fakeTurn) BashInput(id string, in map[string]any, ask bool, stdout string) {
+	input, _ := json.Marshal(in)
 	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
 		return
 	}
@@ -382,8 +388,9 @@ func (t *fakeTurn) Bash(id, command string, ask bool, stdout string) {
 		t.p.mu.Lock()
 		t.p.answers[rid] = ch
 		t.p.mu.Unlock()
+		description, _ := in["description"].(string)
 		if !t.emit(claudecode.PermissionRequest{RequestID: rid, ToolName: "Bash", ToolUseID: id,
-			Description: "run " + command, Input: input}) {
+			Description: description, Input: input}) {
 			return
 		}
 		var d claudecode.Decision

@@ -398,3 +398,39 @@ func testSessionsPageStreaming(t *testing.T, e Engine) {
 	}
 
 }
+
+// testApprovalsSurviveRestart: what binds an approval to its call — the
+// open question's call and digest, the decision's digest — is kept with
+// the session and read back the same after a restart, so a decision made
+// before it still belongs to the call it was given for.
+func testApprovalsSurviveRestart(t *testing.T, e Engine) {
+	ctx := context.Background()
+	s, again := e.Open(t, Options{})
+	sess := CreateSession(t, s, core.Session{Title: "approvals"})
+	asked := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	want := core.Session{
+		Questions: []core.Question{{ID: "q2", Text: "🔐 Approve this tool call?", Options: []string{"Approve", "Deny and continue", "Deny and abort"},
+			Asked: asked, Call: "c2", Digest: "d2"}},
+		Tools: []core.ToolState{
+			{CallID: "c1", Tool: "shell", Cmd: "echo harmless", Decision: core.DecisionApprove, Digest: "d1"},
+			{CallID: "c2", Tool: "shell", Cmd: "rm -rf ~", Question: "q2"},
+		},
+	}
+	if _, _, err := s.UpdateSession(ctx, sess.ID, func(ss *core.Session) error {
+		ss.Questions, ss.Tools = want.Questions, want.Tools
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = again(t, Options{})
+	got, err := s.Session(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Questions, want.Questions) || !reflect.DeepEqual(got.Tools, want.Tools) {
+		t.Errorf("after a restart: questions %+v tools %+v, want %+v %+v", got.Questions, got.Tools, want.Questions, want.Tools)
+	}
+}

@@ -75,6 +75,7 @@ func Run(t *testing.T, e Engine) {
 		{"PlaceKeysAreUnambiguous", testPlaceKeysAreUnambiguous},
 		{"UpdateSession", testUpdateSession},
 		{"UpdateSessionCopiesDoNotAlias", testUpdateSessionCopiesDoNotAlias},
+		{"ApprovalsSurviveRestart", testApprovalsSurviveRestart},
 		{"SessionsPage", testSessionsPage},
 		{"SessionsPageStreaming", testSessionsPageStreaming},
 		{"EventSeq", testEventSeq},

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -200,7 +202,18 @@ func TestChannelEndToEnd(t *testing.T) {
 		}
 		return false
 	}, nil)
-	postChat(t, listen, id, "1") // the person picks option 1, Approve
+	// The person picks Approve on the page (a typed "1" would be a
+	// message: approvals are answered only by a choice naming them).
+	qs := sessionQuestions(t, "http://"+listen, id)
+	if len(qs) != 1 {
+		t.Fatalf("open questions %q", qs)
+	}
+	body, _ := json.Marshal(map[string]any{"question_id": qs[0], "option": 1})
+	resp, err := http.Post("http://"+listen+"/api/sessions/"+id+"/answer", "application/json", bytes.NewReader(body))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("answer from the page: %v %v", err, resp)
+	}
+	resp.Body.Close()
 	select {
 	case v := <-ch.perms:
 		if v != `{"behavior":"allow","request_id":"abcde"}` {
@@ -218,5 +231,5 @@ func TestChannelEndToEnd(t *testing.T) {
 	if n := len(read.Messages); n == 0 || read.Messages[n-1].Content != "done: f created" {
 		t.Fatalf("assistant messages %+v", read.Messages)
 	}
-	ch.expect() // the answer "1" was relayed as the verdict, not pushed
+	ch.expect() // the answer was relayed as the verdict, not pushed
 }
