@@ -16,6 +16,9 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/backup"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
+	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
 )
@@ -147,6 +150,29 @@ func TestBackupOfARunningParley(t *testing.T) {
 	}
 	if got := dirNames(t, cfg.DataDir); slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, "restore") }) {
 		t.Errorf("the data directory holds %q", got)
+	}
+}
+
+// TestServeTakesBackups: parley serve with backup_dir takes a backup there
+// at start (there is none yet), and writes the data directory's key for
+// its owner only.
+func TestServeTakesBackups(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.DataDir, cfg.HTTP.Listen = t.TempDir(), "127.0.0.1:0"
+	cfg.Store.BackupDir = filepath.Join(t.TempDir(), "backups")
+	m := servetest.Serve(t, &serve.Main{Config: cfg, Platforms: platforms.All()})
+	servetest.AwaitStarted(t, m)
+	var list []backup.Entry
+	servetest.PollUntil(t, 30*time.Second, "the first backup", func() bool {
+		list, _ = backup.List(cfg.Store.BackupDir)
+		return len(list) == 1
+	}, nil)
+	if _, err := bolt.Verify(context.Background(), list[0].Path); err != nil {
+		t.Error(err)
+	}
+	if info, err := os.Stat(filepath.Join(cfg.DataDir, backup.KeyFile)); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v, %v", backup.KeyFile, info, err)
 	}
 }
 

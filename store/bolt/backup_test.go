@@ -404,3 +404,50 @@ func TestBackupIsASnapshot(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// BenchmarkBackup measures a backup of a file of PARLEY_CHECK_SESSIONS
+// sessions (default 10,000) with one message each, into a file in the same
+// directory (as the daemon spools it), and Verify of the copy: the time a
+// commit that must grow the memory map may wait, and the time a backup
+// takes in all.
+//
+//	PARLEY_CHECK_SESSIONS=100000 go test ./store/bolt -run '^$' -bench BenchmarkBackup -benchtime 3x
+func BenchmarkBackup(b *testing.B) {
+	n := 10_000
+	if v := os.Getenv("PARLEY_CHECK_SESSIONS"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	s := openAt(b, filepath.Join(dir, "parley.db"), Options{NoSync: true})
+	for i := range n {
+		sess := createSession(b, s, core.Session{Title: fmt.Sprint("session ", i)})
+		appendText(b, s, sess.ID, fmt.Sprintf("Session %d: the build fails on main since this morning, can you look?", i))
+	}
+	out := filepath.Join(dir, "copy.db")
+	var copyTime, verifyTime time.Duration
+	var size int64
+	for b.Loop() {
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if size, err = s.Backup(ctx, f); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		copyTime += time.Since(start)
+		start = time.Now()
+		if _, err := Verify(ctx, out); err != nil {
+			b.Fatal(err)
+		}
+		verifyTime += time.Since(start)
+	}
+	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
+	b.ReportMetric(float64(copyTime.Milliseconds())/float64(b.N), "copy-ms/op")
+	b.ReportMetric(float64(verifyTime.Milliseconds())/float64(b.N), "verify-ms/op")
+}

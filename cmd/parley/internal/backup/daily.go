@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -26,8 +27,10 @@ type Daily struct {
 	Dir string
 	// Keep is how many backups are kept ([store] backup_keep).
 	Keep int
-	// Take writes a consistent copy of the database (bolt.Store.Backup).
-	Take func(ctx context.Context, w io.Writer) (int64, error)
+	// Source makes the copies: a Spooler, so that a slow backup_dir (a
+	// network share, a USB disk) never holds the database's read
+	// transaction.
+	Source Source
 	// Logger receives what was taken and what failed.
 	Logger *slog.Logger
 }
@@ -66,7 +69,15 @@ func (d *Daily) Once(ctx context.Context) error {
 	sweepTemps(d.Dir, now)
 	dest := filepath.Join(d.Dir, Name(now))
 	sum, err := Write(ctx, dest, false, func(f *os.File) error {
-		_, err := d.Take(ctx, f)
+		rc, size, err := d.Source.Backup(ctx)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		n, err := io.Copy(f, rc)
+		if err == nil && n != size {
+			err = fmt.Errorf("the copy has %d of its %d bytes", n, size)
+		}
 		return err
 	})
 	if err != nil {

@@ -93,7 +93,7 @@ func runDaily(t *testing.T, dir string, keep int) (stop func()) {
 	}
 	fill(t, s, 2)
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Daily{Dir: dir, Keep: keep, Take: s.Backup, Logger: slog.New(slog.DiscardHandler)}
+	d := &Daily{Dir: dir, Keep: keep, Source: Spooler{Dir: t.TempDir(), Take: s.Backup}, Logger: slog.New(slog.DiscardHandler)}
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	return func() {

@@ -33,7 +33,9 @@
 // (Daily): at start and then every hour it looks at the newest backup's
 // time, which is in its name (parley-YYYYMMDDTHHMMSSZ.db, UTC), and takes
 // one when that is a day old or there is none; then it deletes the oldest
-// beyond [store] backup_keep. Only files named that way are counted or
+// beyond [store] backup_keep. The copy is spooled in the data directory
+// first, as for /api/backup, so a slow backup_dir (a network share) never
+// holds the database's read transaction. Only files named that way are counted or
 // deleted; `parley backup` without a FILE writes the same names there. A
 // file named with a time in the future (a clock that was wrong) does not
 // count as the newest, so it cannot stop the backups. A failure is logged

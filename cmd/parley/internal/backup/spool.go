@@ -11,11 +11,20 @@ import (
 	"path/filepath"
 )
 
+// Source makes copies of the database to be read at the reader's pace;
+// Spooler is one, and web.Backups is the same method.
+type Source interface {
+	// Backup takes a consistent copy of the whole database and returns
+	// it to be read from its start, with its size in bytes. The caller
+	// closes it.
+	Backup(ctx context.Context) (io.ReadCloser, int64, error)
+}
+
 // spoolPattern names the spool files of Spooler, in the data directory.
 const spoolPattern = ".parley-spool-*"
 
 // Spooler takes a running parley's backups for POST /api/backup (it is a
-// web.Backups): Take copies the database into a spool file in Dir at disk
+// web.Backups) and the daily backups: Take copies the database into a spool file in Dir at disk
 // speed, and the client reads the spool at its own pace, so a slow client
 // never holds the database's read transaction.
 type Spooler struct {

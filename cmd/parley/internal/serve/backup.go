@@ -28,9 +28,10 @@ func (m *Main) openBackups() {
 		log.Warn("parley backup cannot copy this running parley's database", "err", err,
 			"fix", "make the data directory writable by the user parley runs as, and restart it")
 	}
-	m.web.SetBackup(backup.Spooler{Dir: dir, Take: st.Backup}, key)
+	spool := backup.Spooler{Dir: dir, Take: st.Backup}
+	m.web.SetBackup(spool, key)
 	if c := m.Config.Store; c.BackupDir != "" {
-		m.daily = &backup.Daily{Dir: c.BackupDir, Keep: int(c.BackupKeep), Take: st.Backup, Logger: log}
+		m.daily = &backup.Daily{Dir: c.BackupDir, Keep: int(c.BackupKeep), Source: spool, Logger: log}
 	}
 }
 
