@@ -80,6 +80,7 @@ type Adapter struct {
 	// platforms is what the health probe reports (health.go).
 	platforms atomic.Pointer[healthBox]
 	pairing   atomic.Pointer[pairingBox] // pairing.go
+	backup    atomic.Pointer[backupBox]  // backup.go
 }
 
 type handlerBox struct{ h core.Handler }

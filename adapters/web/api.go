@@ -33,6 +33,7 @@ func (a *Adapter) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/sessions/{id}/archive", a.withBackend(a.archive))
 	mux.HandleFunc("GET /api/events", a.withBackend(a.events))
 	mux.HandleFunc("GET /api/agents", a.agents)
+	mux.HandleFunc("POST /api/backup", a.serveBackup)
 	pairing := a.pairingRoutes()
 	mux.Handle("/api/pairing", pairing)
 	mux.Handle("/api/pairing/", pairing)

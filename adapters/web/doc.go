@@ -76,6 +76,15 @@
 // the people admitted; POST /api/pairing/{code}/approve and …/deny decide
 // one (pairing.go). PairingClient is the client `parley pairing` uses.
 //
+// # Backups
+//
+// POST /api/backup answers a copy of the database, for `parley backup` of
+// a running parley (BackupClient), which cannot read the file the daemon
+// holds locked. Besides the token it needs the data directory's backup key
+// (a header), so it gives nobody more than reading the database file
+// would, one is taken at a time, and the copy is made into a local file
+// before it is sent, so a slow client never holds the database (backup.go).
+//
 // # Managing sessions
 //
 // POST /api/sessions/{id}/title renames a session (core.Rename) and POST
@@ -99,7 +108,8 @@
 //
 // cmd builds the adapter before the daemon (the daemon's Router takes the
 // adapters), attaches it to the daemon's store and bus with Attach, gives it
-// the commands service's pairings with SetPairing, and mounts Handler at
+// the commands service's pairings with SetPairing and, on a bbolt store,
+// its backups with SetBackup, and mounts Handler at
 // "/" behind httpguard's Browser (Host, Origin, JSON) and /api/ behind its
 // API (the token, bounded bodies). Run receives the daemon's Handler.
 // Requests that arrive while the adapter has no store, bus or Handler get

@@ -25,7 +25,9 @@ import (
 // The checks, in order (checkup.run): the configuration loads and is
 // valid (one finding per problem: Load names the key and the fix); the
 // data directory; the PostgreSQL database of [store] url, when it is set
-// (doctor_store.go); the listen address; every enabled platform, through the
+// (doctor_store.go); the age of the newest backup in [store] backup_dir,
+// when it is set (doctor_backup.go: a day old or none fails); the listen
+// address; every enabled platform, through the
 // very code serve starts it with (serve.Main.BuildAdapters: build the adapter,
 // then its Check, so a platform added to the table is checked without code
 // here); the transcription endpoint; the agent parley runs for each

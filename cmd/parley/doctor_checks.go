@@ -56,6 +56,8 @@ type checkup struct {
 	// agentTimeout bounds each command of the agent check; zero is
 	// agentTimeout.
 	agentTimeout time.Duration
+	// now is the backup check's clock; nil is time.Now.
+	now func() time.Time
 
 	// running is learnt by checkListen: a parley answers /api/health at
 	// the listen address; reported is what it says of its platforms.
@@ -78,6 +80,9 @@ func (c *checkup) run(ctx context.Context) []finding {
 	out := []finding{c.checkDataDir()}
 	if c.cfg.Store.URL != "" {
 		out = append(out, c.checkStore(ctx))
+	}
+	if c.cfg.Store.BackupDir != "" {
+		out = append(out, c.checkBackups())
 	}
 	out = append(out, listen)
 	out = append(out, c.checkPlatforms(ctx)...)

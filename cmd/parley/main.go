@@ -7,6 +7,9 @@
 //	parley pairing list|approve CODE|deny CODE
 //	parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
 //	parley init [PATH]
+//	parley migrate --from DATA_DIR [--config FILE]
+//	parley backup [FILE] [--force] [--config FILE] [--data-dir DIR] [--url URL] [--token TOKEN]
+//	parley restore FILE [--config FILE] [--data-dir DIR]
 //	parley service install [--user|--system] [--config FILE] [--dry-run] [--force]
 //	parley version
 //

@@ -35,6 +35,8 @@ Usage:
   parley doctor [--config FILE] [--data-dir DIR] [--listen ADDR] [--json]
   parley init [PATH]
   parley migrate --from DATA_DIR [--config FILE]
+  parley backup [FILE] [--force] [--config FILE] [--data-dir DIR] [--url URL] [--token TOKEN]
+  parley restore FILE [--config FILE] [--data-dir DIR]
   parley service install [--user|--system] [--config FILE] [--dry-run] [--force]
   parley version
 
@@ -63,6 +65,10 @@ func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stder
 		return initConfig(args[1:], env, stdout, stderr)
 	case "migrate":
 		return migrateCmd(ctx, args[1:], env, stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, args[1:], env, stdout, stderr)
+	case "restore":
+		return restoreCmd(ctx, args[1:], env, stdout, stderr)
 	case "service":
 		return service(args[1:], env, stdout, stderr)
 	case "version", "--version", "-v":

@@ -34,7 +34,8 @@ const systemUser = "parley"
 // dedicated user parley with the sandboxing a network daemon that only
 // writes its data directory can take: NoNewPrivileges, ProtectSystem=strict
 // with the data directory the one writable path (StateDirectory=parley,
-// /var/lib/parley, unless the configuration names another), no
+// /var/lib/parley, unless the configuration names another) besides [store]
+// backup_dir when one is set, no
 // capabilities but binding a port below 1024 when the address needs it.
 //
 // The configuration is loaded first: a unit that would fail at once is not
@@ -109,6 +110,9 @@ type unitSpec struct {
 	// dataDir is the data directory a system unit must let parley write,
 	// when the configuration names one; "" uses StateDirectory.
 	dataDir string
+	// backupDir is [store] backup_dir, which a system unit must let
+	// parley write its daily backups to; "" for none.
+	backupDir string
 	// stopTimeout bounds a graceful stop.
 	stopTimeout time.Duration
 	// lowPort: the listen port needs CAP_NET_BIND_SERVICE.
@@ -159,6 +163,9 @@ func unitFor(system bool, configPath string, env []string) (unitSpec, error) {
 		// The default is under the installing user's home, not the
 		// service's: a system unit uses StateDirectory instead.
 		s.dataDir = cfg.DataDir
+	}
+	if system && cfg.Store.URL == "" {
+		s.backupDir = cfg.Store.BackupDir
 	}
 	return s, nil
 }
@@ -225,10 +232,14 @@ func renderUnit(s unitSpec) string {
 		w("# The data directory the configuration names, the one writable path.")
 		w("ReadWritePaths=%s", unitQuote(s.dataDir))
 	}
-	w("# Sandboxing: parley talks HTTP and writes only its data directory.")
+	if s.backupDir != "" {
+		w("# [store] backup_dir, where it takes its daily backups.")
+		w("ReadWritePaths=%s", unitQuote(s.backupDir))
+	}
+	w("# Sandboxing: parley talks HTTP and writes only the directories above.")
 	w("ProtectSystem=strict")
 	home := "yes"
-	for _, p := range []string{s.exe, s.config, s.dataDir} {
+	for _, p := range []string{s.exe, s.config, s.dataDir, s.backupDir} {
 		if underHome(p) {
 			home = "read-only" // its binary, configuration or data live there
 		}
@@ -385,6 +396,10 @@ func nextSteps(s unitSpec) string {
 	if s.dataDir != "" {
 		b.WriteString("Give it its data directory:\n")
 		b.WriteString(fmt.Sprintf("  mkdir -p %s && chown %s:%s %s && chmod 0700 %s\n", s.dataDir, systemUser, systemUser, s.dataDir, s.dataDir))
+	}
+	if s.backupDir != "" {
+		b.WriteString("Give it its backup directory (systemd refuses to start a unit whose ReadWritePaths is missing):\n")
+		b.WriteString(fmt.Sprintf("  mkdir -p %s && chown %s:%s %s && chmod 0700 %s\n", s.backupDir, systemUser, systemUser, s.backupDir, s.backupDir))
 	}
 	b.WriteString("Enable and start it, and follow its log:\n")
 	b.WriteString("  systemctl daemon-reload\n")

@@ -204,6 +204,13 @@ func TestServiceUnitHomePaths(t *testing.T) {
 	}
 	s.exe, s.dataDir = "/usr/local/bin/parley", "/root/parley-data"
 	wantLines(t, renderUnit(s), "ProtectHome=read-only", "ReadWritePaths=/root/parley-data")
+	// The daily backups' directory is writable too, and must be made.
+	s.dataDir, s.backupDir = "", "/home/ann/parley-backups"
+	wantLines(t, renderUnit(s), "ProtectHome=read-only", "StateDirectory=parley", "ReadWritePaths=/home/ann/parley-backups")
+	if !strings.Contains(nextSteps(s), "mkdir -p /home/ann/parley-backups && chown parley:parley") {
+		t.Errorf("no advice to make the backup directory:\n%s", nextSteps(s))
+	}
+	s.backupDir = ""
 	// Signs systemd would expand are escaped, spaces quoted.
 	s.config = "/etc/parley/100% $HOME.toml"
 	wantLines(t, renderUnit(s), `ExecStart=/usr/local/bin/parley serve --config "/etc/parley/100%% $$HOME.toml"`)

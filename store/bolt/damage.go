@@ -19,7 +19,7 @@ import (
 
 // DamagedFix is what to do about a damaged database file. doctor and the
 // start-up error say it after naming the file.
-const DamagedFix = "stop parley and restore the file from a backup; without one, move it away " +
+const DamagedFix = "stop parley and restore the file from a backup (parley restore FILE); without one, move it away " +
 	"(keep it: the messages in it may still be readable) and parley starts with an empty database"
 
 // DamagedError is a database file found damaged, or not a database at all:
@@ -36,7 +36,7 @@ type DamagedError struct {
 // Error says the problem and, briefly, the fix: it is what a log line
 // shows of a request that met the damage.
 func (e *DamagedError) Error() string {
-	return e.Problem() + " (stop parley and restore it from a backup; parley doctor checks the file)"
+	return e.Problem() + " (stop parley and restore it from a backup with parley restore; parley doctor checks the file)"
 }
 
 // Problem says which file is damaged and what was found, without the fix.
@@ -304,28 +304,39 @@ func isStd(function string) bool {
 // counts within the file, and on the lock that keeps other processes from
 // changing it.
 func (s *Store) Check(ctx context.Context) error {
-	const shown = 3
-	var problems []string
-	n := 0
+	var why string
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		// Drained to the end: the checker reads the transaction's
-		// pages until it closes the channel.
-		for err := range tx.Check() {
-			if n++; n <= shown {
-				problems = append(problems, err.Error())
-			}
-		}
+		why = checkTx(tx)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if why == "" {
 		return nil
+	}
+	return &DamagedError{Path: s.path, Why: why}
+}
+
+// checkTx runs bbolt's Tx.Check on tx and says what it found, the first
+// few problems; "" when there are none.
+func checkTx(tx *bbolt.Tx) string {
+	const shown = 3
+	var problems []string
+	n := 0
+	// Drained to the end: the checker reads the transaction's pages until
+	// it closes the channel.
+	for err := range tx.Check() {
+		if n++; n <= shown {
+			problems = append(problems, err.Error())
+		}
+	}
+	if n == 0 {
+		return ""
 	}
 	why := fmt.Sprintf("a check of every page found %d problems: %s", n, strings.Join(problems, "; "))
 	if n > shown {
 		why += "; …"
 	}
-	return &DamagedError{Path: s.path, Why: why}
+	return why
 }

@@ -108,4 +108,23 @@
 // are bugs and are raised again. Damage met while writing stops all later
 // writes: bbolt, panicking halfway through a commit, may keep its write lock
 // and a free page list that no longer matches the file.
+//
+// # Backups
+//
+// A running Store holds bbolt's exclusive lock on its file, so no other
+// process can read it consistently (bbolt's read-only open waits for a
+// shared lock). Store.Backup copies it from inside: one read transaction
+// writes the file as it sees it (bbolt's Tx.WriteTo), a consistent
+// database, while writers go on, since bbolt never reuses a page a reader
+// may still see. A commit that must grow the memory map waits for the copy
+// (bbolt remaps under a lock every read transaction holds), so the copy
+// goes to a local file at disk speed, never to a network client at its
+// pace. BackupFile copies a file no process runs on, under the shared
+// lock. Verify checks a copy (or a file about to be restored) without
+// changing it: the header pages, every page, and parley's buckets and
+// schema version. Lock takes the running Store's lock without reading the
+// file, for parley restore to hold while it renames another file into
+// place; an Open that waited for the old file's lock meanwhile sees that
+// the path names another file once it holds it, and opens the path again
+// (openDB), so no daemon runs on the file restore set aside.
 package bolt

@@ -79,6 +79,10 @@ type Options struct {
 	// Instance is the holder of the leases this store grants; empty means
 	// core.NewInstanceID().
 	Instance core.InstanceID
+
+	// mmapSize is bbolt's InitialMmapSize, for tests that commit while a
+	// read transaction is open and must not wait for a remap.
+	mmapSize int
 }
 
 // Store is core.Store on a bbolt file. It is safe for concurrent use. See the
@@ -129,42 +133,18 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
-	if err := checkFile(path); err != nil {
-		return nil, err
-	}
-	// A panic inside bbolt.Open leaves its file open and locked; the
-	// file is kept here to be closed then.
-	var file *os.File
-	var db *bbolt.DB
-	err := guard(path, func() (err error) {
-		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
-			Timeout: opts.LockTimeout,
-			NoSync:  opts.NoSync,
-			// The map freelist keeps commits cheap once the file has many
-			// free pages, and the inbox only grows.
-			FreelistType: bbolt.FreelistMapType,
-			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
-				f, err := os.OpenFile(name, flag, perm)
-				file = f
-				return f, err
-			},
-		})
-		return err
+	db, file, err := openDB(path, bbolt.Options{
+		Timeout: opts.LockTimeout,
+		NoSync:  opts.NoSync,
+		// The map freelist keeps commits cheap once the file has many
+		// free pages, and the inbox only grows.
+		FreelistType:    bbolt.FreelistMapType,
+		InitialMmapSize: opts.mmapSize,
 	})
-	var damaged *DamagedError
-	switch {
-	case errors.As(err, &damaged):
-		if file != nil {
-			_ = file.Close()
-		}
+	if err != nil {
 		return nil, err
-	case errors.Is(err, bberrors.ErrTimeout):
-		return nil, fmt.Errorf("bolt: open %s: %w", path, ErrInUse)
-	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrChecksum), errors.Is(err, bberrors.ErrVersionMismatch):
-		return nil, &DamagedError{Path: path, Why: err.Error()}
-	case err != nil:
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
+	var damaged *DamagedError
 	if err := guard(path, func() error { return db.Update(initSchema) }); err != nil {
 		_ = guard(path, db.Close)
 		if errors.As(err, &damaged) {
@@ -190,6 +170,67 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	go s.commitLoop()
 	return s, nil
+}
+
+// openDB opens the bbolt file at path with o, after checkFile looked at its
+// header pages, taking its lock (exclusive, or shared with o.ReadOnly)
+// within o.Timeout: ErrInUse when another process holds it longer, a
+// *DamagedError when bbolt fails on what it reads. It returns bbolt's own
+// handle of the file too, which only a panicking bbolt leaves open.
+//
+// The lock is taken on the file the path named when it was opened. When
+// the path names another file once the lock is held (parley restore
+// renamed a restored file into place while this process waited for the
+// old one's lock), the old one is let go and the path opened again, so
+// that a daemon never runs on a database that is no longer the data
+// directory's.
+func openDB(path string, o bbolt.Options) (*bbolt.DB, *os.File, error) {
+	for attempt := 1; ; attempt++ {
+		if err := checkFile(path); err != nil {
+			return nil, nil, err
+		}
+		// A panic inside bbolt.Open leaves its file open and locked;
+		// the file is kept here to be closed then.
+		var file *os.File
+		var db *bbolt.DB
+		o.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		}
+		err := guard(path, func() (err error) {
+			db, err = bbolt.Open(path, 0o600, &o)
+			return err
+		})
+		var damaged *DamagedError
+		switch {
+		case errors.As(err, &damaged):
+			if file != nil {
+				_ = file.Close()
+			}
+			return nil, nil, err
+		case errors.Is(err, bberrors.ErrTimeout):
+			return nil, nil, fmt.Errorf("bolt: open %s: %w", path, ErrInUse)
+		case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrChecksum), errors.Is(err, bberrors.ErrVersionMismatch):
+			return nil, nil, &DamagedError{Path: path, Why: err.Error()}
+		case err != nil:
+			return nil, nil, fmt.Errorf("bolt: open %s: %w", path, err)
+		}
+		if !replaced(file, path) {
+			return db, file, nil
+		}
+		_ = guard(path, db.Close)
+		if attempt == 3 {
+			return nil, nil, fmt.Errorf("bolt: open %s: the file was replaced %d times while parley waited for its lock: %w", path, attempt, ErrInUse)
+		}
+	}
+}
+
+// replaced reports whether path no longer names the open file f.
+func replaced(f *os.File, path string) bool {
+	open, err1 := f.Stat()
+	now, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && !os.SameFile(open, now)
 }
 
 // initSchema checks the version before creating anything, so that a newer

@@ -130,11 +130,24 @@ type Store struct {
 	// as it may hold a password. `parley migrate --from DATA_DIR` copies
 	// a data directory's state into it. Default "": the bbolt file.
 	URL string `toml:"url" secret:"true"`
+	// BackupDir is a directory for backups of the bbolt database, as an
+	// absolute path (a leading "~/" is expanded to $HOME): parley serve
+	// takes one there when the newest is a day old (at start and then
+	// hourly checks), `parley backup` without a FILE writes one there, and
+	// `parley doctor` says when the newest is older than a day. Not used
+	// with url (back PostgreSQL up with pg_dump). Default "": no
+	// automatic backups.
+	BackupDir string `toml:"backup_dir"`
+	// BackupKeep is how many backups backup_dir keeps: once parley serve
+	// took one, the oldest beyond this many are deleted (only files
+	// named parley-YYYYMMDDTHHMMSSZ.db, as parley writes them). Default 7.
+	BackupKeep int64 `toml:"backup_keep"`
 }
 
 // Validate implements Section. The URL is never quoted: it may hold a
 // password.
 func (s Store) Validate(report func(key, problem string)) {
+	s.validateBackups(report)
 	if s.URL == "" {
 		return
 	}
@@ -391,6 +404,7 @@ func defaults(env []string, present []platform.Platform) Config {
 	return Config{
 		DataDir:   DefaultDataDir(env),
 		Retention: Duration{30 * day},
+		Store:     Store{BackupKeep: DefaultBackupKeep},
 		HTTP:      HTTP{Listen: "127.0.0.1:8765"},
 		Log:       Log{Level: "info", Format: "text"},
 		Outbox: Outbox{
@@ -463,7 +477,7 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 		errs = append(errs, unknownKeys(path, string(data), md, &c, platforms.Absent)...)
 	}
 	errs = append(errs, applyEnv(&c, env)...)
-	for _, p := range []*string{&c.DataDir, &c.Agent.Workdir} {
+	for _, p := range []*string{&c.DataDir, &c.Agent.Workdir, &c.Store.BackupDir} {
 		if rest, ok := strings.CutPrefix(*p, "~/"); ok {
 			if home := envMap(env)["HOME"]; home != "" {
 				*p = filepath.Join(home, rest)

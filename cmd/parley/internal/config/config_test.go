@@ -87,6 +87,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		DataDir:   "/home/ada/.local/share/parley",
 		Retention: Duration{30 * 24 * time.Hour},
+		Store:     Store{BackupKeep: DefaultBackupKeep},
 		HTTP:      HTTP{Listen: "127.0.0.1:8765"},
 		Log:       Log{Level: "info", Format: "text"},
 		Outbox: Outbox{
@@ -148,7 +149,7 @@ func TestLoadFile(t *testing.T) {
 	want := Config{
 		DataDir:   "/srv/parley",
 		Retention: Duration{90 * 24 * time.Hour},
-		Store:     Store{URL: "postgres://parley:pg-store-password@db.example.org:5432/parley"},
+		Store:     Store{URL: "postgres://parley:pg-store-password@db.example.org:5432/parley", BackupDir: "/home/ada/parley-backups", BackupKeep: 14},
 		HTTP:      HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token", AllowedHosts: []string{"parley.example.org", "192.0.2.7"}},
 		Log:       Log{Level: "debug", Format: "json"},
 		Outbox: Outbox{

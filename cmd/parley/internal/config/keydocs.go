@@ -37,6 +37,8 @@ var keyDocs = map[string]string{
 	"routing":               "Routing decides where events go besides the default rules.",
 	"routing.reflect_input": "reflect_input copies what a person writes on one platform to the\nsession's other platforms, so everyone sees the whole conversation.\nDefault false: replies go to where the person wrote, input stays\nwhere it was written.",
 	"store":                 "Store says where parley keeps its state: bbolt in data_dir, or a\nPostgreSQL database.",
+	"store.backup_dir":      "backup_dir is a directory for backups of the bbolt database, as an\nabsolute path (a leading \"~/\" is expanded to $HOME): parley serve\ntakes one there when the newest is a day old (at start and then\nhourly checks), `parley backup` without a FILE writes one there, and\n`parley doctor` says when the newest is older than a day. Not used\nwith url (back PostgreSQL up with pg_dump). Default \"\": no\nautomatic backups.",
+	"store.backup_keep":     "backup_keep is how many backups backup_dir keeps: once parley serve\ntook one, the oldest beyond this many are deleted (only files\nnamed parley-YYYYMMDDTHHMMSSZ.db, as parley writes them). Default 7.",
 	"store.url":             "url is a PostgreSQL database parley keeps its state in instead of\nthe bbolt file in data_dir (which still holds received and\ngenerated files): postgres://USER:PASSWORD@HOST:5432/DB, PostgreSQL\n15 or newer; parley creates and migrates its tables. Never logged,\nas it may hold a password. `parley migrate --from DATA_DIR` copies\na data directory's state into it. Default \"\": the bbolt file.",
 	"transcription":         "Transcription turns voice messages into text; enabled when api_url is\nset.",
 	"transcription.api_key": "api_key is the bearer token for the API.",

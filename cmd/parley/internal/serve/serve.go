@@ -2,9 +2,9 @@
 // configuration and the table of platforms package main passes it (the
 // list in package platforms), the daemon (store, delivery, the platforms'
 // adapters), the web adapter, the MCP server, the metrics, the one HTTP
-// listener and, when [agent] asks for it, the orchestrator of the agents
-// parley runs; Open builds it, Run serves until its context ends, Close
-// releases it. It knows no platform by name: the table is its input, so
+// listener, on a bbolt store its backups (backup.go) and, when [agent]
+// asks for it, the orchestrator of the agents parley runs; Open builds it,
+// Run serves until its context ends, Close releases it. It knows no platform by name: the table is its input, so
 // that adding a platform is a line in package platforms, and an end-to-end
 // test can run a Main on 127.0.0.1:0 with a temporary data directory and
 // rows of its own (servetest).
@@ -28,6 +28,7 @@ import (
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/adapters/web/httpguard"
+	"github.com/parley-chat/parley/cmd/parley/internal/backup"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/daemon"
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
@@ -80,6 +81,9 @@ type Main struct {
 	// agents runs [agent] kind's agent for each session; nil when parley
 	// runs none.
 	agents *orchestrator.Orchestrator
+	// daily takes the backups of [store] backup_dir; nil without one
+	// (backup.go).
+	daily *backup.Daily
 }
 
 // Open builds the adapters and opens the daemon.
@@ -166,6 +170,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.web.SetPresence(m.presence)
 	m.web.SetPlatformHealth(d.Health())
 	m.web.SetPairing(d.Service)
+	m.openBackups()
 	m.web.SetCluster(string(d.Instance), func(ctx context.Context) ([]string, error) {
 		held, err := d.Leases(ctx)
 		var names []string
@@ -230,8 +235,9 @@ func (m *Main) Run(ctx context.Context) error {
 	sub, cancel := m.daemon.Bus.Subscribe(1024, false)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); m.metrics.Run(ctx, sub) }()
+	go func() { defer wg.Done(); m.runBackups(ctx) }()
 	go func() { defer wg.Done(); _ = m.presence.Run(ctx) }()
 	go func() { defer wg.Done(); m.mcp.Run(ctx) }()
 	var httpErr error

@@ -1,0 +1,19 @@
+//go:build unix
+
+package bolt
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// lockFile takes the exclusive flock(2) bbolt takes on unix systems, without
+// waiting: errLocked when another open file holds it.
+func lockFile(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return errLocked
+	}
+	return err
+}
