@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"time"
 )
 
@@ -200,8 +201,11 @@ type BindPlacer interface {
 
 // FileSender is an Adapter that can send documents.
 type FileSender interface {
-	// SendFile uploads a as a document with caption at place.
-	SendFile(ctx context.Context, place Place, a Attachment, caption string) (MessageRef, error)
+	// SendFile uploads a document named a.Name with caption at place. Its
+	// content is body, a.Size bytes, which the delivery engine opened
+	// from parley's own copy (FileStore.Open) for this call: the adapter
+	// reads it once and opens no file itself. The caller closes body.
+	SendFile(ctx context.Context, place Place, a Attachment, body io.Reader, caption string) (MessageRef, error)
 }
 
 // TypingNotifier is an Adapter that can show that the agent is working.

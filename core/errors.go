@@ -48,6 +48,13 @@ var (
 	// the fix is to restore the file from a backup, or to move it away and
 	// start afresh. Retrying does not help.
 	ErrDamaged = errors.New("the database file is damaged")
+	// ErrFileTooLarge is returned by FileStore.Put for content longer
+	// than the limit the caller gave; nothing is kept.
+	ErrFileTooLarge = errors.New("the file is larger than parley takes")
+	// ErrFileStoreFull is returned by FileStore.Put when the copy would
+	// take the store past its total size; nothing is kept. The wrapping
+	// error names the setting that bounds it.
+	ErrFileStoreFull = errors.New("parley's store of files is full")
 	// ErrEventsTruncated is returned by Store.EventsSince when events after
 	// the given seq were already dropped from the bounded event log.
 	ErrEventsTruncated = errors.New("events no longer in the event log")

@@ -18,14 +18,21 @@ type Actor struct {
 	Name string `json:"name,omitempty"`
 }
 
-// Attachment is a file that came with a message or goes out with one. Path
-// is a file the daemon wrote under its data directory; the platform's file
-// name is kept in Name but never used as a path.
+// Attachment is a file that came with a message or goes out with one: the
+// copy a FileStore took of it, never a file read again by name. Digest
+// names that copy by its content, and Path is where the daemon that took
+// it wrote it under its data directory (what an agent reads); the
+// platform's or the agent's file name is kept in Name but never used as a
+// path.
 type Attachment struct {
 	Name string `json:"name"`
 	Mime string `json:"mime,omitempty"`
 	Size int64  `json:"size"`
 	Path string `json:"path,omitempty"`
+	// Digest is the SHA-256 of the content, in lower-case hex. Empty only
+	// in messages stored before parley kept copies: such a file is not
+	// sent (FileStore.Open refuses it).
+	Digest string `json:"digest,omitempty"`
 }
 
 // Message is one entry of a session's durable inbox.

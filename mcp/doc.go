@@ -74,8 +74,11 @@
 // Files (files.go): chat.assistant.post sends only files whose real path
 // (symlinks resolved) lies in Options.SendDirs ([mcp] send_dirs), and never
 // anything under /proc, /sys, /dev or parley's own data directory and
-// config file; the file is opened by that real path and the opened file
-// checked again. A refusal is a tool error naming the setting.
+// config file; the file is opened once by that real path, following no
+// symlink, the opened file checked again, and copied from that descriptor
+// into parley's store of files (Options.Files) before the message is
+// appended: the platforms are sent the copy, never the path read again. A
+// refusal is a tool error naming the setting.
 //
 // Tool activity (tooltools.go): the agent's runtime reports tool calls with
 // ui.tool_call and ui.tool_output, which become ToolGroup items in the

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,7 +19,8 @@ import (
 // machine, read by the daemon with its own rights, so a path is where an
 // agent could reach what the daemon can read: its environment in
 // /proc/self/environ, the database, the config file with its tokens. The
-// check is made where the path enters parley, here:
+// check is made where the path enters parley, here, and what was checked
+// is what is delivered:
 //
 //   - the path is resolved through its symlinks first, and the real path
 //     must lie inside one of Options.SendDirs ([mcp] send_dirs; by default
@@ -27,17 +29,18 @@ import (
 //   - whatever SendDirs says, nothing under /proc, /sys or /dev and nothing
 //     under Options.Protected (the data directory, the config file) is sent,
 //     nor a hard link to one of those files;
-//   - the file is then opened by its real path without following a final
-//     symlink, and the path of what was actually opened (where the system
-//     tells it, /proc/self/fd) is checked again, so a path swapped between
-//     the check and the open is caught. The attachment carries that real
-//     path. The adapters read it later, when the journal delivers the
-//     message: an agent that can write into a send directory could still
-//     replace the file in between, but only with another file it could have
-//     sent anyway, unless it links in a protected one, which a symlink
-//     cannot do once the path is resolved and which the daemon does not
-//     re-check (documented limit; copying every file at post time would
-//     close it at the price of a second copy of each).
+//   - the real path is then opened once, following no symlink in any of
+//     its components (openat2 with RESOLVE_NO_SYMLINKS on Linux, as a
+//     handle that reads nothing, open_linux.go), and what was opened is
+//     checked: its path by the system's account (/proc/self/fd) again,
+//     that it is a regular file (a FIFO or a device is never read), not a
+//     link to a protected file, and at most 50 MiB;
+//   - that same open file is copied into parley's store of files
+//     (Options.Files, core.FileStore) before the message is appended, and
+//     the attachment refers to the copy. Every platform is sent the copy,
+//     a restart's replay too: a file replaced, renamed over, swapped for a
+//     symlink or removed after the post changes nothing, and nothing reads
+//     the path again after the post.
 
 // alwaysDenied are the trees never sent: kernel and device views that hold
 // the process's environment, memory and devices.
@@ -153,9 +156,10 @@ func (s *Server) sameAsProtected(fi fs.FileInfo) bool {
 	return false
 }
 
-// attachment checks one file an agent wants to send and returns it with
-// its real path.
-func (s *Server) attachment(given string) (core.Attachment, error) {
+// attachment checks one file an agent wants to send and copies it into
+// the store of files; the caller releases the copy (core.FileStore) once
+// the message is appended.
+func (s *Server) attachment(ctx context.Context, given string) (core.Attachment, error) {
 	if !filepath.IsAbs(given) {
 		return core.Attachment{}, toolError(fmt.Sprintf("file %q: give an absolute path", given))
 	}
@@ -166,32 +170,60 @@ func (s *Server) attachment(given string) (core.Attachment, error) {
 	if err := s.checkPath(given, p); err != nil {
 		return core.Attachment{}, err
 	}
-	f, err := openNoFollow(p)
+	f, err := s.open(given, p)
 	if err != nil {
-		return core.Attachment{}, toolError(fmt.Sprintf("file %q: %v", given, pathErr(err)))
+		return core.Attachment{}, err
 	}
 	defer f.Close()
-	// What was opened, by the system's account: the check again.
-	if opened, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err == nil && filepath.IsAbs(opened) {
-		if opened != p {
-			if err := s.checkPath(given, opened); err != nil {
-				return core.Attachment{}, err
-			}
-			p = opened
-		}
-	}
-	fi, err := f.Stat()
+	a, err := s.opts.Files.Put(ctx, filepath.Base(given), mime.TypeByExtension(filepath.Ext(given)), f, maxFileSize)
 	switch {
+	case errors.Is(err, core.ErrFileTooLarge):
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q is more than %d bytes", given, maxFileSize))
+	case errors.Is(err, core.ErrFileStoreFull):
+		return core.Attachment{}, toolError(fmt.Sprintf("file %q not sent: %v", given, err))
 	case err != nil:
 		return core.Attachment{}, toolError(fmt.Sprintf("file %q: %v", given, err))
-	case !fi.Mode().IsRegular():
-		return core.Attachment{}, toolError(fmt.Sprintf("file %q is not a regular file", given))
-	case s.sameAsProtected(fi):
-		return core.Attachment{}, toolError(fmt.Sprintf("file %q is never sent: it is a link to one of parley's own files, whatever %s says", given, sendKey))
-	case fi.Size() > maxFileSize:
-		return core.Attachment{}, toolError(fmt.Sprintf("file %q is %d bytes, more than %d", given, fi.Size(), maxFileSize))
 	}
-	return core.Attachment{Name: filepath.Base(given), Mime: mime.TypeByExtension(filepath.Ext(given)), Size: fi.Size(), Path: p}, nil
+	return a, nil
+}
+
+// open opens the file at the real path p once, following no symlink, and
+// checks what it opened (see above); the file returned is that one, open
+// for reading.
+func (s *Server) open(given, p string) (*os.File, error) {
+	h, err := openPath(p)
+	if err != nil {
+		return nil, toolError(fmt.Sprintf("file %q: %v", given, openErr(err)))
+	}
+	defer h.Close()
+	// What was opened, by the system's account: the check again.
+	if opened, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(h.Fd()))); err == nil && filepath.IsAbs(opened) && opened != p {
+		if err := s.checkPath(given, opened); err != nil {
+			return nil, err
+		}
+	}
+	fi, err := h.Stat()
+	switch {
+	case err != nil:
+		return nil, toolError(fmt.Sprintf("file %q: %v", given, err))
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, toolError(fmt.Sprintf("file %q: %v", given, errSymlink))
+	case !fi.Mode().IsRegular():
+		return nil, toolError(fmt.Sprintf("file %q is not a regular file", given))
+	case s.sameAsProtected(fi):
+		return nil, toolError(fmt.Sprintf("file %q is never sent: it is a link to one of parley's own files, whatever %s says", given, sendKey))
+	case fi.Size() > maxFileSize:
+		return nil, toolError(fmt.Sprintf("file %q is %d bytes, more than %d", given, fi.Size(), maxFileSize))
+	}
+	f, err := readable(h, p)
+	if err != nil {
+		return nil, toolError(fmt.Sprintf("file %q: %v", given, openErr(err)))
+	}
+	if rfi, err := f.Stat(); err != nil || !os.SameFile(fi, rfi) {
+		f.Close()
+		return nil, toolError(fmt.Sprintf("file %q changed while it was being sent; send it again", given))
+	}
+	return f, nil
 }
 
 // maxFiles and maxFileSize bound what one assistant message may attach.
@@ -200,15 +232,21 @@ const (
 	maxFileSize = 50 << 20
 )
 
-// attachments checks the files an agent wants to send (see above).
-func (s *Server) attachments(paths []string) ([]core.Attachment, error) {
+// attachments checks the files an agent wants to send and copies them
+// (see above); the caller releases the copies once the message is
+// appended.
+func (s *Server) attachments(ctx context.Context, paths []string) ([]core.Attachment, error) {
 	if len(paths) > maxFiles {
 		return nil, toolError(fmt.Sprintf("at most %d files per message", maxFiles))
 	}
+	if len(paths) > 0 && s.opts.Files == nil {
+		return nil, toolError("this parley keeps no copies of files, so it sends none")
+	}
 	out := make([]core.Attachment, 0, len(paths))
 	for _, p := range paths {
-		a, err := s.attachment(p)
+		a, err := s.attachment(ctx, p)
 		if err != nil {
+			s.opts.Files.Release(out...)
 			return nil, err
 		}
 		out = append(out, a)
@@ -226,4 +264,16 @@ func pathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// errSymlink is why a path that held no symlink when it was resolved is
+// not opened: one was put in it since.
+var errSymlink = errors.New("a symlink was put in its path while it was being sent; send it again")
+
+// openErr says why an open failed, in the words of what the agent did.
+func openErr(err error) error {
+	if errors.Is(err, errSymlink) {
+		return errSymlink
+	}
+	return pathErr(err)
 }

@@ -1,15 +1,40 @@
 package mcp
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store/files"
 )
 
-// fileServer is a Server with only what the file checks read.
-func fileServer(sendDirs, protected []string) *Server {
-	return &Server{opts: Options{SendDirs: sendDirs, Protected: protected}}
+// fileServer is a Server with only what the file checks read, and a
+// store of files of its own.
+func fileServer(t *testing.T, sendDirs, protected []string) *Server {
+	t.Helper()
+	blobs, err := files.New(t.TempDir(), files.Options{Setting: "files_max_mb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Server{opts: Options{SendDirs: sendDirs, Protected: protected, Files: blobs}}
+}
+
+// copied reads the copy an attachment refers to.
+func copied(t *testing.T, s *Server, a core.Attachment) string {
+	t.Helper()
+	r, err := s.opts.Files.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func write(t *testing.T, path, text string) string {
@@ -47,18 +72,23 @@ func TestSendDirs(t *testing.T) {
 	if err := os.Link(db, hardlink); err != nil {
 		t.Fatal(err)
 	}
-	s := fileServer([]string{send}, []string{data, config})
+	s := fileServer(t, []string{send}, []string{data, config})
 
-	// Accepted, with the real path.
+	// Accepted, and copied: the attachment refers to the copy.
 	viaLink := symlink(t, report, filepath.Join(send, "link-to-report"))
 	for _, p := range []string{report, viaLink, filepath.Join(send, "sub", "..", "sub", "report.csv")} {
-		atts, err := s.attachments([]string{p})
+		atts, err := s.attachments(t.Context(), []string{p})
 		if err != nil {
 			t.Fatalf("%s refused: %v", p, err)
 		}
-		if atts[0].Path != report || atts[0].Size != 4 {
-			t.Errorf("%s: attachment %+v, want the real path %s", p, atts[0], report)
+		a := atts[0]
+		if a.Size != 4 || a.Digest == "" || filepath.Dir(a.Path) != s.opts.Files.(*files.Store).Dir() || a.Name != filepath.Base(p) {
+			t.Errorf("%s: attachment %+v, want the copy in the store of files", p, a)
 		}
+		if got := copied(t, s, a); got != "a,b\n" {
+			t.Errorf("%s: the copy holds %q", p, got)
+		}
+		s.opts.Files.Release(a)
 	}
 
 	notIn := "is not in a directory agents may send files from (" + send + "); put the file there, or add its directory to [mcp] send_dirs (PARLEY_MCP_SEND_DIRS)"
@@ -75,7 +105,7 @@ func TestSendDirs(t *testing.T) {
 		{"the environment", "/proc/self/environ", never + "it is under /proc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.attachments([]string{tc.path})
+			_, err := s.attachments(t.Context(), []string{tc.path})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%s: %v, want %q", tc.path, err, tc.want)
 			}
@@ -84,16 +114,16 @@ func TestSendDirs(t *testing.T) {
 
 	// Even with "/" allowed, the kernel's views stay out, directly or by
 	// a symlink in an allowed directory.
-	all := fileServer([]string{"/"}, []string{data, config})
+	all := fileServer(t, []string{"/"}, []string{data, config})
 	for _, p := range []string{"/proc/self/environ", symlink(t, "/proc/self/environ", filepath.Join(send, "env")), "/sys/kernel/uevent_seqnum", "/dev/null", db} {
-		_, err := all.attachments([]string{p})
+		_, err := all.attachments(t.Context(), []string{p})
 		if err == nil || !strings.Contains(err.Error(), never) || !strings.Contains(err.Error(), "[mcp] send_dirs") {
 			t.Errorf("%s with / allowed: %v, want %q naming the setting", p, err, never)
 		}
 	}
 
 	// No send directories: nothing at all.
-	if _, err := fileServer([]string{}, nil).attachments([]string{report}); err == nil || !strings.Contains(err.Error(), "(none)") {
+	if _, err := fileServer(t, []string{}, nil).attachments(t.Context(), []string{report}); err == nil || !strings.Contains(err.Error(), "(none)") {
 		t.Errorf("no send directories: %v", err)
 	}
 }
@@ -118,7 +148,7 @@ func TestWithin(t *testing.T) {
 }
 
 // Through the tool: the daemon's environment is refused, a file in a send
-// directory goes out with its real path.
+// directory is copied and the message refers to the copy.
 func TestAssistantPostFiles(t *testing.T) {
 	dir := t.TempDir()
 	send := t.TempDir()
@@ -138,7 +168,10 @@ func TestAssistantPostFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := msgs[len(msgs)-1]
-	if len(m.Attachments) != 1 || m.Attachments[0].Path != report || m.Attachments[0].Name != "latest.csv" {
-		t.Fatalf("stored attachments %+v, want %s named latest.csv", m.Attachments, report)
+	if len(m.Attachments) != 1 || m.Attachments[0].Name != "latest.csv" || !strings.HasPrefix(m.Attachments[0].Path, filepath.Join(dir, "blobs")+"/") {
+		t.Fatalf("stored attachments %+v, want the copy of %s named latest.csv", m.Attachments, report)
+	}
+	if b, err := os.ReadFile(m.Attachments[0].Path); err != nil || string(b) != "a,b\n" {
+		t.Errorf("the copy holds %q (%v)", b, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/bolt"
+	"github.com/parley-chat/parley/store/files"
 )
 
 // waitFor bounds every wait in these tests.
@@ -85,9 +86,14 @@ func newStack(tb testing.TB, dir string, o stackOptions) *stack {
 	if logger == nil {
 		logger = testLogger()
 	}
-	// The data directory is protected, as cmd does it.
+	// The data directory is protected, as cmd does it, and holds the
+	// copies of files.
+	blobs, err := files.New(filepath.Join(dir, "blobs"), files.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	srv, err := New(Options{Handler: svc, Store: store, Bus: bus, Logger: logger, Version: "test",
-		SendDirs: o.sendDirs, Protected: []string{dir}, MaxSessions: o.maxSessions})
+		SendDirs: o.sendDirs, Protected: []string{dir}, Files: blobs, MaxSessions: o.maxSessions})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,5 +4,8 @@ package mcp
 
 import "os"
 
-// openNoFollow opens p for reading; the path was resolved already.
-func openNoFollow(p string) (*os.File, error) { return os.Open(p) }
+// openPath opens p for reading; the path was resolved already.
+func openPath(p string) (*os.File, error) { return os.Open(p) }
+
+// readable opens p again; the caller checks that it is the same file.
+func readable(_ *os.File, p string) (*os.File, error) { return os.Open(p) }

@@ -51,6 +51,9 @@ type Options struct {
 	// Protected are parley's own paths (the data directory, the config
 	// file), never sent whatever SendDirs says.
 	Protected []string
+	// Files keeps the copies of the files agents send (files.go); nil
+	// refuses every file.
+	Files core.FileStore
 	// MaxSessions bounds the MCP sessions and listen streams open at once
 	// (conns.go); 0 means DefaultMaxSessions.
 	MaxSessions int

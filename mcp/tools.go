@@ -259,13 +259,18 @@ func (s *Server) post(ctx context.Context, raw json.RawMessage, tool string, kin
 	if len(a.IdempotencyKey) > 128 {
 		return nil, toolError("idempotency_key is longer than 128 bytes")
 	}
-	atts, err := s.attachments(a.Files)
-	if err != nil {
-		return nil, err
-	}
 	id, err := s.sessionFor(ctx, tool, a.SessionID, true)
 	if err != nil {
 		return nil, err
+	}
+	// The files are copied before the message is appended, and held until
+	// it is (files.go).
+	atts, err := s.attachments(ctx, a.Files)
+	if err != nil {
+		return nil, err
+	}
+	if len(atts) > 0 {
+		defer s.opts.Files.Release(atts...)
 	}
 	var platformID string
 	if a.IdempotencyKey != "" {

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 	"time"
@@ -33,6 +34,8 @@ type Op struct {
 	Place  core.Place
 	ID     string // message id sent, edited or deleted
 	Text   string
+	// File is the content of a document sent ("file"; Text is its name).
+	File   string
 	Silent bool
 	Err    error
 }
@@ -402,8 +405,12 @@ func (a *Adapter) ShowStatus(ctx context.Context, b core.Binding, v core.StatusV
 }
 
 // SendFile implements core.FileSender; the fake keeps the caption and the
-// file's name as the message text.
-func (a *Adapter) SendFile(ctx context.Context, place core.Place, f core.Attachment, caption string) (core.MessageRef, error) {
+// file's name as the message text, and records the content it read.
+func (a *Adapter) SendFile(ctx context.Context, place core.Place, f core.Attachment, body io.Reader, caption string) (core.MessageRef, error) {
+	content, err := io.ReadAll(body)
+	if err != nil {
+		return core.MessageRef{}, fmt.Errorf("fake: read %s: %w", f.Name, err)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.beginLocked(ctx, "file", place); err != nil {
@@ -413,7 +420,7 @@ func (a *Adapter) SendFile(ctx context.Context, place core.Place, f core.Attachm
 	id := strconv.Itoa(a.nextID)
 	a.msgs[id] = &Message{ID: id, Place: place, Kind: core.KindContinuation, Text: "[file " + f.Name + "] " + caption}
 	a.order = append(a.order, id)
-	a.recordLocked(Op{Method: "file", Place: place, ID: id, Text: f.Path})
+	a.recordLocked(Op{Method: "file", Place: place, ID: id, Text: f.Name, File: string(content)})
 	return core.MessageRef{Adapter: a.name, Place: place, ID: id}, nil
 }
 

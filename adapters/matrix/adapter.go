@@ -61,8 +61,10 @@ type Options struct {
 	// and the filter are read from Cursors and written through
 	// Leases.SetCursorFenced.
 	Leases core.Leaser
-	// FileDir is where received files are stored (below FileDir/matrix).
-	FileDir string
+	// Files keeps the copies of the files people send: a download is
+	// put there and the agent handed the copy. Nil refuses received files
+	// with a notice.
+	Files core.FileStore
 	// MaxFileSize is the largest file fetched (default 50 MB); larger
 	// ones are refused with a notice.
 	MaxFileSize int64

@@ -36,7 +36,7 @@ func TestCheckSaysDownOrRefused(t *testing.T) {
 	const token = "syt_secret_token"
 	cur := newCursors()
 	a, err := matrix.New(matrix.Options{Homeserver: hs.URL, UserID: "@parley:example.org", AccessToken: token,
-		Cursors: cur, Leases: cur, Authorizer: adaptertest.Everyone, FileDir: t.TempDir()})
+		Cursors: cur, Leases: cur, Authorizer: adaptertest.Everyone, Files: tempFiles(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

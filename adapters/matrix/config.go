@@ -64,7 +64,7 @@ func (c Config) Allowed() []string {
 }
 
 // Options returns the adapter options the section sets. The caller adds
-// what the daemon provides (Platform does): Cursors, Authorizer, FileDir,
+// what the daemon provides (Platform does): Cursors, Authorizer, Files,
 // Pacer, Transcriber, Logger.
 func (c Config) Options() Options {
 	return Options{Homeserver: c.Homeserver, UserID: id.UserID(strings.TrimSpace(c.UserID)), AccessToken: c.AccessToken,

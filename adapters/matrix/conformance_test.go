@@ -46,7 +46,7 @@ func newConformanceEnv(t *testing.T, hs *matrixtest.Homeserver, bot *matrixtest.
 	rec := &recorder{next: http.DefaultTransport}
 	cur := newCursors()
 	a, err := matrix.New(matrix.Options{Homeserver: proxy.URL, UserID: bot.ID, AccessToken: bot.AccessToken,
-		Allowed: []string{string(ann.User.ID)}, Authorizer: admit(ann.User.ID), Cursors: cur, Leases: cur, FileDir: t.TempDir(),
+		Allowed: []string{string(ann.User.ID)}, Authorizer: admit(ann.User.ID), Cursors: cur, Leases: cur, Files: tempFiles(t),
 		HTTPClient: &http.Client{Transport: rec, Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

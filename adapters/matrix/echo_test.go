@@ -20,7 +20,7 @@ import (
 func (w *world) viaProxy(t *testing.T, p *matrixtest.Proxy) *matrix.Adapter {
 	t.Helper()
 	a, err := matrix.New(matrix.Options{Homeserver: p.URL, UserID: w.bot.ID, AccessToken: w.bot.AccessToken,
-		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, FileDir: w.files, SyncTimeout: 2 * time.Second,
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, Files: w.files, SyncTimeout: 2 * time.Second,
 		HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

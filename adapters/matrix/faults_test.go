@@ -23,7 +23,7 @@ func (w *world) proxied(t *testing.T) (*matrix.Adapter, *matrixtest.Proxy) {
 	t.Helper()
 	p := matrixtest.NewProxy(t, w.hs.URL)
 	a, err := matrix.New(matrix.Options{Homeserver: p.URL, UserID: w.bot.ID, AccessToken: w.bot.AccessToken,
-		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, FileDir: w.files, HTTPClient: &http.Client{Timeout: time.Minute}})
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, Files: w.files, HTTPClient: &http.Client{Timeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"maunium.net/go/mautrix"
@@ -15,6 +12,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/parley-chat/parley/adapters/filename"
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -47,7 +45,7 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 		a.input().Notice(ctx, h, base, fmt.Sprintf("📎 %s is %s; parley takes files up to %s. Share a link instead.", name, mb(size), mb(a.opts.MaxFileSize)))
 		return nil
 	}
-	att, err := a.download(ctx, base, c.URL, name, mime)
+	att, err := a.download(ctx, c.URL, name, mime)
 	if err != nil {
 		if core.IsPermanent(err) {
 			a.log.Warn("could not fetch a file", "room", base.Place.Chat, "err", err)
@@ -56,6 +54,7 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 		}
 		return err
 	}
+	defer a.opts.Files.Release(att)
 	text := ""
 	if c.MsgType == string(event.MsgAudio) && len(c.Voice) > 0 {
 		text = a.transcribe(ctx, h, base, att)
@@ -82,7 +81,7 @@ func (a *Adapter) transcribe(ctx context.Context, h core.Handler, base core.Comm
 		return "(voice message, not transcribed)"
 	}
 	a.input().Notice(ctx, h, base, "🎤 Transcribing…")
-	audio, err := os.ReadFile(att.Path)
+	audio, err := inbound.Content(a.opts.Files, att)
 	text := ""
 	if err == nil {
 		text, err = a.opts.Transcriber.Transcribe(ctx, att.Name, audio)
@@ -97,16 +96,13 @@ func (a *Adapter) transcribe(ctx context.Context, h core.Handler, base core.Comm
 	return text
 }
 
-// download fetches mxc into FileDir/matrix/<room>/<event>/<name> through
-// the authenticated media API (see fetch), refusing it past MaxFileSize.
-func (a *Adapter) download(ctx context.Context, base core.Command, mxc, name, mime string) (core.Attachment, error) {
+// download fetches mxc through the authenticated media API (see fetch)
+// into parley's store of files (Options.Files, inbound.Put), refusing it
+// past MaxFileSize.
+func (a *Adapter) download(ctx context.Context, mxc, name, mime string) (core.Attachment, error) {
 	uri, err := id.ParseContentURI(mxc)
 	if err != nil || uri.IsEmpty() {
 		return core.Attachment{}, core.Permanent(fmt.Errorf("the file has no valid mxc:// URL"))
-	}
-	dir := filepath.Join(a.opts.FileDir, "matrix", filename.Safe(base.Place.Chat), filename.Safe(base.PlatformID))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return core.Attachment{}, fmt.Errorf("matrix: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
@@ -118,24 +114,11 @@ func (a *Adapter) download(ctx context.Context, base core.Command, mxc, name, mi
 		return core.Attachment{}, classify("download "+mxc, opOther, err, false)
 	}
 	defer resp.Body.Close()
-	path := filepath.Join(dir, name)
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return core.Attachment{}, fmt.Errorf("matrix: %w", err)
-	}
-	n, err := io.Copy(out, io.LimitReader(resp.Body, a.opts.MaxFileSize+1))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	switch {
-	case err != nil:
-		os.Remove(path)
+	att, err := inbound.Put(ctx, a.opts.Files, name, mime, resp.Body, a.opts.MaxFileSize)
+	if err != nil && !core.IsPermanent(err) {
 		return core.Attachment{}, fmt.Errorf("matrix: download %s: %w", mxc, err)
-	case n > a.opts.MaxFileSize:
-		os.Remove(path)
-		return core.Attachment{}, core.Permanent(fmt.Errorf("it is larger than parley takes (%s)", mb(a.opts.MaxFileSize)))
 	}
-	return core.Attachment{Name: name, Mime: mime, Size: n, Path: path}, nil
+	return att, err
 }
 
 // fetch asks for the file through authenticated media

@@ -80,7 +80,7 @@ func TestSyncLeaseHandover(t *testing.T) {
 		}
 		t.Cleanup(func() { st.Close() })
 		a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password,
-			Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: st, Leases: st, FileDir: w.files,
+			Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: st, Leases: st, Files: w.files,
 			SyncTimeout: time.Second, HTTPClient: &http.Client{Timeout: time.Minute, Transport: callCounter{c, instance}},
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -253,7 +253,7 @@ func TestFencedWriteRefused(t *testing.T) {
 	h := newHandler(w.ann.User.ID)
 	leases := &refusedOnce{cursors: w.store}
 	a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, AccessToken: w.bot.AccessToken,
-		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: leases, FileDir: w.files,
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: leases, Files: w.files,
 		SyncTimeout: time.Second, HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/core"
@@ -25,7 +24,7 @@ var Platform = platform.Of(platform.Def[Config]{
 func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
 	opts.Cursors, opts.Leases = d.Store, d.Leases
-	opts.FileDir = filepath.Join(d.DataDir, "files")
+	opts.Files = d.Files
 	opts.Authorizer = d.Authorizer
 	opts.Transcriber = d.Transcriber
 	opts.Pacer = d.Pacer

@@ -21,6 +21,7 @@ import (
 	"github.com/parley-chat/parley/adapters/matrix/matrixtest"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/delivery"
+	"github.com/parley-chat/parley/store/files"
 )
 
 // handler records the commands the adapter hands it, admitting only the
@@ -102,14 +103,14 @@ type world struct {
 	bot      *matrixtest.User
 	ann, eve *matrixtest.Person
 	store    *cursors
-	files    string
+	files    *files.Store
 }
 
 func newWorld(t *testing.T) *world {
 	hs := matrixtest.Dendrite(t)
 	return &world{hs: hs, bot: hs.Register(t, "parley"),
 		ann: matrixtest.NewPerson(t, hs.URL, hs.Register(t, "ann")), eve: matrixtest.NewPerson(t, hs.URL, hs.Register(t, "eve")),
-		store: newCursors(), files: t.TempDir()}
+		store: newCursors(), files: tempFiles(t)}
 }
 
 func (w *world) adapter(t *testing.T, opts matrix.Options) *matrix.Adapter {
@@ -117,7 +118,7 @@ func (w *world) adapter(t *testing.T, opts matrix.Options) *matrix.Adapter {
 	opts.Homeserver, opts.UserID, opts.AccessToken = w.hs.URL, w.bot.ID, w.bot.AccessToken
 	opts.Allowed = []string{string(w.ann.User.ID)}
 	opts.Authorizer = admit(w.ann.User.ID)
-	opts.Cursors, opts.Leases, opts.FileDir, opts.SyncTimeout = w.store, w.store, w.files, 2*time.Second
+	opts.Cursors, opts.Leases, opts.Files, opts.SyncTimeout = w.store, w.store, w.files, 2*time.Second
 	opts.HTTPClient = &http.Client{Timeout: time.Minute}
 	opts.Logger = slog.New(slog.DiscardHandler)
 	a, err := matrix.New(opts)
@@ -335,7 +336,7 @@ func TestFileReceived(t *testing.T) {
 	c := h.wait(t, "the file", func(c core.Command) bool { return c.Kind == core.SendMessage && len(c.Attachments) > 0 })
 	att := c.Attachments[0]
 	data, err := os.ReadFile(att.Path)
-	if err != nil || string(data) != "the notes" || att.Name != "notes.txt" || !strings.HasPrefix(att.Path, w.files) {
+	if err != nil || string(data) != "the notes" || att.Name != "notes.txt" || !strings.HasPrefix(att.Path, w.files.Dir()) {
 		t.Errorf("attachment %+v holds %q (%v)", att, data, err)
 	}
 	w.ann.UploadFile(t, room, "big.bin", "application/octet-stream", make([]byte, 4<<10))
@@ -448,7 +449,7 @@ func TestLoggedOutLogsInAgain(t *testing.T) {
 	w := newWorld(t)
 	h := newHandler(w.ann.User.ID)
 	a, err := matrix.New(matrix.Options{Homeserver: w.hs.URL, UserID: w.bot.ID, Password: w.bot.Password,
-		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, FileDir: w.files, SyncTimeout: time.Second,
+		Allowed: []string{string(w.ann.User.ID)}, Authorizer: admit(w.ann.User.ID), Cursors: w.store, Leases: w.store, Files: w.files, SyncTimeout: time.Second,
 		HTTPClient: &http.Client{Timeout: time.Minute}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -477,4 +478,14 @@ func TestLoggedOutLogsInAgain(t *testing.T) {
 	if again, _ := w.store.Cursor(t.Context(), "matrix.login"); again == kept {
 		t.Error("the login kept in the store was not replaced")
 	}
+}
+
+// tempFiles is a store of files in a temporary directory.
+func tempFiles(tb testing.TB) *files.Store {
+	tb.Helper()
+	fs, err := files.New(tb.TempDir(), files.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fs
 }

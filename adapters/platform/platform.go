@@ -115,8 +115,10 @@ type Deps struct {
 	Methods core.MethodPacer
 	// Logger is scoped to the adapter: adapter=<name>.
 	Logger *slog.Logger
-	// DataDir is parley's data directory; received files go below it.
-	DataDir string
+	// Files keeps the copies of the files people send (core.FileStore):
+	// an adapter puts what it downloads there and hands the agent the
+	// copy. Nil refuses received files with a notice.
+	Files core.FileStore
 	// Transcriber turns voice notes into text; nil when [transcription]
 	// is not set.
 	Transcriber Transcriber

@@ -45,9 +45,10 @@ type Options struct {
 	// Pairer, when set, says whether a stranger writing in private is
 	// answered with a pairing code (core.Pair); nil sends no Pair.
 	Pairer core.Pairer
-	// FileDir is where received files are stored (one directory per
-	// conversation below FileDir/slack).
-	FileDir string
+	// Files keeps the copies of the files people send: a download is
+	// put there and the agent handed the copy. Nil refuses received files
+	// with a notice.
+	Files core.FileStore
 	// MaxFileSize is the largest shared file fetched (default 50 MB);
 	// larger ones are refused with a notice.
 	MaxFileSize int64

@@ -79,7 +79,7 @@ func (c Config) Allowed() []string {
 }
 
 // Options returns the adapter options the section sets. The caller adds
-// what the daemon provides (Platform does): Authorizer, FileDir, Pacer,
+// what the daemon provides (Platform does): Authorizer, Files, Pacer,
 // Logger.
 func (c Config) Options() Options {
 	return Options{

@@ -63,7 +63,7 @@ func newConformanceEnv(t *testing.T, stream bool) adaptertest.Env {
 	channel := srv.NewChannel("conformance")
 	person := srv.NewUser("ann")
 	opts := slack.Options{BotToken: srv.BotToken, AppToken: srv.AppToken, APIURL: srv.URL, Channel: channel,
-		Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}
+		Authorizer: adaptertest.Everyone, Files: tempFiles(t), Logger: slog.New(slog.DiscardHandler)}
 	if stream {
 		// Slack streams in a channel only to a recipient; the person is
 		// the one the suite's sessions are for.

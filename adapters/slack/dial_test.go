@@ -14,6 +14,7 @@ import (
 	"github.com/parley-chat/parley/adapters/slack/slacktest"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/adaptertest"
+	"github.com/parley-chat/parley/store/files"
 )
 
 // TestDialOpensTheConnections: with Options.Dial (how the end-to-end
@@ -34,7 +35,7 @@ func TestDialOpensTheConnections(t *testing.T) {
 		return &sniffed{Conn: c, upgrades: &upgrades}, err
 	}
 	a, err := slack.New(slack.Options{BotToken: srv.BotToken, AppToken: srv.AppToken, APIURL: "http://slack.invalid/api/", Channel: channel,
-		Dial: dial, Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		Dial: dial, Authorizer: adaptertest.Everyone, Files: tempFiles(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,4 +73,14 @@ func (c *sniffed) Write(p []byte) (int, error) {
 		}
 	}
 	return c.Conn.Write(p)
+}
+
+// tempFiles is a store of files in a temporary directory.
+func tempFiles(tb testing.TB) *files.Store {
+	tb.Helper()
+	fs, err := files.New(tb.TempDir(), files.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fs
 }

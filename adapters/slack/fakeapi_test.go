@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store/files"
 )
 
 // fakeAPI is a small Web API for the tests where a call's wire behaviour
@@ -142,12 +143,22 @@ func (f *fakeAPI) fileURL(name string, data []byte) string {
 	return strings.TrimSuffix(f.URL, "api/") + "files/" + name
 }
 
+// newFiles is a store of files in a temporary directory.
+func newFiles(t *testing.T) *files.Store {
+	t.Helper()
+	fs, err := files.New(t.TempDir(), files.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
 // newTestAdapter is an adapter on api (nil: an unreachable one, for tests
 // that make no call), knowing its identity. It admits nobody unless a mod
 // gives it an Authorizer (withAuthorizer).
 func newTestAdapter(t *testing.T, api *fakeAPI, mod ...func(*Options)) *Adapter {
 	t.Helper()
-	opts := Options{BotToken: "xoxb-test", AppToken: "xapp-test", Channel: "C1", FileDir: t.TempDir(),
+	opts := Options{BotToken: "xoxb-test", AppToken: "xapp-test", Channel: "C1", Files: newFiles(t),
 		APIURL: "http://127.0.0.1:1/api/", Logger: slog.New(slog.DiscardHandler), Authorizer: nobody}
 	if api != nil {
 		opts.APIURL = api.URL

@@ -4,24 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/parley-chat/parley/adapters/filename"
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 )
 
 // Files people share are fetched before the message is handed to the
 // handler, with the bot token, from url_private_download (files:read), and
-// stored under FileDir/slack/<channel>/<thread>/<file id>/<name>: the
-// file's id makes the path unique and a retried download overwrite its own
-// earlier attempt. Names are sanitised; a file larger than MaxFileSize, one
-// stored outside Slack, or one the workspace hides is refused with a notice.
+// copied as they arrive into parley's store of files (Options.Files,
+// adapters/inbound's Put): the agent is handed the copy. Names are
+// sanitised; a file larger than MaxFileSize, one stored outside Slack, or
+// one the workspace hides is refused with a notice.
 //
 // Acknowledgement: the envelope of a message with files is acknowledged
 // after the download and the durable append, like every other envelope,
@@ -54,10 +54,10 @@ func (a *Adapter) onFiles(ctx context.Context, h core.Handler, base core.Command
 			continue
 		case int64(f.Size) > a.opts.MaxFileSize:
 			refusals = append(refusals, fmt.Sprintf("📎 %s is %s; parley takes files up to %s. Share a link instead.",
-				name, size(int64(f.Size)), size(a.opts.MaxFileSize)))
+				name, inbound.Size(int64(f.Size)), inbound.Size(a.opts.MaxFileSize)))
 			continue
 		}
-		att, err := a.download(ctx, base.Place, f)
+		att, err := a.download(ctx, f)
 		if err != nil {
 			if !core.IsPermanent(err) {
 				return err
@@ -67,6 +67,9 @@ func (a *Adapter) onFiles(ctx context.Context, h core.Handler, base core.Command
 			continue
 		}
 		atts = append(atts, att)
+	}
+	if len(atts) > 0 {
+		defer a.opts.Files.Release(atts...)
 	}
 	for _, r := range refusals {
 		a.input().Notice(ctx, h, base, r)
@@ -87,37 +90,36 @@ func (a *Adapter) onFiles(ctx context.Context, h core.Handler, base core.Command
 	return err
 }
 
-// download fetches f into its directory, refusing it past MaxFileSize.
-func (a *Adapter) download(ctx context.Context, p core.Place, f slack.File) (core.Attachment, error) {
-	dir := filepath.Join(a.opts.FileDir, "slack", filename.Safe(p.Chat), filename.Safe(p.Thread), filename.Safe(f.ID))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return core.Attachment{}, fmt.Errorf("slack: %w", err)
-	}
-	path := filepath.Join(dir, filename.Safe(first(f.Name, f.Title, f.ID)))
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return core.Attachment{}, fmt.Errorf("slack: %w", err)
-	}
+// download fetches f into parley's store of files, refusing it past
+// MaxFileSize. slack-go writes the download; the store reads it through a
+// pipe as it comes.
+func (a *Adapter) download(ctx context.Context, f slack.File) (core.Attachment, error) {
 	ctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
-	w := &limitWriter{w: out, left: a.opts.MaxFileSize}
-	err = a.api.GetFileContext(ctx, f.URLPrivateDownload, w)
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	pr, pw := io.Pipe()
+	fetched := make(chan error, 1)
+	go func() {
+		err := a.api.GetFileContext(ctx, f.URLPrivateDownload, pw)
+		pw.CloseWithError(err) // nil: the reader sees the end
+		fetched <- err
+	}()
+	att, err := inbound.Put(ctx, a.opts.Files, filename.Safe(first(f.Name, f.Title, f.ID)), f.Mimetype, pr, a.opts.MaxFileSize)
+	// A Put that stopped early (too large) ends the download's writes.
+	pr.CloseWithError(io.ErrClosedPipe)
+	ferr := <-fetched
+	switch {
+	case err != nil && core.IsPermanent(err):
+		return core.Attachment{}, err
+	case ferr != nil:
+		if err == nil {
+			a.opts.Files.Release(att)
+		}
+		return core.Attachment{}, downloadError(ferr)
+	case err != nil:
+		return core.Attachment{}, fmt.Errorf("slack: %w", err)
 	}
-	if err != nil {
-		os.Remove(path)
-		return core.Attachment{}, downloadError(err)
-	}
-	mime := f.Mimetype
-	if mime == "" {
-		mime = "application/octet-stream"
-	}
-	return core.Attachment{Name: filepath.Base(path), Mime: mime, Size: w.n, Path: path}, nil
+	return att, nil
 }
-
-// errTooLarge ends a download past the size limit.
-var errTooLarge = errors.New("the file is larger than parley takes")
 
 // downloadError classifies a failed download: a refusal by the server
 // (4xx), the size limit, or slack-go refusing to send the token to the
@@ -125,8 +127,6 @@ var errTooLarge = errors.New("the file is larger than parley takes")
 func downloadError(err error) error {
 	var sc slack.StatusCodeError
 	switch {
-	case errors.Is(err, errTooLarge):
-		return core.Permanent(err)
 	case errors.As(err, &sc):
 		if sc.Code >= 400 && sc.Code < 500 && sc.Code != http.StatusTooManyRequests {
 			return core.Permanent(fmt.Errorf("Slack answered %s", sc.Status))
@@ -138,31 +138,6 @@ func downloadError(err error) error {
 		return core.Permanent(fmt.Errorf("the bot may not read it (is the files:read scope granted?)"))
 	}
 	return fmt.Errorf("slack: download: %w", err)
-}
-
-// limitWriter writes at most left bytes, then fails with errTooLarge.
-type limitWriter struct {
-	w    *os.File
-	left int64
-	n    int64
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > l.left {
-		return 0, errTooLarge
-	}
-	n, err := l.w.Write(p)
-	l.left -= int64(n)
-	l.n += int64(n)
-	return n, err
-}
-
-// size writes n bytes for people: "4.2 MB", "12 KB".
-func size(n int64) string {
-	if n >= 1<<20 {
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MB"
-	}
-	return fmt.Sprintf("%d KB", (n+1023)/1024)
 }
 
 // displayName is how a file is named to people.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/store/files"
 )
 
 // fileShare is a file_share message event with files (JSON objects).
@@ -60,8 +61,9 @@ func TestSharedFiles(t *testing.T) {
 	if err != nil || string(data) != "hello files" || att.Name != "re port.txt" || att.Size != 11 || att.Mime != "text/plain" {
 		t.Errorf("attachment %+v holds %q (%v)", att, data, err)
 	}
-	if rel, _ := filepath.Rel(a.opts.FileDir, att.Path); rel != filepath.Join("slack", "C1", "100.1", "F1", "re port.txt") {
-		t.Errorf("stored at %s", rel)
+	// The copy in parley's store of files, named by its content.
+	if dir := a.opts.Files.(*files.Store).Dir(); filepath.Dir(att.Path) != dir || filepath.Base(att.Path) != att.Digest+".txt" {
+		t.Errorf("stored at %s, want %s/<digest>.txt", att.Path, dir)
 	}
 
 	// A file larger than it said is cut off, not stored.

@@ -3,7 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 	"time"
 
@@ -163,12 +163,8 @@ func (a *Adapter) Delete(ctx context.Context, r core.MessageRef) error {
 // three-step external upload) and shared in the place's thread with the
 // caption as its comment. The reference is the file's id (filePrefix):
 // Slack's answer names the file, not the message sharing it.
-func (a *Adapter) SendFile(ctx context.Context, p core.Place, f core.Attachment, caption string) (core.MessageRef, error) {
-	st, err := os.Stat(f.Path)
-	if err != nil {
-		return core.MessageRef{}, core.Permanent(fmt.Errorf("slack: send file: %w", err))
-	}
-	if st.Size() == 0 {
+func (a *Adapter) SendFile(ctx context.Context, p core.Place, f core.Attachment, body io.Reader, caption string) (core.MessageRef, error) {
+	if f.Size == 0 {
 		return core.MessageRef{}, core.Permanent(fmt.Errorf("slack: send file %s: the file is empty", f.Name))
 	}
 	name := f.Name
@@ -176,7 +172,7 @@ func (a *Adapter) SendFile(ctx context.Context, p core.Place, f core.Attachment,
 		name = "file"
 	}
 	sum, err := a.api.UploadFileContext(ctx, slack.UploadFileParameters{
-		File: f.Path, FileSize: int(st.Size()), Filename: name, Title: name,
+		Reader: body, FileSize: int(f.Size), Filename: name, Title: name,
 		Channel: p.Chat, ThreadTimestamp: p.Thread, InitialComment: caption,
 	})
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -184,12 +182,9 @@ func TestSendFile(t *testing.T) {
 		return okAnswer(map[string]any{"files": []map[string]any{{"id": "F9", "title": "out.md"}}})
 	})
 	a := newTestAdapter(t, api)
-	path := filepath.Join(t.TempDir(), "out.md")
-	if err := os.WriteFile(path, []byte("# the whole output"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	body := "# the whole output"
 	p := core.Place{Chat: "C1", Thread: "100.1"}
-	r, err := a.SendFile(context.Background(), p, core.Attachment{Name: "out.md", Path: path}, "the final output")
+	r, err := a.SendFile(context.Background(), p, core.Attachment{Name: "out.md", Size: int64(len(body))}, strings.NewReader(body), "the final output")
 	if err != nil {
 		t.Fatal(err)
 	}

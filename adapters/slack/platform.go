@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/core"
@@ -24,7 +23,7 @@ var Platform = platform.Of(platform.Def[Config]{
 // events mode, mounts its request handler at events_path.
 func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
-	opts.FileDir = filepath.Join(d.DataDir, "files")
+	opts.Files = d.Files
 	opts.Authorizer, opts.Pairer = d.Authorizer, d.Pairer
 	opts.MethodPacer = d.Methods
 	opts.Pacer = d.Pacer

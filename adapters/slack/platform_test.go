@@ -18,7 +18,7 @@ import (
 // nothing; a section New refuses is an error naming what to set.
 func TestPlatformBuild(t *testing.T) {
 	routes := map[string]http.Handler{}
-	deps := platform.Deps{Authorizer: nobody, DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
+	deps := platform.Deps{Authorizer: nobody, Logger: slog.New(slog.DiscardHandler),
 		Route: func(path string, h http.Handler) { routes[path] = h }}
 	build := func(c Config) error {
 		t.Helper()

@@ -37,7 +37,7 @@ func (e *streamEnv) adapter(t *testing.T) *slack.Adapter {
 	t.Helper()
 	methods := &lateMethods{}
 	a, err := slack.New(slack.Options{BotToken: e.srv.BotToken, AppToken: e.srv.AppToken, APIURL: e.srv.URL, Channel: e.channel,
-		Stream: true, Recipients: []string{e.ann.ID}, Authorizer: adaptertest.Everyone, FileDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), MethodPacer: methods})
+		Stream: true, Recipients: []string{e.ann.ID}, Authorizer: adaptertest.Everyone, Files: tempFiles(t), Logger: slog.New(slog.DiscardHandler), MethodPacer: methods})
 	if err != nil {
 		t.Fatal(err)
 	}

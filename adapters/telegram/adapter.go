@@ -50,9 +50,10 @@ type Options struct {
 	// NewFromGeneral makes a message in the General topic start a session
 	// in a new topic; otherwise the General topic only explains /new.
 	NewFromGeneral bool
-	// FileDir is where received files are stored (one directory per
-	// conversation below it).
-	FileDir string
+	// Files keeps the copies of the files people send: a download is
+	// put there and the agent handed the copy. Nil refuses received files
+	// with a notice.
+	Files core.FileStore
 	// Cursors persist the update offset; required.
 	Cursors Cursors
 	// Leases give the long poll to one instance among those sharing the

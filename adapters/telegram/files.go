@@ -3,17 +3,15 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
+	"path"
 	"strings"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	"github.com/parley-chat/parley/adapters/filename"
+	"github.com/parley-chat/parley/adapters/inbound"
 	"github.com/parley-chat/parley/core"
 )
 
@@ -24,7 +22,7 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 		a.input().Notice(ctx, h, base, fmt.Sprintf("📎 %s is %.1f MB; Telegram lets bots fetch files up to 20 MB. Share a link instead.", displayName(name), float64(size)/(1<<20)))
 		return nil
 	}
-	att, err := a.download(ctx, base.Place, fileID, name, mime)
+	att, err := a.download(ctx, fileID, name, mime)
 	if err != nil {
 		if core.IsPermanent(err) {
 			a.input().Notice(ctx, h, base, "⚠️ Could not fetch "+displayName(name)+": "+err.Error())
@@ -32,6 +30,7 @@ func (a *Adapter) onFile(ctx context.Context, h core.Handler, base core.Command,
 		}
 		return err
 	}
+	defer a.opts.Files.Release(att)
 	a.input().Notice(ctx, h, base, "📎 Received "+att.Name)
 	cmd := base
 	cmd.Kind, cmd.Text, cmd.Attachments = core.SendMessage, caption, []core.Attachment{att}
@@ -48,7 +47,7 @@ func (a *Adapter) onVoice(ctx context.Context, h core.Handler, base core.Command
 		a.input().Notice(ctx, h, base, "🎤 That voice note is longer than Telegram lets bots fetch (20 MB).")
 		return nil
 	}
-	att, err := a.download(ctx, base.Place, v.FileID, fmt.Sprintf("voice-%s.ogg", strings.ReplaceAll(base.PlatformID, ":", "-")), v.MimeType)
+	att, err := a.download(ctx, v.FileID, fmt.Sprintf("voice-%s.ogg", strings.ReplaceAll(base.PlatformID, ":", "-")), v.MimeType)
 	if err != nil {
 		if core.IsPermanent(err) {
 			a.input().Notice(ctx, h, base, "⚠️ Could not fetch the voice note: "+err.Error())
@@ -56,6 +55,7 @@ func (a *Adapter) onVoice(ctx context.Context, h core.Handler, base core.Command
 		}
 		return err
 	}
+	defer a.opts.Files.Release(att)
 	text := ""
 	switch {
 	case a.opts.Transcriber == nil:
@@ -63,7 +63,7 @@ func (a *Adapter) onVoice(ctx context.Context, h core.Handler, base core.Command
 		text = "(voice note, not transcribed)"
 	default:
 		a.input().Notice(ctx, h, base, "🎤 Transcribing…")
-		audio, rerr := os.ReadFile(att.Path)
+		audio, rerr := inbound.Content(a.opts.Files, att)
 		if rerr == nil {
 			text, rerr = a.opts.Transcriber.Transcribe(ctx, att.Name, audio)
 		}
@@ -82,9 +82,10 @@ func (a *Adapter) onVoice(ctx context.Context, h core.Handler, base core.Command
 	return err
 }
 
-// download fetches a file into FileDir/telegram/<chat>/<thread>/ under a
-// sanitised, collision-free name.
-func (a *Adapter) download(ctx context.Context, p core.Place, fileID, name, mime string) (core.Attachment, error) {
+// download fetches a file into parley's store of files (Options.Files,
+// inbound.Put), at most maxDownload bytes, and returns the attachment of
+// its copy.
+func (a *Adapter) download(ctx context.Context, fileID, name, mime string) (core.Attachment, error) {
 	f, err := a.bot.GetFile(ctx, &bot.GetFileParams{FileID: fileID})
 	if err != nil {
 		return core.Attachment{}, classify("get file", err)
@@ -104,54 +105,15 @@ func (a *Adapter) download(ctx context.Context, p core.Place, fileID, name, mime
 	if resp.StatusCode != http.StatusOK {
 		return core.Attachment{}, fmt.Errorf("telegram: download: %s", resp.Status)
 	}
-	dir := filepath.Join(a.opts.FileDir, "telegram", filename.Safe(p.Chat), filename.Safe(p.Thread))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return core.Attachment{}, fmt.Errorf("telegram: %w", err)
-	}
 	if name == "" {
-		name = filepath.Base(f.FilePath)
+		name = path.Base(f.FilePath)
 	}
-	out, path, err := create(dir, filename.Safe(name))
-	if err != nil {
-		return core.Attachment{}, fmt.Errorf("telegram: %w", err)
+	att, err := inbound.Put(ctx, a.opts.Files, filename.Safe(name), mime, resp.Body, maxDownload)
+	if err != nil && !core.IsPermanent(err) {
+		// The body's read error may carry the download URL, and so the token.
+		return core.Attachment{}, fmt.Errorf("telegram: %s", strings.ReplaceAll(err.Error(), a.opts.Token, "***"))
 	}
-	n, err := io.Copy(out, io.LimitReader(resp.Body, maxDownload+1))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || n > maxDownload {
-		os.Remove(path)
-		if err == nil {
-			return core.Attachment{}, core.Permanent(fmt.Errorf("the file is larger than 20 MB"))
-		}
-		return core.Attachment{}, fmt.Errorf("telegram: save file: %w", err)
-	}
-	if mime == "" {
-		mime = "application/octet-stream"
-	}
-	return core.Attachment{Name: filepath.Base(path), Mime: mime, Size: n, Path: path}, nil
-}
-
-// create makes a new file named name in dir, or name-2, name-3, … when the
-// name is taken, never overwriting.
-func create(dir, name string) (*os.File, string, error) {
-	ext := filepath.Ext(name)
-	stem := strings.TrimSuffix(name, ext)
-	for i := 1; i < 10000; i++ {
-		n := name
-		if i > 1 {
-			n = stem + "-" + strconv.Itoa(i) + ext
-		}
-		path := filepath.Join(dir, n)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			return f, path, nil
-		}
-		if !os.IsExist(err) {
-			return nil, "", err
-		}
-	}
-	return nil, "", fmt.Errorf("no free name for %s", name)
+	return att, err
 }
 
 func displayName(name string) string {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"os"
+	"io"
 	"strconv"
 	"unicode/utf8"
 
@@ -234,18 +234,13 @@ func (a *Adapter) Bind(ctx context.Context, s core.Session) (core.Binding, error
 }
 
 // SendFile implements core.FileSender: the file goes as a document.
-func (a *Adapter) SendFile(ctx context.Context, p core.Place, f core.Attachment, caption string) (core.MessageRef, error) {
+func (a *Adapter) SendFile(ctx context.Context, p core.Place, f core.Attachment, body io.Reader, caption string) (core.MessageRef, error) {
 	chat, err := chatID(p)
 	if err != nil {
 		return core.MessageRef{}, err
 	}
-	file, err := os.Open(f.Path)
-	if err != nil {
-		return core.MessageRef{}, core.Permanent(fmt.Errorf("telegram: send file: %w", err))
-	}
-	defer file.Close()
 	msg, err := a.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, MessageThreadID: threadID(p),
-		Document: &models.InputFileUpload{Filename: f.Name, Data: file}, Caption: caption, DisableNotification: true})
+		Document: &models.InputFileUpload{Filename: f.Name, Data: body}, Caption: caption, DisableNotification: true})
 	if err != nil {
 		return core.MessageRef{}, classify("send document", err)
 	}

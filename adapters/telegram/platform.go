@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"path/filepath"
 
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/core"
@@ -26,7 +25,7 @@ var Platform = platform.Of(platform.Def[Config]{
 // webhook mode, mounts its webhook at the path of webhook_url.
 func build(_ context.Context, s Config, d platform.Deps) (core.Adapter, error) {
 	opts := s.Options()
-	opts.FileDir = filepath.Join(d.DataDir, "files")
+	opts.Files = d.Files
 	opts.Cursors, opts.Leases = d.Store, d.Leases
 	opts.Authorizer, opts.Pairer = d.Authorizer, d.Pairer
 	opts.Transcriber = d.Transcriber

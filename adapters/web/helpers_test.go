@@ -71,7 +71,7 @@ func newStack(tb testing.TB, tweak ...func(*stackOptions)) *stack {
 	adapters := append([]core.Adapter{s.web}, o.extras...)
 	s.router = delivery.NewRouter(adapters...)
 	s.outbox = delivery.NewOutbox(delivery.OutboxOptions{}, adapters...)
-	s.disp = delivery.NewDispatcher(store, s.router, s.outbox, delivery.DispatcherOptions{FileDir: tb.TempDir()})
+	s.disp = delivery.NewDispatcher(store, s.router, s.outbox, delivery.DispatcherOptions{})
 	sub, unsubscribe := s.bus.Subscribe(4096, false)
 	runCtx, stop := context.WithCancel(ctx)
 	s.stop = stop

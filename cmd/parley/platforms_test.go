@@ -122,7 +122,7 @@ func TestTableDrivesConstruction(t *testing.T) {
 	if checks != 1 {
 		t.Errorf("Check called %d times, want 1", checks)
 	}
-	if got.DataDir != dir || got.Logger == nil || got.Store == nil || got.Handler == nil || got.Authorizer == nil || got.Transcriber != nil {
+	if got.Files != m.Daemon().Files || got.Logger == nil || got.Store == nil || got.Handler == nil || got.Authorizer == nil || got.Transcriber != nil {
 		t.Errorf("deps: %+v", got)
 	}
 	for actor, want := range map[string]bool{"u1": true, "intruder": false} {
@@ -245,7 +245,7 @@ func TestConfigSlackFromEnv(t *testing.T) {
 		t.Errorf("allowLists = %q, want %q", got, want)
 	}
 	var routes []string
-	a, err := slack.Platform.New(context.Background(), slackConfig(&cfg), platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll,
+	a, err := slack.Platform.New(context.Background(), slackConfig(&cfg), platform.Deps{Authorizer: admitAll,
 		Route: func(path string, _ http.Handler) { routes = append(routes, path) }})
 	if err != nil {
 		t.Fatal(err)
@@ -274,14 +274,14 @@ func TestConfigMatrixFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	a, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{Store: st, Leases: st, DataDir: t.TempDir(), Authorizer: admitAll})
+	a, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{Store: st, Leases: st, Authorizer: admitAll})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Name() != "matrix" {
 		t.Errorf("built %s", a.Name())
 	}
-	if _, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{DataDir: t.TempDir(), Authorizer: admitAll}); err == nil {
+	if _, err := matrix.Platform.New(context.Background(), matrixConfig(&cfg), platform.Deps{Authorizer: admitAll}); err == nil {
 		t.Error("built the Matrix adapter without a store for its sync position")
 	}
 }

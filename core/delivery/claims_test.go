@@ -160,7 +160,7 @@ func startInstanceLog(t *testing.T, name string, st core.Store, claims core.Deli
 // default).
 func startInstanceTTL(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter, log *slog.Logger, ttl time.Duration) *instance {
 	t.Helper()
-	return runInstance(t, st, core.NewMemBus(0), fk, delivery.DispatcherOptions{FileDir: t.TempDir(),
+	return runInstance(t, st, core.NewMemBus(0), fk, delivery.DispatcherOptions{
 		Claims: delivery.ClaimOptions{Store: claims, Instance: core.InstanceID(name), TTL: ttl}, Logger: log})
 }
 

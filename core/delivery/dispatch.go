@@ -29,9 +29,11 @@ type Sent struct {
 
 // DispatcherOptions configure a Dispatcher.
 type DispatcherOptions struct {
-	// FileDir is where final outputs too long for messages are written
-	// before they are sent as documents.
-	FileDir string
+	// Files holds the copies of the files agents send, which documents
+	// are read from (core.FileStore); nil refuses every attachment. A
+	// final output too long for messages goes as a document made from
+	// its journaled text, without it.
+	Files core.FileStore
 	// TailMarker starts the live view of an output too long to show whole.
 	TailMarker string
 	// OnSent is called after every message the dispatcher sent.
@@ -115,7 +117,7 @@ func NewDispatcher(store core.Store, router *Router, outbox *Outbox, opts Dispat
 	d.notified = newNotified()
 	d.typing = newTyping(outbox)
 	d.bindings = &bindings{store: store, outbox: outbox, typing: d.typing, log: d.log}
-	d.sender = &sender{outbox: outbox, bindings: d.bindings, journal: d.journal, log: d.log, sent: d.sent}
+	d.sender = &sender{outbox: outbox, bindings: d.bindings, journal: d.journal, log: d.log, sent: d.sent, files: opts.Files}
 	d.questions = newQuestions(store, router, outbox, d.journal, d.log)
 	d.progress = &progress{store: store, outbox: outbox, bindings: d.bindings, sent: d.sent}
 	d.output = &output{store: store, outbox: outbox, bindings: d.bindings, journal: d.journal, sender: d.sender,
@@ -350,7 +352,7 @@ func (d *Dispatcher) dispatchTo(s core.Session, a core.Adapter, e core.Event, j 
 		}
 		if canFile {
 			for i, f := range e.Message.Attachments {
-				d.sender.sendFile(s, a, fs, e, j, opKey(name, "file", i), f, "")
+				d.sender.sendFile(s, a, fs, e, j, opKey(name, "file", i), f, "", d.sender.copyOf(f))
 			}
 		}
 	case core.EventHumanMessage, core.EventQueued, core.EventAnswer:

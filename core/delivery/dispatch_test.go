@@ -56,7 +56,7 @@ func newRig(t *testing.T, fk *fake.Adapter, st core.Store, opts delivery.OutboxO
 	t.Helper()
 	out := newOutbox(fk, opts)
 	t.Cleanup(out.Close)
-	d := delivery.NewDispatcher(st, delivery.NewRouter(fk), out, delivery.DispatcherOptions{FileDir: t.TempDir()})
+	d := delivery.NewDispatcher(st, delivery.NewRouter(fk), out, delivery.DispatcherOptions{})
 	t.Cleanup(d.StopTyping)
 	return &rig{t: t, store: st, fk: fk, out: out, d: d}
 }

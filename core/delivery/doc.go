@@ -20,7 +20,11 @@
 // where several share a store (claims.go); the Outbox retries transient
 // failures for as long as an operation is wanted, gives every platform call
 // a deadline, and paces every call a platform throttles, so one outbox
-// paces everything a platform is sent. The output-message lifecycle (one
+// paces everything a platform is sent. A document is read from parley's
+// own copy of the file (DispatcherOptions.Files, core.FileStore), opened
+// afresh for each attempt and checked against its digest, never from a
+// path an agent gave; a final output sent as a document is made from its
+// journaled text. The output-message lifecycle (one
 // message per session and binding, edited in place; output.go) and the
 // tool progress message (one per session, binding and turn, deleted when
 // the turn completes; progress.go) live here too. delivery imports core

@@ -25,7 +25,7 @@ func TestDispatchFollowsEventsGetsNoOps(t *testing.T) {
 		st := openStore(t)
 		out := delivery.NewOutbox(delivery.OutboxOptions{EditInterval: time.Second, Jitter: func() float64 { return 0 }}, fk, page)
 		t.Cleanup(out.Close)
-		d := delivery.NewDispatcher(st, delivery.NewRouter(fk, page), out, delivery.DispatcherOptions{FileDir: t.TempDir()})
+		d := delivery.NewDispatcher(st, delivery.NewRouter(fk, page), out, delivery.DispatcherOptions{})
 		t.Cleanup(d.StopTyping)
 		r := &rig{t: t, store: st, fk: fk, out: out, d: d}
 		noOps := func() {

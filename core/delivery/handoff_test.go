@@ -26,7 +26,7 @@ import (
 // adapter fk, whose scan reads up to seen.
 func handOffInstance(t *testing.T, name string, st core.Store, claims core.DeliveryClaimer, fk *fake.Adapter, seen *atomic.Uint64) *instance {
 	t.Helper()
-	return runInstance(t, st, core.NewUnorderedMemBus(), fk, delivery.DispatcherOptions{FileDir: t.TempDir(),
+	return runInstance(t, st, core.NewUnorderedMemBus(), fk, delivery.DispatcherOptions{
 		Claims: delivery.ClaimOptions{Store: claims, Instance: core.InstanceID(name), TTL: claimTTL, Shared: true, Seen: seen.Load}})
 }
 

@@ -6,9 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +32,7 @@ type output struct {
 	journal  *journal
 	sender   *sender
 	log      *slog.Logger
-	// opts are the Dispatcher's: FileDir, TailMarker, OnOutputShown.
+	// opts are the Dispatcher's: TailMarker, OnOutputShown.
 	opts DispatcherOptions
 	// sent is called after every message sent (Dispatcher.sent).
 	sent func(ctx context.Context, s Sent)
@@ -227,30 +226,15 @@ func (o *output) save(ctx context.Context, id core.SessionID, name core.AdapterN
 func (o *output) finish(a core.Adapter, id core.SessionID, b core.Binding, e core.Event, j *delivery, rest []string, file bool) {
 	s := core.Session{ID: id, Bindings: map[core.AdapterName]core.Binding{a.Name(): b}}
 	if file {
-		path, err := o.writeFile(id, e)
-		if err == nil {
-			f := core.Attachment{Name: filepath.Base(path), Mime: "text/markdown", Path: path, Size: int64(len(e.Text))}
-			o.sender.sendFile(s, a, a.(core.FileSender), e, j, opKey(a.Name(), "outfile", 0), f, textFileCaption)
-			return
-		}
-		o.log.Error("write output file", "session", id, "err", err)
-		rest = split(a, e.Text)[1:]
+		// Made from the journaled text at each attempt: no file on disk.
+		f := core.Attachment{Name: fmt.Sprintf("output-turn-%d.md", e.Turn+1), Mime: "text/markdown", Size: int64(len(e.Text))}
+		body := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(e.Text)), nil }
+		o.sender.sendFile(s, a, a.(core.FileSender), e, j, opKey(a.Name(), "outfile", 0), f, textFileCaption, body)
+		return
 	}
 	for i, part := range rest {
 		o.sender.send(s, a, e, j, opKey(a.Name(), "cont", i), core.OutMessage{Kind: core.KindContinuation, Text: part}, core.LifetimeManual, false)
 	}
-}
-
-func (o *output) writeFile(id core.SessionID, e core.Event) (string, error) {
-	if o.opts.FileDir == "" {
-		return "", errors.New("no file directory configured")
-	}
-	dir := filepath.Join(o.opts.FileDir, string(id))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, fmt.Sprintf("output-turn-%d.md", e.Turn+1))
-	return path, os.WriteFile(path, []byte(e.Text), 0o600)
 }
 
 func isFileSender(a core.Adapter) bool { _, ok := a.(core.FileSender); return ok }

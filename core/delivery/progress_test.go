@@ -41,7 +41,7 @@ func TestDispatchProgress(t *testing.T) {
 		t.Cleanup(out.Close)
 		var mu sync.Mutex
 		var sent []delivery.Sent
-		d := delivery.NewDispatcher(st, delivery.NewRouter(fk), out, delivery.DispatcherOptions{FileDir: t.TempDir(),
+		d := delivery.NewDispatcher(st, delivery.NewRouter(fk), out, delivery.DispatcherOptions{
 			OnSent: func(_ context.Context, s delivery.Sent) { mu.Lock(); sent = append(sent, s); mu.Unlock() }})
 		t.Cleanup(d.StopTyping)
 		r := &rig{t: t, store: st, fk: fk, out: out, d: d}

@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -19,6 +21,9 @@ type sender struct {
 	log      *slog.Logger
 	// sent is called after every message sent (Dispatcher.sent).
 	sent func(ctx context.Context, s Sent)
+	// files holds the copies of the files agents send
+	// (DispatcherOptions.Files).
+	files core.FileStore
 }
 
 // send enqueues one new message; notify=false sends it silently.
@@ -51,8 +56,9 @@ func (sd *sender) enqueueSend(s core.Session, a core.Adapter, e core.Event, j *d
 // fileTimeout is the deadline of a document upload, longer than a message's.
 const fileTimeout = 2 * time.Minute
 
-// sendFile enqueues one document for the session's binding on a.
-func (sd *sender) sendFile(s core.Session, a core.Adapter, fs core.FileSender, e core.Event, j *delivery, key string, f core.Attachment, caption string) {
+// sendFile enqueues one document for the session's binding on a, whose
+// content body opens afresh for each attempt.
+func (sd *sender) sendFile(s core.Session, a core.Adapter, fs core.FileSender, e core.Event, j *delivery, key string, f core.Attachment, caption string, body func() (io.ReadCloser, error)) {
 	if !sd.journal.add(j, key) {
 		return
 	}
@@ -62,13 +68,35 @@ func (sd *sender) sendFile(s core.Session, a core.Adapter, fs core.FileSender, e
 			if err != nil {
 				return err
 			}
-			ref, err := fs.SendFile(ctx, b.Place, f, caption)
+			r, err := body()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			ref, err := fs.SendFile(ctx, b.Place, f, r, caption)
 			if err == nil {
 				sd.sent(ctx, Sent{Session: s.ID, Ref: ref, Kind: core.KindAssistant, Lifetime: core.LifetimeManual, Seq: e.Seq})
 			}
 			return err
 		}),
 		Done: sd.doneFunc(s, a, j, key, core.KindAssistant)})
+}
+
+// copyOf opens parley's copy of the attachment f (core.FileStore), the
+// only thing a document is ever read from: never the path the agent gave.
+// A copy that is not there or not intact will not be by retrying.
+func (sd *sender) copyOf(f core.Attachment) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) {
+		if sd.files == nil {
+			return nil, core.Permanent(fmt.Errorf("delivery: file %s: this parley keeps no copies of files", f.Name))
+		}
+		r, err := sd.files.Open(f)
+		if err != nil {
+			sd.log.Warn("a file is not sent: parley's copy of it is not on this machine or not intact", "file", f.Name, "err", err)
+			return nil, core.Permanent(fmt.Errorf("delivery: %w", err))
+		}
+		return r, nil
+	}
 }
 
 // doneFunc confirms a journaled operation and, when a message a person is

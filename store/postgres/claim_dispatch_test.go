@@ -46,7 +46,7 @@ func startNode(t *testing.T, name, url string, fk *fake.Adapter) *node {
 	t.Helper()
 	n := &node{name: name, st: openURL(t, url, storetest.Options{}), bus: core.NewMemBus(0)}
 	n.out = delivery.NewOutbox(delivery.OutboxOptions{}, fk)
-	n.d = delivery.NewDispatcher(n.st, delivery.NewRouter(fk), n.out, delivery.DispatcherOptions{FileDir: t.TempDir(),
+	n.d = delivery.NewDispatcher(n.st, delivery.NewRouter(fk), n.out, delivery.DispatcherOptions{
 		OnSent: func(context.Context, delivery.Sent) {
 			c := n.sent.Add(1)
 			if n.onSent != nil {

@@ -38,7 +38,7 @@ func startShared(t *testing.T, name, url string, adapters ...core.Adapter) *shar
 	storetest.Must(t, err)
 	f := follow.New(n.st, core.NewMemBus(last+1), follow.Options{After: last, Local: n.bus, Listener: n.st})
 	out := delivery.NewOutbox(delivery.OutboxOptions{}, adapters...)
-	d := delivery.NewDispatcher(n.st, delivery.NewRouter(adapters...), out, delivery.DispatcherOptions{FileDir: t.TempDir(),
+	d := delivery.NewDispatcher(n.st, delivery.NewRouter(adapters...), out, delivery.DispatcherOptions{
 		OnSent: func(_ context.Context, s delivery.Sent) {
 			n.mu.Lock()
 			n.sent[s.Ref.Adapter] = append(n.sent[s.Ref.Adapter], s.Seq)

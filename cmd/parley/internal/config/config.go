@@ -56,6 +56,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/platform"
 	"github.com/parley-chat/parley/mcp"
+	"github.com/parley-chat/parley/store/files"
 )
 
 // Config is parley's whole configuration. The zero Config is not valid: start
@@ -71,6 +72,13 @@ type Config struct {
 	// Messages, sessions and undelivered messages are never pruned.
 	// Default 30d. At least 24h: platforms redeliver for up to a day.
 	Retention Duration `toml:"retention"`
+	// FilesMaxMB bounds, in MiB, the copies of files parley keeps in
+	// data_dir/blobs: each file an agent sends, or a person sends an
+	// agent, is copied there as it arrives and delivered and read from
+	// that copy, which goes once it is delivered and no message within
+	// the retention refers to it. A file that would pass the bound is
+	// refused with an error naming this key. Default 2048.
+	FilesMaxMB int64 `toml:"files_max_mb"`
 	// Store says where parley keeps its state: bbolt in data_dir, or a
 	// PostgreSQL database.
 	Store Store `toml:"store"`
@@ -402,11 +410,12 @@ func Default() Config { return defaults(os.Environ(), nil) }
 // section of each of the present platforms.
 func defaults(env []string, present []platform.Platform) Config {
 	return Config{
-		DataDir:   DefaultDataDir(env),
-		Retention: Duration{30 * day},
-		Store:     Store{BackupKeep: DefaultBackupKeep},
-		HTTP:      HTTP{Listen: "127.0.0.1:8765"},
-		Log:       Log{Level: "info", Format: "text"},
+		DataDir:    DefaultDataDir(env),
+		Retention:  Duration{30 * day},
+		FilesMaxMB: files.DefaultMaxTotal >> 20,
+		Store:      Store{BackupKeep: DefaultBackupKeep},
+		HTTP:       HTTP{Listen: "127.0.0.1:8765"},
+		Log:        Log{Level: "info", Format: "text"},
 		Outbox: Outbox{
 			FlushInterval: Duration{time.Second},
 			DrainTimeout:  Duration{5 * time.Second},
@@ -567,6 +576,10 @@ func (c *Config) validate() []error {
 
 	if c.Retention.Duration < day {
 		bad("retention", "%s is shorter than a day: platforms redeliver updates for up to 24 hours (Telegram), and a redelivery is recognised only while its key is kept; use 30d, or at least 24h", c.Retention)
+	}
+
+	if c.FilesMaxMB < 1 {
+		bad("files_max_mb", "%d; at least 1 (default %d)", c.FilesMaxMB, files.DefaultMaxTotal>>20)
 	}
 
 	if host, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {

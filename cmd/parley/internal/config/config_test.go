@@ -85,11 +85,12 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		DataDir:   "/home/ada/.local/share/parley",
-		Retention: Duration{30 * 24 * time.Hour},
-		Store:     Store{BackupKeep: DefaultBackupKeep},
-		HTTP:      HTTP{Listen: "127.0.0.1:8765"},
-		Log:       Log{Level: "info", Format: "text"},
+		DataDir:    "/home/ada/.local/share/parley",
+		Retention:  Duration{30 * 24 * time.Hour},
+		FilesMaxMB: 2048,
+		Store:      Store{BackupKeep: DefaultBackupKeep},
+		HTTP:       HTTP{Listen: "127.0.0.1:8765"},
+		Log:        Log{Level: "info", Format: "text"},
 		Outbox: Outbox{
 			FlushInterval: Duration{time.Second},
 			DrainTimeout:  Duration{5 * time.Second},
@@ -147,11 +148,12 @@ func TestLoadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		DataDir:   "/srv/parley",
-		Retention: Duration{90 * 24 * time.Hour},
-		Store:     Store{URL: "postgres://parley:pg-store-password@db.example.org:5432/parley", BackupDir: "/home/ada/parley-backups", BackupKeep: 14},
-		HTTP:      HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token", AllowedHosts: []string{"parley.example.org", "192.0.2.7"}},
-		Log:       Log{Level: "debug", Format: "json"},
+		DataDir:    "/srv/parley",
+		Retention:  Duration{90 * 24 * time.Hour},
+		FilesMaxMB: 512,
+		Store:      Store{URL: "postgres://parley:pg-store-password@db.example.org:5432/parley", BackupDir: "/home/ada/parley-backups", BackupKeep: 14},
+		HTTP:       HTTP{Listen: "0.0.0.0:9000", Token: "http-secret-token", AllowedHosts: []string{"parley.example.org", "192.0.2.7"}},
+		Log:        Log{Level: "debug", Format: "json"},
 		Outbox: Outbox{
 			FlushInterval: Duration{250 * time.Millisecond},
 			DrainTimeout:  Duration{10 * time.Second},

@@ -19,6 +19,7 @@ var keyDocs = map[string]string{
 	"cleanup.next_notice":   "next_notice deletes notices (errors, \"Transcribing…\") when the next\nnotice arrives or output starts. Default true.",
 	"cleanup.turn_complete": "turn_complete deletes progress and status messages when the turn\ncompletes. Default true.",
 	"data_dir":              "data_dir is where parley keeps its database and received files.\nDefault: $XDG_DATA_HOME/parley, else ~/.local/share/parley. A leading\n\"~/\" is expanded to $HOME.",
+	"files_max_mb":          "files_max_mb bounds, in MiB, the copies of files parley keeps in\ndata_dir/blobs: each file an agent sends, or a person sends an\nagent, is copied there as it arrives and delivered and read from\nthat copy, which goes once it is delivered and no message within\nthe retention refers to it. A file that would pass the bound is\nrefused with an error naming this key. Default 2048.",
 	"http":                  "HTTP is the daemon's one HTTP listener: web page, /api, /mcp, /metrics.",
 	"http.allowed_hosts":    "allowed_hosts are the host names (or addresses) besides localhost and\nloopback addresses that parley answers to, for a reverse proxy or a\nname on the network: parley.example.org. A request carrying any\nother Host header is refused, which keeps web pages from reaching\nparley by DNS rebinding. Platform webhooks are exempt (they check\nthe platform's secret). Default none.",
 	"http.listen":           "listen is the host:port to listen on. Default 127.0.0.1:8765. An\naddress reachable from other machines requires token.",

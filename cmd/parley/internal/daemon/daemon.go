@@ -6,8 +6,10 @@
 //
 // The store is the bbolt file parley.db in the data directory, or, when
 // Options.StoreURL names one, a PostgreSQL database (store/postgres); the
-// data directory then still holds received and generated files. Everything
-// past Open sees only store.Store, so both engines run the same code.
+// data directory then still holds the copies of files agents and people
+// send (BlobDir, store/files: every file is copied once as it enters
+// parley and delivered and read from that copy). Everything past Open sees
+// only store.Store, so both engines run the same code.
 //
 // Lifecycle: Open opens the store, replays the cleanup deletions that were
 // due at the last stop (on PostgreSQL those no other instance holds; every
@@ -23,6 +25,9 @@
 // and cleanup-ledger rows older than Options.Retention every PruneInterval
 // (store.Store.Prune); a redelivered platform update is recognised for that
 // long. Messages, sessions and undelivered journal entries are never pruned.
+// In the same pass it removes the copies of files that no undelivered
+// journal entry and no message within the retention refers to, and those a
+// crash left without their message (files.Store.Collect).
 // Run runs the adapters and the event consumers until its context ends, then
 // stops the adapters, drains the outbox for at most DrainTimeout and returns;
 // Close closes the store.
@@ -53,14 +58,15 @@ import (
 	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/store/bolt"
+	"github.com/parley-chat/parley/store/files"
 	"github.com/parley-chat/parley/store/follow"
 	"github.com/parley-chat/parley/store/postgres"
 )
 
 // Options configure a Daemon.
 type Options struct {
-	// DataDir holds the bbolt database (unless StoreURL is set) and
-	// received and generated files.
+	// DataDir holds the bbolt database (unless StoreURL is set) and the
+	// copies of files (BlobDir).
 	DataDir string
 	// StoreURL, when set, is the PostgreSQL database the state is kept in
 	// instead of DataDir's bbolt file ([store] url).
@@ -101,6 +107,9 @@ type Options struct {
 	// PruneInterval is how often the pruner runs. Zero means
 	// DefaultPruneInterval.
 	PruneInterval time.Duration
+	// Files bound the copies of files in BlobDir (files.Options: the
+	// total, the setting a full store names).
+	Files files.Options
 	// Store tunes the bbolt store (tests set NoSync for speed).
 	Store bolt.Options
 	// Postgres tunes the PostgreSQL store when StoreURL is set.
@@ -142,7 +151,9 @@ type Deps struct {
 	// Methods is the same outbox pacing the platform methods an adapter
 	// picks per call by its limits on methods (Slack's streaming).
 	Methods core.MethodPacer
-	Logger  *slog.Logger
+	// Files keeps the copies of the files people send (Daemon.Files).
+	Files  core.FileStore
+	Logger *slog.Logger
 }
 
 // latePacer forwards to the daemon's outbox, which exists only once every
@@ -178,6 +189,9 @@ type Daemon struct {
 	Outbox     *delivery.Outbox
 	Dispatcher *delivery.Dispatcher
 	Ledger     *cleanup.Ledger
+	// Files keeps the copies of the files agents and people send, in
+	// BlobDir.
+	Files *files.Store
 
 	opts Options
 	log  *slog.Logger
@@ -205,6 +219,10 @@ const (
 // DBFile is the database's name inside the data directory.
 const DBFile = "parley.db"
 
+// BlobDir is the directory of the copies of files inside the data
+// directory (store/files).
+const BlobDir = "blobs"
+
 // Open builds a daemon on opts.DataDir.
 func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	if opts.Logger == nil {
@@ -228,6 +246,10 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: data directory: %w", err)
 	}
+	blobs, err := files.New(filepath.Join(opts.DataDir, BlobDir), opts.Files)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	st, err := OpenStore(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -237,7 +259,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{Store: st, Instance: opts.Instance, opts: opts, log: opts.Logger, startSeq: last}
+	d := &Daemon{Store: st, Instance: opts.Instance, Files: blobs, opts: opts, log: opts.Logger, startSeq: last}
 	d.Bus = core.NewMemBus(last + 1)
 	if opts.StoreURL != "" {
 		// Other instances' commits leave gaps in this one's seqs.
@@ -255,7 +277,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	if opts.NewAdapters != nil {
-		more, err := opts.NewAdapters(Deps{Store: st, Leases: st, Bus: d.local, Feed: d.Feed, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Logger: opts.Logger})
+		more, err := opts.NewAdapters(Deps{Store: st, Leases: st, Bus: d.local, Feed: d.Feed, Handler: d.Service, Authorizer: d.Service, Pairer: d.Service, Pacer: latePacer{d}, Methods: latePacer{d}, Files: blobs, Logger: opts.Logger})
 		if err != nil {
 			st.Close()
 			return nil, fmt.Errorf("daemon: adapters: %w", err)
@@ -269,7 +291,7 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 		Ledger: paceLedger(st), Logger: opts.Logger.With("component", "outbox")}, opts.Adapters...)
 	var ledger *cleanup.Ledger
 	d.Dispatcher = delivery.NewDispatcher(st, d.Router, d.Outbox, delivery.DispatcherOptions{
-		FileDir:       filepath.Join(opts.DataDir, "outputs"),
+		Files:         blobs,
 		OnSent:        func(ctx context.Context, s delivery.Sent) { ledger.Sent(ctx, s) },
 		OnOutputShown: opts.OnOutputShown,
 		OnConfirmed:   opts.OnConfirmed,

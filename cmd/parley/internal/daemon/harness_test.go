@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -246,13 +245,4 @@ func refused(ops []fake.Op) []fake.Op {
 		}
 	}
 	return out
-}
-
-func readFile(tb testing.TB, path string) string {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(b)
 }

@@ -398,14 +398,14 @@ func TestOutputMessageLifecycle(t *testing.T) {
 			h.do(core.Command{Kind: core.YieldTurn, Origin: core.OriginMCP, Session: id})
 			place := h.place(id)
 			h.drain()
-			var file string
+			var got string
 			for _, op := range opsAt(h.fk.Ops(), place, "file") {
-				file = op.Text
+				got = op.File
 			}
-			if file == "" {
+			if got == "" {
 				t.Fatal("no document sent")
 			}
-			if got := readFile(t, file); got != text {
+			if got != text {
 				t.Errorf("document holds %d bytes, want the %d of the output", len(got), len(text))
 			}
 		})

@@ -12,7 +12,8 @@ import (
 // prune removes, once at start and then every PruneInterval until ctx
 // ends, the dedup keys, session reservations and cleanup-ledger rows older
 // than Retention (store.Store.Prune, which works in small batches next to
-// the ordinary writes). A failed run is logged and retried at the next
+// the ordinary writes), and the copies of files nothing holds any more
+// (files.Store.Collect). A failed run is logged and retried at the next
 // tick: nothing depends on pruning but the size of the data directory.
 func (d *Daemon) prune(ctx context.Context) {
 	if d.opts.Retention < 0 {
@@ -46,7 +47,21 @@ func (d *Daemon) PruneOnce(ctx context.Context) store.PruneStats {
 			"dedup_keys", st.Dedup, "reservations", st.Cursors, "cleanup_rows", st.Ledger)
 	}
 	d.pruneLeases(ctx)
+	d.collectFiles(ctx)
 	return st
+}
+
+// collectFiles removes the copies of files no undelivered journal entry
+// and no message within the retention refers to, nor anything of this
+// process holds (see store/files).
+func (d *Daemon) collectFiles(ctx context.Context) {
+	c, err := d.Files.Collect(ctx, d.Store, time.Now().Add(-d.opts.Retention))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		d.log.Warn("removing the copies of files no longer needed failed; retrying at the next interval", "err", err, "interval", d.opts.PruneInterval)
+	case c.Files > 0:
+		d.log.Info("removed copies of files no longer needed", "retention", d.opts.Retention, "files", c.Files, "bytes", c.Bytes)
+	}
 }
 
 // pruneLeases removes the rows of leases nobody held for

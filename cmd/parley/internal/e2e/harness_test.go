@@ -50,6 +50,9 @@ type stack struct {
 	// noAgent, when set before start, connects no test agent: parley runs
 	// its own ([agent] kind).
 	noAgent bool
+	// configPath, when set before start, is the file the configuration
+	// came from, as parley serve is told (agents never send it).
+	configPath string
 	// wait bounds heard's wait for the agent's notification.
 	wait time.Duration
 	// net, when set (a stack inside synctest.Test, see bubbleNet), is the
@@ -89,7 +92,7 @@ func testConfig(tb testing.TB) config.Config {
 // start and connects the agent. The test's end stops it (finalStop).
 func (st *stack) start() {
 	st.t.Helper()
-	st.m = &serve.Main{Config: st.cfg, Logger: st.logger, Platforms: platforms.All()}
+	st.m = &serve.Main{Config: st.cfg, ConfigPath: st.configPath, Logger: st.logger, Platforms: platforms.All()}
 	if st.net != nil {
 		st.host = st.net.Host()
 		st.m.Dial = st.host.DialContext

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -232,6 +234,15 @@ func TestTelegramFiles(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(att.Path); string(b) != "echo pwned" || att.Size != 10 {
 			t.Errorf("stored %q (%d bytes)", b, att.Size)
+		}
+		// The agent reads parley's copy, named by its content and
+		// read-only: what it reads is what was received.
+		sum := sha256.Sum256([]byte("echo pwned"))
+		if att.Digest != hex.EncodeToString(sum[:]) || att.Path != filepath.Join(st.cfg.DataDir, "blobs", att.Digest) {
+			t.Errorf("attachment %+v, want the copy named by its digest in data_dir/blobs", att)
+		}
+		if fi, err := os.Stat(att.Path); err != nil || fi.Mode().Perm() != 0o400 {
+			t.Errorf("the copy's mode: %v, %v; want read-only", fi, err)
 		}
 		st.srv.SendFile(st.forum, topic, ann, telegramtest.File{Name: "huge.iso", MIME: "application/octet-stream", Size: 25 << 20})
 		st.showing(topic, "up to 20 MB")

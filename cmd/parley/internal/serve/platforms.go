@@ -55,7 +55,7 @@ func (m *Main) BuildAdapters(ctx context.Context, dd daemon.Deps, check bool) ([
 		}
 		a, err := p.New(ctx, s, platform.Deps{
 			Store: dd.Store, Leases: dd.Leases, Bus: dd.Bus, Handler: dd.Handler, Authorizer: dd.Authorizer, Pairer: dd.Pairer, Pacer: dd.Pacer, Methods: dd.Methods,
-			Logger: m.Logger.With("adapter", string(p.Name)), DataDir: c.DataDir, Transcriber: tr,
+			Logger: m.Logger.With("adapter", string(p.Name)), Files: dd.Files, Transcriber: tr,
 			Route: func(path string, h http.Handler) {
 				m.routes = append(m.routes, route{path: path, handler: h, webhook: true})
 			},

@@ -37,6 +37,7 @@ import (
 	"github.com/parley-chat/parley/core/delivery"
 	"github.com/parley-chat/parley/mcp"
 	"github.com/parley-chat/parley/mcp/orchestrator"
+	"github.com/parley-chat/parley/store/files"
 	"github.com/parley-chat/parley/store/follow"
 )
 
@@ -121,6 +122,7 @@ func (m *Main) Open(ctx context.Context) error {
 	})
 	d, err := daemon.Open(ctx, daemon.Options{
 		DataDir:  c.DataDir,
+		Files:    files.Options{MaxTotal: c.FilesMaxMB << 20, Setting: "files_max_mb (PARLEY_FILES_MAX_MB)"},
 		StoreURL: c.Store.URL,
 		Instance: instance,
 		Adapters: m.Adapters,
@@ -157,7 +159,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Logger: m.Logger.With("component", "mcp"), Name: "parley", Version: m.Version,
 		// The page shows presence itself.
 		NoAgentNotice: c.MCP.NoAgentNotice, NoAgentNoticeSkip: []core.Origin{core.Origin(web.Name)},
-		SendDirs: c.MCP.SendDirs, Protected: protectedPaths(c.DataDir, m.ConfigPath), MaxSessions: int(c.MCP.MaxSessions)})
+		SendDirs: c.MCP.SendDirs, Protected: protectedPaths(c.DataDir, m.ConfigPath), Files: d.Files, MaxSessions: int(c.MCP.MaxSessions)})
 	if err != nil {
 		d.Close()
 		return err
