@@ -3,8 +3,11 @@ package mcp
 import (
 	"crypto/rand"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // Connections (conns.go, guard.go, stream.go). mcp-go keeps a 2025-11-25
@@ -285,21 +288,43 @@ func (st *connState) stopLocked() {
 	close(st.gone)
 }
 
-// sessionIDs is mcp-go's session id manager: ids are unguessable (128
-// random bits) and valid while the session is open. mcp-go's stateful
-// manager remembers every id it ever ended, so that memory grew with each
-// session; here an ended id is simply unknown (404 either way).
+// sessionIDs gives mcp-go its session id manager for each request: ids
+// are unguessable (128 random bits) and valid while the session is open.
+// mcp-go's stateful manager remembered every id it ever ended, so that
+// memory grew with each session; here an ended id is simply unknown (404
+// either way). The id made for an initialize is left in the request's
+// initState, so that guard can end a session mcp-go registered for an
+// initialize that failed (it does, and nobody could use or end it).
 type sessionIDs struct{ c *conns }
+
+func (m sessionIDs) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	var init *initState
+	if r != nil {
+		init, _ = r.Context().Value(initKey{}).(*initState)
+	}
+	return idManager{c: m.c, init: init}
+}
+
+type idManager struct {
+	c    *conns
+	init *initState
+}
 
 var errNoSession = errors.New("no such MCP session (it ended, or the daemon restarted): initialize again")
 
-func (m sessionIDs) Generate() string { return "mcp-session-" + rand.Text() }
+func (m idManager) Generate() string {
+	id := "mcp-session-" + rand.Text()
+	if m.init != nil {
+		m.init.made = id
+	}
+	return id
+}
 
-func (m sessionIDs) Validate(id string) (isTerminated bool, err error) {
+func (m idManager) Validate(id string) (isTerminated bool, err error) {
 	if m.c.has(id) {
 		return false, nil
 	}
 	return false, errNoSession
 }
 
-func (m sessionIDs) Terminate(string) (isNotAllowed bool, err error) { return false, nil }
+func (m idManager) Terminate(string) (isNotAllowed bool, err error) { return false, nil }

@@ -65,8 +65,9 @@ func reservationFrom(ctx context.Context) *reservation {
 // initKey holds an initialize request's *initState.
 type initKey struct{}
 
-// initState is where the initialize hook leaves the session id it made.
-type initState struct{ id string }
+// initState is an initialize request's: the session id mcp-go made for it
+// (made), and the one the initialize hook opened (id, once it succeeded).
+type initState struct{ made, id string }
 
 // guard is the Server's HTTP handler around mcp-go's: it fixes and checks
 // the binding, bounds the sessions, tracks each session's requests and
@@ -133,10 +134,15 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case msg.Method == mcp.MethodInitialize:
 		init := &initState{}
+		defer func() {
+			switch {
+			case init.id != "":
+				s.conns.end(init.id) // opened by the initialize hook, in flight until now
+			case init.made != "":
+				s.endSession(init.made) // the initialize failed; mcp-go registered it anyway
+			}
+		}()
 		s.http.ServeHTTP(sw, r.WithContext(context.WithValue(ctx, initKey{}, init)))
-		if init.id != "" {
-			s.conns.end(init.id) // opened by the initialize hook, in flight until now
-		}
 		return
 	case id == "" && r.Method == http.MethodGet && !modern:
 		http.Error(w, "parley: a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusBadRequest)

@@ -271,3 +271,32 @@ func TestOneStreamPerSession(t *testing.T) {
 		}
 	})
 }
+
+// Large messages arrive whole on the stream, batched within
+// maxBatchBytes.
+func TestLargeNotificationsOnStream(t *testing.T) {
+	st := newStack(t, t.TempDir(), stackOptions{})
+	id := st.createSession("s")
+	c := mustDial(t, st.url, connOptions{})
+	c.subscribe(t, SessionInboxURI(id))
+	want := map[string]bool{}
+	for i := range 4 {
+		text := fmt.Sprintf("%d %s", i, strings.Repeat("large ", 50<<10/6))
+		want[text] = true
+		st.human(id, text)
+	}
+	for len(want) > 0 {
+		u := c.next(t)
+		size := 0
+		for _, m := range u.Messages {
+			if !want[m.Content] {
+				t.Fatalf("a message arrived damaged or twice (%d bytes)", len(m.Content))
+			}
+			delete(want, m.Content)
+			size += len(m.Content)
+		}
+		if len(u.Messages) > 1 && size > maxBatchBytes {
+			t.Fatalf("a notification of %d messages carries %d bytes", len(u.Messages), size)
+		}
+	}
+}

@@ -3,10 +3,13 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/parley-chat/parley/core"
 )
@@ -135,5 +138,30 @@ func TestBindingFixedAtInitialize(t *testing.T) {
 		`{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"`+InboxURI+`"}}`)
 	if code != http.StatusOK || !strings.Contains(body, "A's secret") {
 		t.Fatalf("the unbound connection: %d %s", code, body)
+	}
+}
+
+// An initialize that fails (here, bound to no session) leaves no session
+// behind: mcp-go registers one for it anyway, which nobody could use or
+// end.
+func TestFailedInitializeLeavesNoSession(t *testing.T) {
+	p := newPipeStack(t)
+	for range 3 {
+		code, sid, body := p.postWith(t, "session=nonexistent", nil, "", initLine)
+		if code != http.StatusOK || !strings.Contains(body, `"error"`) || !strings.Contains(body, "nonexistent") {
+			t.Fatalf("initialize bound to no session: %d %s", code, body)
+		}
+		if sid == "" {
+			continue
+		}
+		if err := p.srv.mcp.SendNotificationToSpecificClient(sid, "notifications/message", nil); !errors.Is(err, server.ErrSessionNotFound) {
+			t.Fatalf("the failed initialize's session %s is still registered: %v", sid, err)
+		}
+		if code, _, _ := p.post(t, sid, toolsList); code != http.StatusNotFound {
+			t.Fatalf("the failed initialize's session answers %d", code)
+		}
+	}
+	if n := p.srv.Agents(); n != 0 {
+		t.Fatalf("%d agents", n)
 	}
 }

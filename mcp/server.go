@@ -167,7 +167,7 @@ func New(opts Options) (*Server, error) {
 		// session that has lost its subscriptions. The session's end,
 		// idle or not, is parley's (conns.go), and so is its GET stream
 		// and its heartbeat (stream.go): no idle TTL or heartbeat here.
-		server.WithSessionIdManager(sessionIDs{s.conns}),
+		server.WithSessionIdManagerResolver(sessionIDs{s.conns}),
 		server.WithStreamableHTTPLogger(s.log.With("part", "transport")),
 		// cmd/parley checks the Host of every route, /mcp included,
 		// against loopback names and [http] allowed_hosts; mcp-go's own

@@ -35,6 +35,9 @@ import (
 //     connection closed at its end. Where the connection cannot be taken
 //     over (HTTP/2), the stream runs in the handler, through net/http.
 
+// keptBuffer is the largest event buffer a stream keeps between events.
+const keptBuffer = 4 << 10
+
 // errStale ends a stream whose client answers no pings.
 var errStale = errors.New("the client answers no pings")
 
@@ -116,7 +119,11 @@ func (s *Server) stream(id string, out sink, ended <-chan struct{}, wake <-chan 
 	var buf []byte
 	send := func(uri string, msgs []wireMsg) error {
 		buf = appendUpdateEvent(buf[:0], uri, msgs)
-		return out.send(buf)
+		err := out.send(buf)
+		if cap(buf) > keptBuffer {
+			buf = nil // a large batch's buffer is not kept for the stream's life
+		}
+		return err
 	}
 	tick := time.NewTicker(staleCheck)
 	defer tick.Stop()
@@ -152,7 +159,7 @@ type hijacked struct {
 	mu     sync.Mutex
 	isCut  bool
 	broken bool
-	frame  []byte
+	size   []byte // a chunk's size line
 }
 
 // head writes the response's status and headers (those set on h too).
@@ -195,16 +202,14 @@ func (c *hijacked) send(event []byte) error {
 		return errCut
 	}
 	c.mu.Unlock()
-	p := event
+	bufs := net.Buffers{event}
 	if c.chunked {
-		c.frame = strconv.AppendInt(c.frame[:0], int64(len(event)), 16)
-		c.frame = append(c.frame, "\r\n"...)
-		c.frame = append(c.frame, event...)
-		c.frame = append(c.frame, "\r\n"...)
-		p = c.frame
+		c.size = strconv.AppendInt(c.size[:0], int64(len(event)), 16)
+		c.size = append(c.size, "\r\n"...)
+		bufs = net.Buffers{c.size, event, crlf}
 	}
 	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err := c.conn.Write(p)
+	_, err := bufs.WriteTo(c.conn) // one writev on a socket
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		c.mu.Lock()
 		c.broken = true
@@ -212,6 +217,8 @@ func (c *hijacked) send(event []byte) error {
 	}
 	return err
 }
+
+var crlf = []byte("\r\n")
 
 func (c *hijacked) cut() {
 	c.mu.Lock()
