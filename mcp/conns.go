@@ -294,8 +294,14 @@ func (st *connState) stopLocked() {
 // memory grew with each session; here an ended id is simply unknown (404
 // either way). The id made for an initialize is left in the request's
 // initState, so that guard can end a session mcp-go registered for an
-// initialize that failed (it does, and nobody could use or end it).
+// initialize that failed (v1.2.1's handlePost registers it whatever the
+// result, and nobody could use or end it).
 type sessionIDs struct{ c *conns }
+
+var (
+	_ server.SessionIdManagerResolver = sessionIDs{}
+	_ server.SessionIdManager         = idManager{}
+)
 
 func (m sessionIDs) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
 	var init *initState

@@ -145,6 +145,10 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 		s.http.ServeHTTP(sw, r.WithContext(context.WithValue(ctx, initKey{}, init)))
 		return
 	case id == "" && r.Method == http.MethodGet && !modern:
+		// "Servers that require a session ID SHOULD respond to requests
+		// without an Mcp-Session-Id header (other than initialization)
+		// with HTTP 400 Bad Request", and to an ended session's with 404:
+		// https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#session-management
 		http.Error(w, "parley: a GET stream needs the Mcp-Session-Id of an initialized session", http.StatusBadRequest)
 		return
 	case id == "":
