@@ -39,7 +39,8 @@ import (
 //	PARLEY_MCP_LOAD=1 go test -count=1 -v -run 'TestMCPFanoutLoad$' ./mcp
 //
 // PARLEY_MCP_LOAD_PROFILE=DIR writes the heap and goroutine profiles of the
-// loaded server there, and its CPU profile while the messages go out.
+// loaded server there, and its CPU profile while the messages go out;
+// PARLEY_MCP_LOAD_EACH=1 lists the last client's latency of each message.
 //
 // The latency is measured from just before the post's durable append (the
 // append's own median is reported too) to the client reading the
@@ -167,6 +168,9 @@ func TestMCPFanoutLoad(t *testing.T) {
 		last = append(last, worst)
 	}
 	cpu := cpuTime() - cpu0
+	if os.Getenv("PARLEY_MCP_LOAD_EACH") != "" {
+		t.Logf("the last client, message by message: %v", last)
+	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 	per := func(a, b uint64) string {
 		return fmt.Sprintf("%.1f KiB", (float64(a)-float64(b))/float64(clients)/1024)
