@@ -35,13 +35,13 @@ func TestRegistryWaitsForStream(t *testing.T) {
 	})
 }
 
-// TestNotificationWaitsForStream: mcp-go hands a 2025-11-25 session's
-// notification to whichever of its GET stream and its POSTs in flight
-// takes it first, and a POST whose request has ended drops it. A person's
-// message that arrives while the agent's GET stream is closed (a restarted
-// daemon's client reopens it up to a second after initializing again)
-// waits for the stream and arrives on it, however many POSTs the session
-// makes meanwhile.
+// TestNotificationWaitsForStream: a 2025-11-25 session's notification
+// goes out on its GET stream only (mcp-go would hand it to whichever of the
+// stream and the session's POSTs in flight took it first, and a POST whose
+// request had ended dropped it). A person's message that arrives while the
+// agent's GET stream is closed (a restarted daemon's client reopens it up
+// to a second after initializing again) waits for the stream and arrives
+// on it, however many POSTs the session makes meanwhile.
 func TestNotificationWaitsForStream(t *testing.T) {
 	p := newPipeStack(t)
 	a := p.createSession("a")
