@@ -27,14 +27,19 @@ func newAgents(log *slog.Logger) *agents {
 	return &agents{log: log, sessions: map[string]agentInfo{}}
 }
 
-// initialized records a 2025-11-25 client's initialize.
-func (a *agents) initialized(session, client, version, protocol string) {
+// initialized records a 2025-11-25 client's initialize; own is the
+// daemon's own client (the orchestrator).
+func (a *agents) initialized(session, client, version, protocol string, own bool) {
 	a.mu.Lock()
 	_, again := a.sessions[session]
 	a.sessions[session] = agentInfo{client: client + " " + version, since: time.Now()}
 	a.mu.Unlock()
 	if !again {
-		a.log.Info("agent connected", "client", client, "version", version, "protocol", protocol, "mcp_session", session)
+		attrs := []any{"client", client, "version", version, "protocol", protocol, "mcp_session", session}
+		if own {
+			attrs = append(attrs, "own", true) // the daemon's orchestrator
+		}
+		a.log.Info("agent connected", attrs...)
 	}
 }
 

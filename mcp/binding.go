@@ -12,31 +12,37 @@ import (
 	"github.com/parley-chat/parley/core"
 )
 
-// binding is the session a connection is bound to, taken from every HTTP
-// request (the URL and headers a client uses do not change between its
-// requests, and 2026-07-28 has no connection state at all).
+// binding is the session a connection is bound to. A 2025-11-25
+// connection's is fixed when it initializes (guard refuses a later request
+// naming another); a 2026-07-28 request has no connection, so its own URL
+// and headers are its binding, and a listen stream's are fixed when it
+// opens.
 type binding struct {
 	id     core.SessionID
 	source string // "?session=" or the header, for error messages
 	err    error
 }
 
+// same reports whether b names the same session as fixed.
+func (b binding) same(fixed binding) bool {
+	return b.err == nil && fixed.err == nil && b.id == fixed.id
+}
+
 type bindingKey struct{}
 
-// bindRequest is the transport's context function: it records the binding.
-func bindRequest(ctx context.Context, r *http.Request) context.Context {
+// requestBinding is the binding r's URL and headers name.
+func requestBinding(r *http.Request) binding {
 	q := r.URL.Query().Get(SessionParam)
 	h := r.Header.Get(SessionHeader)
-	b := binding{}
 	switch {
 	case q != "" && h != "" && q != h:
-		b.err = fmt.Errorf("?%s=%s and header %s: %s name different sessions", SessionParam, q, SessionHeader, h)
+		return binding{err: fmt.Errorf("?%s=%s and header %s: %s name different sessions", SessionParam, q, SessionHeader, h)}
 	case q != "":
-		b = binding{id: core.SessionID(q), source: "?" + SessionParam + "="}
+		return binding{id: core.SessionID(q), source: "?" + SessionParam + "="}
 	case h != "":
-		b = binding{id: core.SessionID(h), source: "header " + SessionHeader}
+		return binding{id: core.SessionID(h), source: "header " + SessionHeader}
 	}
-	return context.WithValue(ctx, bindingKey{}, b)
+	return binding{}
 }
 
 func bindingFrom(ctx context.Context) binding {

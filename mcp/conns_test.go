@@ -1,131 +1,12 @@
 package mcp
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/parley-chat/parley/mcp/internal/pipenet"
 )
-
-// pipeStack is a stack served over pipes, with a raw HTTP client.
-type pipeStack struct {
-	*stack
-	hc *http.Client
-}
-
-func newPipeStack(t *testing.T) *pipeStack {
-	t.Helper()
-	var h atomic.Pointer[http.Handler]
-	st := newStack(t, t.TempDir(), stackOptions{handler: &h})
-	l := pipenet.NewListener()
-	hs := &http.Server{Handler: *h.Load()}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = hs.Serve(l) }()
-	tr := &http.Transport{DialContext: l.Dial}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		st.close()
-		_ = hs.Close()
-		<-served
-	})
-	return &pipeStack{stack: st, hc: &http.Client{Transport: tr}}
-}
-
-// post sends one JSON-RPC message of MCP session sid ("" for none) and
-// returns the HTTP status, the session id it got and the body.
-func (p *pipeStack) post(t *testing.T, sid, body string) (int, string, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://parley/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set(headerSessionID, sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	}
-	resp, err := p.hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get(headerSessionID), string(b)
-}
-
-// agent initializes an MCP session and subscribes it to uri.
-func (p *pipeStack) agent(t *testing.T, uri string) string {
-	t.Helper()
-	code, sid, body := p.post(t, "", initLine)
-	if code != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %d %q %s", code, sid, body)
-	}
-	p.post(t, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if code, _, body := p.post(t, sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"`+uri+`"}}`); code != http.StatusOK || strings.Contains(body, "error") {
-		t.Fatalf("subscribe: %d %s", code, body)
-	}
-	return sid
-}
-
-// stream opens session sid's GET stream.
-func (p *pipeStack) stream(t *testing.T, sid string) *http.Response {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://parley/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(headerSessionID, sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err := p.hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET: %d", resp.StatusCode)
-	}
-	return resp
-}
-
-// read reads the stream's messages until it ends, answering pings when
-// answer is set, and passes on the resource updates.
-func (p *pipeStack) read(t *testing.T, sid string, resp *http.Response, answer bool, updates chan<- string) (ended chan struct{}) {
-	ended = make(chan struct{})
-	go func() {
-		defer close(ended)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			_ = json.Unmarshal([]byte(data), &m)
-			switch {
-			case m.Method == "ping" && answer:
-				p.post(t, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID))
-			case m.Method == "notifications/resources/updated" && updates != nil:
-				updates <- data
-			}
-		}
-	}()
-	return ended
-}
 
 // subscribed reports whether MCP session sid still has subscriptions.
 func (s *Server) subscribed(sid string) bool {
@@ -293,61 +174,19 @@ func TestPresenceEndsWhenClientGoes(t *testing.T) {
 	})
 }
 
-// Past [mcp] max_sessions, initialize is refused with a JSON-RPC error
-// naming the key; a session that ends makes room.
-func TestMaxSessions(t *testing.T) {
-	st := newStack(t, t.TempDir(), stackOptions{maxSessions: 2})
-	a := mustDial(t, st.url, connOptions{})
-	mustDial(t, st.url, connOptions{})
-	_, err := dial(t, st.url, connOptions{})
-	if err == nil || !strings.Contains(err.Error(), "too many MCP sessions (2, the most [mcp] max_sessions allows)") ||
-		!strings.Contains(err.Error(), "PARLEY_MCP_MAX_SESSIONS") {
-		t.Fatalf("a third session: %v", err)
-	}
-	// 2026-07-28 has no sessions; its listen streams count instead.
-	m := mustDial(t, st.url, connOptions{modern: true})
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	errs := make(chan error, 1)
-	_, err = m.ListenAsync(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{InboxURI}}, func(err error) { errs <- err })
-	if err == nil {
-		select {
-		case err = <-errs:
-		case <-ctx.Done():
-		}
-	}
-	if err == nil || !strings.Contains(err.Error(), "max_sessions") {
-		t.Fatalf("a listen stream past the bound: %v", err)
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(waitFor)
-	for {
-		if _, err := dial(t, st.url, connOptions{}); err == nil {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatal("no room after a session ended")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // A notification carries at most maxBatchBytes of content, unless one
 // message alone is larger.
 func TestBatchSize(t *testing.T) {
-	big := InboxMessage{Content: string(bytes.Repeat([]byte("x"), 40<<10))}
-	small := InboxMessage{Content: "hi"}
+	big := wireMsg{size: 40 << 10}
+	small := wireMsg{size: 2}
 	for _, tc := range []struct {
-		msgs []InboxMessage
+		msgs []wireMsg
 		want int
 	}{
-		{[]InboxMessage{big, big, big}, 1},
-		{[]InboxMessage{small, big, big}, 2},
-		{[]InboxMessage{{Content: string(bytes.Repeat([]byte("x"), 100<<10))}, small}, 1},
-		{make([]InboxMessage, 40), maxBatch},
+		{[]wireMsg{big, big, big}, 1},
+		{[]wireMsg{small, big, big}, 2},
+		{[]wireMsg{{size: 100 << 10}, small}, 1},
+		{make([]wireMsg, 40), maxBatch},
 	} {
 		if got := batchSize(tc.msgs); got != tc.want {
 			t.Errorf("batchSize(%d messages) = %d, want %d", len(tc.msgs), got, tc.want)

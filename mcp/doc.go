@@ -10,52 +10,75 @@
 // the same over stdio.
 //
 // A connection is bound to a session by ?session=ID or the Parley-Session
-// header, checked on every request so a wrong id fails the first request
-// with a message saying so. Bound, the connection acts on that session
-// only: the inbox and the tools are that session's, a session_id naming
-// another session is a tool error, another session's inbox can be neither
-// read nor subscribed to, session.list and ui://agent/status show the bound
-// session alone, and session.create is refused. An agent given one session
-// (a bound URL, `parley mcp --session`) cannot read or post elsewhere.
-// Unbound, the inbox spans all sessions (every message carries its
-// session_id) and the tools that act on a session need a session_id.
+// header. A 2025-11-25 connection's binding is fixed when it initializes:
+// every later request of its MCP session must name the same one (the same
+// session, or none on a connection made unbound), or it is refused with
+// HTTP 403 and a JSON-RPC error, whatever its method (a tool, a resource, a
+// subscription, the GET stream, DELETE), so a client cannot reach another
+// session by changing the URL of one request. A 2026-07-28 request has no
+// connection to bind (the protocol is stateless): each request's URL and
+// header are its binding, checked as the first request of a connection is,
+// and a subscriptions/listen stream's binding is fixed when it opens (the
+// sessions its URIs cover are resolved then). A binding to an unknown
+// session fails the first request with a message saying so. Bound, the
+// connection acts on that session only: the inbox and the tools are that
+// session's, a session_id naming another session is a tool error, another
+// session's inbox can be neither read nor subscribed to, session.list and
+// ui://agent/status show the bound session alone, and session.create is
+// refused. An agent given one session (a bound URL, `parley mcp --session`,
+// the channel) cannot read or post elsewhere. Unbound, the inbox spans all
+// sessions (every message carries its session_id) and the tools that act on
+// a session need a session_id.
 //
 // Notifications. mcp-go acknowledges subscriptions but delivers nothing by
 // itself, so the Server tracks them: for protocol 2025-11-25 through the
 // resources/subscribe and unsubscribe hooks and the session-unregister hook,
-// keyed by MCP session id and sent with SendNotificationToSpecificClient
-// only while the session's GET stream is open (mcp-go's POSTs read the same
-// channel, and one whose request has ended drops what it took; until the
-// stream opens, as after a daemon restart, the notification waits in the
-// queue, messages intact); for 2026-07-28, which is stateless
-// and has no GET stream, through the subscriptions/listen hook, keyed by the
-// listen request's own session and written into that request's stream (which
-// mcp-go's broadcasts skip), dropped when the request's context ends. Run
-// consumes a reliable bus subscription taken in New; for each human event
-// (message, answer, cancel) it only enqueues, without blocking, onto the
-// bounded queue of every subscriber whose URI covers the session. One worker
-// per subscriber sends notifications/resources/updated {uri, messages}: the
-// first message after a quiet spell at once, then at most one round per
-// Options.Coalesce, so bursts arrive batched. A slow subscriber's queue
-// overflows into a bare {uri} notification that tells it to re-read;
-// notifications are hints, and chat_read_since with the last id an agent saw
-// is the exactly-once path, including after a restart. Assistant messages
-// never notify, nor does the agent's own session.close.
+// keyed by MCP session id and written by the session's GET stream, which
+// parley serves itself (stream.go; until the stream opens, as after a
+// daemon restart, the notification waits, messages intact); for 2026-07-28,
+// which is stateless and has no GET stream, through the subscriptions/listen
+// hook, keyed by the listen request's own session and written into that
+// request's stream (which mcp-go's broadcasts skip), dropped when the
+// request's context ends. Run consumes a reliable bus subscription taken in
+// New; for each human event (message, answer, cancel) it encodes the
+// message once and only enqueues it, without blocking, onto the bounded
+// queue of every subscriber whose URI covers the session, waking the
+// subscriber's connection: its GET stream, or its listen request's
+// goroutine — no goroutine of its own. The connection sends
+// notifications/resources/updated {uri, messages}: the first message after
+// a quiet spell at once, then at most one round per Options.Coalesce, so
+// bursts arrive batched. A slow subscriber's queue overflows into a bare
+// {uri} notification that tells it to re-read; notifications are hints, and
+// chat_read_since with the last id an agent saw is the exactly-once path,
+// including after a restart. Assistant messages never notify, nor does the
+// agent's own session.close.
 //
-// Connections (conns.go): the Server's HTTP handler wraps mcp-go's. Every
-// response write has a deadline; a GET stream whose client answers none of
-// the heartbeat pings for staleAfter (20 s; pings every 10 s) is cut off,
-// and a session whose stream was cut or timed out is ended as by DELETE, so
-// its queue and subscriptions are freed. A 2025-11-25 subscriber counts as
-// listening while its client has a request open (its GET stream included)
-// or made one within the last 45 s: a client that exits without DELETE
-// stops counting within 45 s, one that stops reading within 45 s too (cut
-// after at most 25 s). Presence is about who can hear now, so the window is
-// short; a reconnect within it does not flap. At most Options.MaxSessions
-// sessions and listen streams are open; past it initialize and
-// subscriptions/listen get a JSON-RPC error naming [mcp] max_sessions.
-// A notification carries at most 64 KiB of message content (one larger
-// message alone), so a notification waiting for a slow stream is bounded.
+// Connections (conns.go, guard.go, stream.go): the Server's HTTP handler
+// wraps mcp-go's and owns each MCP session's life. A session with no
+// request in flight (an open GET stream counts) for 60 s ends, as by
+// DELETE, so its queue and subscriptions are freed; a client that comes
+// back is answered 404 and initializes again. At most Options.MaxSessions
+// sessions and listen streams are open; an initialize at the bound ends the
+// session idle longest (nothing in flight) to make room, and only when none
+// is idle are initialize and subscriptions/listen answered 503 with a
+// JSON-RPC error naming [mcp] max_sessions. The daemon's own client — the
+// orchestrator, which connects over loopback HTTP with the secret header
+// OwnClientHeader gives it (random per start; a name or User-Agent could be
+// claimed by anyone) — is never the session ended to make room, and is
+// admitted past the bound. The GET stream is parley's, not mcp-go's: over
+// HTTP/1.1 it takes the connection over, so a listening agent costs the
+// daemon its socket and one goroutine; a session has one stream (a second
+// ends the first). Every write has a deadline; a stream whose client
+// answers none of the heartbeat pings for 20 s (pings every 10 s) is cut
+// off, and a session whose stream was cut or timed out is ended. A
+// 2025-11-25 subscriber counts as listening while its client has a request
+// open (its GET stream included) or made one within the last 45 s: a client
+// that exits without DELETE stops counting within 50 s (its closed stream
+// is seen within 5 s), one that stops reading within 45 s too (cut after at
+// most 25 s). Presence is about who can hear now, so the window is short; a
+// reconnect within it does not flap. A notification carries at most 64 KiB
+// of message content (one larger message alone), so a notification waiting
+// for a slow stream is bounded.
 //
 // ui.ask makes the question id itself and registers a waiter before the Ask
 // command runs, so the answer event cannot race past it; it also ends when the

@@ -174,6 +174,7 @@ type connOptions struct {
 	modern  bool // 2026-07-28 (stateless) instead of 2025-11-25
 	query   string
 	headers map[string]string
+	hc      *http.Client // nil: net/http's default
 }
 
 func dial(tb testing.TB, url string, o connOptions) (*conn, error) {
@@ -182,6 +183,9 @@ func dial(tb testing.TB, url string, o connOptions) (*conn, error) {
 		url += "?" + o.query
 	}
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(o.headers), transport.WithHTTPLogger(testLogger())}
+	if o.hc != nil {
+		opts = append(opts, transport.WithHTTPBasicClient(o.hc))
+	}
 	if !o.modern {
 		opts = append(opts, transport.WithContinuousListening())
 	}

@@ -4,39 +4,29 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-// TestRegistryWaitsForStream: a subscriber with no stream keeps its
-// notifications, messages and all and in order, sends nothing until it is
-// woken, and then sends them in one round with what came meanwhile.
+// TestRegistryWaitsForStream: a subscriber whose consumer (its GET
+// stream) is not there keeps its notifications, messages and all and in
+// order, and its consumer sends them in one round as soon as it starts.
 func TestRegistryWaitsForStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(time.Millisecond, testLogger())
 		defer r.close()
-		f := newFakeSender()
-		var open atomic.Bool
-		hook := func() error {
-			if !open.Load() {
-				return errNoStream
-			}
-			return nil
-		}
-		f.hook.Store(&hook)
-		r.add("k", func() sender { return f.send }, "u", "")
+		f := newFakeSender(t)
+		r.add("k", f.wake, "u", "")
 		r.publish("A", msg(1))
 		r.publish("A", msg(2))
 		f.none(t)
 		r.publish("A", msg(3))
 		f.none(t)
-		open.Store(true)
 		start := time.Now()
-		r.wake("k")
+		f.consume(t, r, "k")
 		if n := f.next(t); fmt.Sprint(contents(n.msgs)) != "[1 2 3]" || n.at != start {
-			t.Fatalf("after the wake: %v at +%s, want [1 2 3] at once", contents(n.msgs), n.at.Sub(start))
+			t.Fatalf("once the consumer came: %v at +%s, want [1 2 3] at once", contents(n.msgs), n.at.Sub(start))
 		}
 		f.none(t)
 		if r.count() != 1 {
@@ -45,13 +35,13 @@ func TestRegistryWaitsForStream(t *testing.T) {
 	})
 }
 
-// TestNotificationWaitsForStream: mcp-go hands a 2025-11-25 session's
-// notification to whichever of its GET stream and its POSTs in flight
-// takes it first, and a POST whose request has ended drops it. A person's
-// message that arrives while the agent's GET stream is closed (a restarted
-// daemon's client reopens it up to a second after initializing again)
-// waits for the stream and arrives on it, however many POSTs the session
-// makes meanwhile.
+// TestNotificationWaitsForStream: a 2025-11-25 session's notification
+// goes out on its GET stream only (mcp-go would hand it to whichever of the
+// stream and the session's POSTs in flight took it first, and a POST whose
+// request had ended dropped it). A person's message that arrives while the
+// agent's GET stream is closed (a restarted daemon's client reopens it up
+// to a second after initializing again) waits for the stream and arrives
+// on it, however many POSTs the session makes meanwhile.
 func TestNotificationWaitsForStream(t *testing.T) {
 	p := newPipeStack(t)
 	a := p.createSession("a")

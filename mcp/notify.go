@@ -1,26 +1,34 @@
 package mcp
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/parley-chat/parley/core"
 )
 
-// sender delivers one notifications/resources/updated to one MCP
-// connection without blocking. It returns errGone when the connection is
-// gone for good, errBlocked when its stream cannot take more now, and
-// errNoStream when it has no stream to carry notifications until the
-// registry is woken for it (wake).
-type sender func(params map[string]any) error
+// batchSender sends one notifications/resources/updated for uri to one
+// consumer: the messages, or a bare {uri} (re-read) when msgs is nil. It
+// returns errGone when the consumer is gone for good and errBlocked when its
+// stream cannot take more now; what any other error left unsent waits for
+// the next round.
+type batchSender func(uri string, msgs []wireMsg) error
 
 var (
-	errGone     = errors.New("subscriber gone")
-	errBlocked  = errors.New("subscriber stream full")
-	errNoStream = errors.New("subscriber has no stream open")
+	errGone    = errors.New("subscriber gone")
+	errBlocked = errors.New("subscriber stream full")
 )
+
+// wireMsg is an inbox message encoded once, for every subscriber.
+type wireMsg struct {
+	raw  json.RawMessage
+	size int // of its content, for batchSize
+}
 
 // Notification fan-out bounds.
 const (
@@ -37,9 +45,12 @@ const (
 	retryMax = 5 * time.Second
 )
 
-// registry holds the subscriptions of every MCP connection. The bus
-// consumer only enqueues (non-blocking, bounded); one worker per
-// subscriber coalesces and sends, so a slow client holds up nobody else.
+// registry holds the subscriptions of every MCP connection and what waits
+// for each. The bus consumer only enqueues (non-blocking, bounded) and
+// wakes the subscriber's consumer — its connection's own goroutine (the
+// 2025-11-25 GET stream, the 2026-07-28 listen request's), which runs
+// deliver — so a slow client holds up nobody else and costs no goroutine
+// of its own.
 type registry struct {
 	window time.Duration
 	log    *slog.Logger
@@ -48,7 +59,8 @@ type registry struct {
 	subs   map[any]*subscriber
 	scopes map[core.SessionID]map[*subscriber]struct{} // "" = all sessions
 	closed bool
-	wg     sync.WaitGroup
+	// closing is closed by close: listen streams' deliveries end.
+	closing chan struct{}
 	// moved is closed (and replaced) when the scopes change (presence.go).
 	moved chan struct{}
 	// live says whether a subscriber's client can hear now (conns.go);
@@ -59,8 +71,7 @@ type registry struct {
 // subscriber is one MCP connection: a 2025-11-25 session (keyed by its id)
 // or a 2026-07-28 listen stream (keyed by its mcp-go session).
 type subscriber struct {
-	key  any
-	send sender
+	key any
 	// uris maps each subscribed URI to the sessions it covers; guarded by
 	// registry.mu.
 	uris map[string]core.SessionID
@@ -70,17 +81,18 @@ type subscriber struct {
 	order   []string // the keys of pending, first come first
 	queued  int      // messages in pending
 
-	wake chan struct{}
-	stop chan struct{}
+	// wake is the consumer's: signalled when something waits.
+	wake chan<- struct{}
 }
 
 func newRegistry(window time.Duration, log *slog.Logger) *registry {
-	return &registry{window: window, log: log, subs: map[any]*subscriber{}, scopes: map[core.SessionID]map[*subscriber]struct{}{}}
+	return &registry{window: window, log: log, subs: map[any]*subscriber{},
+		scopes: map[core.SessionID]map[*subscriber]struct{}{}, closing: make(chan struct{})}
 }
 
-// add subscribes key to uri, which covers scope. newSender is called only
-// when key has no subscription yet.
-func (r *registry) add(key any, newSender func() sender, uri string, scope core.SessionID) {
+// add subscribes key to uri, which covers scope; wake is signalled when
+// notifications wait for key (its consumer's, given with the first add).
+func (r *registry) add(key any, wake chan<- struct{}, uri string, scope core.SessionID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -88,15 +100,8 @@ func (r *registry) add(key any, newSender func() sender, uri string, scope core.
 	}
 	sub := r.subs[key]
 	if sub == nil {
-		sub = &subscriber{key: key, send: newSender(), uris: map[string]core.SessionID{},
-			pending: map[string]*uriQueue{},
-			wake:    make(chan struct{}, 1), stop: make(chan struct{})}
+		sub = &subscriber{key: key, uris: map[string]core.SessionID{}, pending: map[string]*uriQueue{}, wake: wake}
 		r.subs[key] = sub
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			r.work(sub)
-		}()
 	}
 	if old, ok := sub.uris[uri]; ok {
 		r.unindexLocked(sub, old)
@@ -158,7 +163,6 @@ func (r *registry) dropLocked(sub *subscriber) {
 		r.unindexLocked(sub, scope)
 	}
 	delete(r.subs, sub.key)
-	close(sub.stop)
 	r.movedLocked()
 }
 
@@ -168,39 +172,37 @@ func (r *registry) count() int {
 	return len(r.subs)
 }
 
-// wake makes key's worker try again (its stream opened).
-func (r *registry) wake(key any) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if sub := r.subs[key]; sub != nil {
-		select {
-		case sub.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// close stops every worker and waits for them.
+// close drops every subscription and ends the deliveries of listen
+// streams.
 func (r *registry) close() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
 	r.closed = true
 	for _, sub := range r.subs {
 		r.dropLocked(sub)
 	}
-	r.mu.Unlock()
-	r.wg.Wait()
+	close(r.closing)
 }
 
 // publish queues m for every subscription covering session. It never
-// blocks on a subscriber.
+// blocks on a subscriber, and encodes m once.
 func (r *registry) publish(session core.SessionID, m InboxMessage) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		r.log.Error("cannot encode a message for notifications", "session", session, "err", err)
+		return
+	}
+	wm := wireMsg{raw: raw, size: len(m.Content)}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, scope := range []core.SessionID{"", session} {
 		for sub := range r.scopes[scope] {
 			for uri, sc := range sub.uris {
 				if sc == scope {
-					sub.enqueue(uri, m)
+					sub.enqueue(uri, wm)
 				}
 			}
 		}
@@ -218,17 +220,14 @@ func (r *registry) resync() {
 			sub.overflowLocked(sub.queue(uri))
 		}
 		sub.mu.Unlock()
-		select {
-		case sub.wake <- struct{}{}:
-		default:
-		}
+		sub.signal()
 	}
 }
 
 // uriQueue is what waits for one subscribed URI: messages, or after an
 // overflow just the fact that the client must re-read.
 type uriQueue struct {
-	msgs     []InboxMessage
+	msgs     []wireMsg
 	overflow bool
 }
 
@@ -249,7 +248,7 @@ func (s *subscriber) overflowLocked(q *uriQueue) {
 	q.msgs, q.overflow = nil, true
 }
 
-func (s *subscriber) enqueue(uri string, m InboxMessage) {
+func (s *subscriber) enqueue(uri string, m wireMsg) {
 	s.mu.Lock()
 	q := s.queue(uri)
 	switch {
@@ -262,83 +261,93 @@ func (s *subscriber) enqueue(uri string, m InboxMessage) {
 		s.queued++
 	}
 	s.mu.Unlock()
+	s.signal()
+}
+
+// signal wakes the subscriber's consumer.
+func (s *subscriber) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// work sends sub's notifications: the first message after a quiet spell at
-// once, then at most one round per window, so bursts are coalesced.
-func (r *registry) work(sub *subscriber) {
-	backoff := time.Duration(0)
-	timer := time.NewTimer(0)
-	<-timer.C
+// deliver is a consumer's loop: until ctxDone or gone is closed, it sends
+// key's notifications with send each time it is woken, the first after a
+// quiet spell at once, then at most one round per window, so bursts are
+// coalesced. A blocked stream is retried with backoff; any other failure of
+// send ends the loop with it. tick, when not nil, runs onTick, whose error
+// ends the loop too (the GET stream's heartbeat).
+func (r *registry) deliver(key any, wake <-chan struct{}, ctxDone, gone <-chan struct{}, send batchSender,
+	tick <-chan time.Time, onTick func(time.Time) error) error {
+	hold := time.NewTimer(0)
+	<-hold.C
+	defer hold.Stop()
+	var (
+		holding bool
+		backoff time.Duration
+	)
+	due := true // what waited before the consumer came
 	for {
-		select {
-		case <-sub.wake:
-		case <-sub.stop:
-			return
+		if due && !holding {
+			due = false
+			sent, err := r.flush(key, send)
+			switch {
+			case errors.Is(err, errBlocked):
+				backoff = min(max(2*backoff, retryMin), retryMax)
+				hold.Reset(backoff)
+				holding, due = true, true // retry even if nothing new arrives
+			case err != nil:
+				return err
+			case sent:
+				backoff = 0
+				hold.Reset(r.window)
+				holding = true
+			}
 		}
-		switch err := r.flush(sub); {
-		case errors.Is(err, errNoStream):
-			// Kept, messages and all; the stream's opening wakes us.
-			backoff = 0
-			continue
-		case errors.Is(err, errGone):
-			r.mu.Lock()
-			if r.subs[sub.key] == sub {
-				r.dropLocked(sub)
-			}
-			r.mu.Unlock()
-			return
-		case errors.Is(err, errBlocked):
-			backoff = min(max(2*backoff, retryMin), retryMax)
-			timer.Reset(backoff)
-			select {
-			case <-timer.C:
-			case <-sub.stop:
-				return
-			}
-			// Retry even if nothing new arrived.
-			select {
-			case sub.wake <- struct{}{}:
-			default:
-			}
-			continue
-		}
-		backoff = 0
-		timer.Reset(r.window)
 		select {
-		case <-timer.C:
-		case <-sub.stop:
-			timer.Stop()
-			return
+		case <-wake:
+			due = true
+		case <-hold.C:
+			holding = false
+		case now := <-tick:
+			if err := onTick(now); err != nil {
+				return err
+			}
+		case <-ctxDone:
+			return nil
+		case <-gone:
+			return nil
 		}
 	}
 }
 
-// flush sends everything pending. What a blocked stream could not take
-// goes back as an overflow (a bare {uri}: the client re-reads) rather than
-// as a partial batch; what found no stream goes back as it was, ahead of
-// what came meanwhile.
-func (r *registry) flush(sub *subscriber) error {
+// flush sends everything pending for key and reports whether it sent
+// anything. What a blocked stream could not take goes back as an overflow
+// (a bare {uri}: the client re-reads) rather than as a partial batch; what
+// another failure left goes back as it was, ahead of what came meanwhile.
+func (r *registry) flush(key any, send batchSender) (sent bool, err error) {
+	r.mu.RLock()
+	sub := r.subs[key]
+	r.mu.RUnlock()
+	if sub == nil {
+		return false, nil
+	}
 	sub.mu.Lock()
 	order, pending := sub.order, sub.pending
 	sub.order, sub.pending, sub.queued = nil, map[string]*uriQueue{}, 0
 	sub.mu.Unlock()
 	for i, uri := range order {
 		q := pending[uri]
-		var err error
 		if q.overflow {
-			if err = sub.send(map[string]any{"uri": uri}); err == nil {
-				q.overflow = false
+			if err = send(uri, nil); err == nil {
+				q.overflow, sent = false, true
 			}
 		}
 		for len(q.msgs) > 0 && err == nil {
 			n := batchSize(q.msgs)
-			if err = sub.send(map[string]any{"uri": uri, "messages": q.msgs[:n]}); err == nil {
-				q.msgs = q.msgs[n:]
+			if err = send(uri, q.msgs[:n]); err == nil {
+				q.msgs, sent = q.msgs[n:], true
 			}
 		}
 		switch {
@@ -349,15 +358,20 @@ func (r *registry) flush(sub *subscriber) error {
 				sub.overflowLocked(sub.queue(u))
 			}
 			sub.mu.Unlock()
-			return err
-		case errors.Is(err, errNoStream):
-			sub.requeue(order[i:], pending)
-			return err
+			return sent, err
+		case errors.Is(err, errGone):
+			r.mu.Lock()
+			if r.subs[key] == sub {
+				r.dropLocked(sub)
+			}
+			r.mu.Unlock()
+			return sent, err
 		default:
-			return err
+			sub.requeue(order[i:], pending)
+			return sent, err
 		}
 	}
-	return nil
+	return sent, nil
 }
 
 // requeue puts back what flush took but could not send (order's queues in
@@ -393,10 +407,10 @@ func (s *subscriber) requeue(order []string, pending map[string]*uriQueue) {
 // batchSize is how many of msgs the next notification carries: at most
 // maxBatch, and at most maxBatchBytes of content unless the first message
 // alone is larger.
-func batchSize(msgs []InboxMessage) int {
+func batchSize(msgs []wireMsg) int {
 	n, size := 0, 0
 	for n < len(msgs) && n < maxBatch {
-		size += len(msgs[n].Content)
+		size += msgs[n].size
 		if n > 0 && size > maxBatchBytes {
 			break
 		}
@@ -411,4 +425,30 @@ func (r *registry) poke() {
 	r.mu.Lock()
 	r.movedLocked()
 	r.mu.Unlock()
+}
+
+// appendMessages appends msgs as a JSON array.
+func appendMessages(b []byte, msgs []wireMsg) []byte {
+	b = append(b, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m.raw...)
+	}
+	return append(b, ']')
+}
+
+// appendUpdateEvent appends the SSE event of one
+// notifications/resources/updated {uri, messages} (a bare {uri} when msgs
+// is nil), from the messages as encoded once by publish.
+func appendUpdateEvent(b []byte, uri string, msgs []wireMsg) []byte {
+	q, _ := json.Marshal(uri) // a string always encodes
+	b = append(b, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\""+mcp.MethodNotificationResourceUpdated+"\",\"params\":{\"uri\":"...)
+	b = append(b, q...)
+	if msgs != nil {
+		b = append(b, `,"messages":`...)
+		b = appendMessages(b, msgs)
+	}
+	return append(b, "}}\n\n"...)
 }

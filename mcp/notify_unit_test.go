@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,25 +23,45 @@ type note struct {
 	msgs []InboxMessage
 }
 
-// fakeSender records what a subscriber's worker sends. Before each send
+// fakeSender records what a subscriber's consumer sends. Before each send
 // it runs hook, whose error (if any) the send returns.
 type fakeSender struct {
+	t    *testing.T
 	sent chan note
 	hook atomic.Pointer[func() error]
+	wake chan struct{}
 }
 
 // newFakeSender must be called inside the test's bubble.
-func newFakeSender() *fakeSender { return &fakeSender{sent: make(chan note, 64)} }
+func newFakeSender(t *testing.T) *fakeSender {
+	return &fakeSender{t: t, sent: make(chan note, 64), wake: make(chan struct{}, 1)}
+}
 
-func (f *fakeSender) send(params map[string]any) error {
+func (f *fakeSender) send(uri string, msgs []wireMsg) error {
 	if h := f.hook.Load(); h != nil {
 		if err := (*h)(); err != nil {
 			return err
 		}
 	}
-	ms, _ := params["messages"].([]InboxMessage)
-	f.sent <- note{at: time.Now(), uri: params["uri"].(string), msgs: ms}
+	var ms []InboxMessage
+	if msgs != nil {
+		if err := json.Unmarshal(appendMessages(nil, msgs), &ms); err != nil {
+			f.t.Error(err)
+		}
+	}
+	f.sent <- note{at: time.Now(), uri: uri, msgs: ms}
 	return nil
+}
+
+// consume runs key's consumer with f, as a connection's goroutine does,
+// until the test ends.
+func (f *fakeSender) consume(t *testing.T, r *registry, key string) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		_ = r.deliver(key, f.wake, done, nil, f.send, nil, nil)
+	}()
+	t.Cleanup(func() { close(done); <-ended })
 }
 
 // next waits for the next notification, letting fake time pass until one
@@ -80,8 +101,9 @@ func TestRegistryCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(200*time.Millisecond, testLogger())
 		defer r.close()
-		f := newFakeSender()
-		r.add("k", func() sender { return f.send }, "u", "A")
+		f := newFakeSender(t)
+		r.add("k", f.wake, "u", "A")
+		f.consume(t, r, "k")
 		start := time.Now()
 		r.publish("A", msg(1))
 		if n := f.next(t); n.uri != "u" || fmt.Sprint(contents(n.msgs)) != "[1]" || n.at != start {
@@ -112,7 +134,7 @@ func TestRegistryBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(time.Millisecond, testLogger())
 		defer r.close()
-		f := newFakeSender()
+		f := newFakeSender(t)
 		entered, gate := make(chan struct{}), make(chan struct{})
 		open := sync.OnceFunc(func() { close(gate) })
 		defer open()
@@ -126,7 +148,8 @@ func TestRegistryBatches(t *testing.T) {
 			return nil
 		}
 		f.hook.Store(&hook)
-		r.add("k", func() sender { return f.send }, "u", "")
+		r.add("k", f.wake, "u", "")
+		f.consume(t, r, "k")
 		start := time.Now()
 		r.publish("A", msg(0))
 		<-entered
@@ -151,10 +174,10 @@ func TestRegistrySlowSubscriber(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(time.Millisecond, testLogger())
 		defer r.close()
-		slow, fast := newFakeSender(), newFakeSender()
+		slow, fast := newFakeSender(t), newFakeSender(t)
 		entered, gate := make(chan struct{}), make(chan struct{})
 		open := sync.OnceFunc(func() { close(gate) })
-		defer open() // before r.close, which waits for the blocked worker
+		defer open() // before the consumer's end, which waits for the blocked send
 		var calls atomic.Int32
 		hook := func() error {
 			if calls.Add(1) == 1 {
@@ -164,8 +187,10 @@ func TestRegistrySlowSubscriber(t *testing.T) {
 			return nil
 		}
 		slow.hook.Store(&hook)
-		r.add("slow", func() sender { return slow.send }, "u", "")
-		r.add("fast", func() sender { return fast.send }, "u", "")
+		r.add("slow", slow.wake, "u", "")
+		r.add("fast", fast.wake, "u", "")
+		slow.consume(t, r, "slow")
+		fast.consume(t, r, "fast")
 		r.publish("A", msg(-1))
 		<-entered
 		done := make(chan struct{})
@@ -199,7 +224,7 @@ func TestRegistryBlockedAndGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry(time.Millisecond, testLogger())
 		defer r.close()
-		f := newFakeSender()
+		f := newFakeSender(t)
 		var calls atomic.Int32
 		blocked := func() error {
 			if calls.Add(1) == 1 {
@@ -208,7 +233,8 @@ func TestRegistryBlockedAndGone(t *testing.T) {
 			return nil
 		}
 		f.hook.Store(&blocked)
-		r.add("k", func() sender { return f.send }, "u", "")
+		r.add("k", f.wake, "u", "")
+		f.consume(t, r, "k")
 		start := time.Now()
 		r.publish("A", msg(1))
 		if n := f.next(t); n.uri != "u" || n.msgs != nil || n.at.Sub(start) != retryMin {

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -77,8 +79,8 @@ type Server struct {
 	subs     *registry
 	agents   *agents
 	conns    *conns
-	// admitting counts the initialize and listen requests in flight,
-	// which the bound on sessions counts ahead (conns.go).
+	// admitting counts the initialize and listen requests admitted and
+	// not yet counted among the agents (guard.go's reservation).
 	admitMu   sync.Mutex
 	admitting int
 	asks      *asks
@@ -90,6 +92,12 @@ type Server struct {
 	closeOnce sync.Once
 	// ready is true while Run delivers (presence.go).
 	ready atomic.Bool
+	// ownKey is the secret of the daemon's own client (OwnClientHeader).
+	ownKey string
+	// pings numbers the GET streams' pings.
+	pings atomic.Int64
+	// streams are the GET streams on connections taken over (stream.go).
+	streams streamSet
 }
 
 // A connection's session binding.
@@ -104,7 +112,6 @@ const (
 const (
 	busBuffer        = 4096
 	defaultCoalesce  = 2 * time.Millisecond
-	sessionIdleTTL   = 30 * time.Minute
 	shutdownDeadline = 2 * time.Second
 )
 
@@ -133,7 +140,7 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	s := &Server{opts: opts, log: opts.Logger, asks: newAsks()}
+	s := &Server{opts: opts, log: opts.Logger, asks: newAsks(), ownKey: rand.Text()}
 	hooks := &server.Hooks{}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		server.WithResourceCapabilities(true, false),
@@ -143,7 +150,7 @@ func New(opts Options) (*Server, error) {
 		server.WithInstructions(instructions),
 	)
 	s.subs = newRegistry(opts.Coalesce, s.log)
-	s.conns = newConns(s.subs.poke)
+	s.conns = newConns(s.subs.poke, s.endIdle)
 	// A 2025-11-25 subscriber (keyed by its session id) listens while its
 	// client can hear (conns.go); a listen stream while it is open.
 	s.subs.live = func(key any) bool {
@@ -156,18 +163,14 @@ func New(opts Options) (*Server, error) {
 	s.addStatusResource()
 	s.addTools()
 	s.http = server.NewStreamableHTTPServer(s.mcp,
-		server.WithHTTPContextFunc(bindRequest),
-		// Stateful ids: after a daemon restart a client's old session id
-		// is answered 404, the transport's signal to initialize again
-		// (and so to subscribe again), instead of silently serving a
-		// session that has lost its subscriptions.
-		server.WithSessionIdManager(&server.InsecureStatefulSessionIdManager{}),
-		// The heartbeat pings on the GET stream keep it and its session
-		// alive, and a client's answers show that it reads (conns.go);
-		// the idle TTL reclaims sessions whose client vanished without a
-		// DELETE and had no stream.
-		server.WithHeartbeatInterval(heartbeat),
-		server.WithSessionIdleTTL(sessionIdleTTL),
+		// Stateful ids, valid while parley keeps the session (conns.go):
+		// after a daemon restart, or once the session ended, a client's
+		// old id is answered 404, the transport's signal to initialize
+		// again (and so to subscribe again), instead of silently serving a
+		// session that has lost its subscriptions. The session's end,
+		// idle or not, is parley's (conns.go), and so is its GET stream
+		// and its heartbeat (stream.go): no idle TTL or heartbeat here.
+		server.WithSessionIdManagerResolver(sessionIDs{s.conns}),
 		server.WithStreamableHTTPLogger(s.log.With("part", "transport")),
 		// cmd/parley checks the Host of every route, /mcp included,
 		// against loopback names and [http] allowed_hosts; mcp-go's own
@@ -247,8 +250,8 @@ func (s *Server) Subscribers() int { return s.subs.count() }
 // initialized and have not gone, and open 2026-07-28 listen streams.
 func (s *Server) Agents() int { return s.agents.count() }
 
-// Close ends the bus subscription, the notification workers, the open
-// streams and the pending ui.ask calls. Call it after Run returned.
+// Close ends the bus subscription, the open sessions and streams and the
+// pending ui.ask calls. Call it after Run returned.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.cancel()
@@ -258,11 +261,14 @@ func (s *Server) Close() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownDeadline)
 		defer cancel()
 		_ = s.http.Shutdown(ctx)
+		s.conns.closeAll()
+		s.streams.close()
 	})
 }
 
-// addHooks tracks subscriptions: mcp-go acknowledges resources/subscribe
-// and subscriptions/listen but leaves delivery to the server.
+// addHooks tracks sessions and subscriptions: mcp-go acknowledges
+// resources/subscribe and subscriptions/listen but leaves delivery to the
+// server.
 func (s *Server) addHooks(h *server.Hooks) {
 	h.AddOnRequestInitialization(s.checkRequest)
 	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
@@ -276,7 +282,11 @@ func (s *Server) addHooks(h *server.Hooks) {
 			return
 		}
 		id := sess.SessionID()
-		s.subs.add(id, func() sender { return s.legacySender(id) }, req.Params.URI, scope)
+		wake, _, ok := s.conns.channels(id)
+		if !ok {
+			return // the session ended meanwhile
+		}
+		s.subs.add(id, wake, req.Params.URI, scope)
 	})
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
@@ -284,14 +294,22 @@ func (s *Server) addHooks(h *server.Hooks) {
 		}
 	})
 	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		if sess := server.ClientSessionFromContext(ctx); sess != nil && sess.SessionID() != "" {
-			s.agents.initialized(sess.SessionID(), req.Params.ClientInfo.Name, req.Params.ClientInfo.Version, req.Params.ProtocolVersion)
+		sess := server.ClientSessionFromContext(ctx)
+		init, _ := ctx.Value(initKey{}).(*initState)
+		if sess == nil || sess.SessionID() == "" || init == nil {
+			return
 		}
+		// Before the answer goes out: the binding is fixed, and the id
+		// valid, from the session's first request on.
+		id := sess.SessionID()
+		own := ownFrom(ctx)
+		s.conns.opened(id, bindingFrom(ctx), own)
+		init.id = id
+		s.agents.initialized(id, req.Params.ClientInfo.Name, req.Params.ClientInfo.Version, req.Params.ProtocolVersion, own)
+		reservationFrom(ctx).release() // counted among the agents now
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
-		s.subs.removeAll(sess.SessionID())
-		s.agents.unregistered(sess.SessionID())
-		s.conns.forget(sess.SessionID())
+		s.forgetSession(sess.SessionID())
 	})
 	h.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
 		sess := server.ClientSessionFromContext(ctx)
@@ -300,61 +318,41 @@ func (s *Server) addHooks(h *server.Hooks) {
 			return
 		}
 		// The listen stream's session lives as long as this request; its
-		// context ends when the client cancels it or goes away.
+		// context ends when the client cancels it or goes away. Its
+		// binding is this request's, fixed now.
 		key := sess
+		wake := make(chan struct{}, 1)
 		added := false
 		for _, uri := range uris {
 			scope, err := s.scopeOf(ctx, uri)
 			if err != nil {
 				continue
 			}
-			s.subs.add(key, func() sender { return listenSender(sess.NotificationChannel(), ctx.Done()) }, uri, scope)
+			s.subs.add(key, wake, uri, scope)
 			added = true
 		}
 		if added {
 			ended := s.agents.listening(uris)
+			reservationFrom(ctx).release() // counted among the agents now
 			go func() {
+				defer ended()
+				defer s.subs.removeAll(key)
+				_ = s.subs.deliver(key, wake, ctx.Done(), s.subs.closing, listenSender(sess.NotificationChannel(), ctx.Done()), nil, nil)
 				<-ctx.Done()
-				s.subs.removeAll(key)
-				ended()
 			}()
 		}
 	})
 }
 
-// legacySender delivers to a 2025-11-25 session through mcp-go, only while
-// the session's GET stream is open: mcp-go's session channel is read by the
-// GET stream and by every POST of the session in flight, and a POST that
-// takes a notification as its request ends drops it (server/streamable_http.go,
-// the forwarder's done case). With the stream open its writer is waiting on
-// the channel and takes the notification first; without it (a restarted
-// daemon's client reconnects the stream up to a second after its
-// re-initialization) the notification waits in the registry, messages
-// intact, until the stream opens (guard wakes the worker).
-func (s *Server) legacySender(id string) sender {
-	return func(params map[string]any) error {
-		if !s.conns.streaming(id) {
-			if !s.agents.has(id) {
-				return errGone
-			}
-			return errNoStream
-		}
-		err := s.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationResourceUpdated, params)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, server.ErrSessionNotFound):
-			return errGone
-		default:
-			return errBlocked
-		}
-	}
-}
-
 // listenSender delivers to a 2026-07-28 subscriptions/listen stream, which
-// mcp-go's broadcasts do not reach: straight into the stream's channel.
-func listenSender(ch chan<- mcp.JSONRPCNotification, done <-chan struct{}) sender {
-	return func(params map[string]any) error {
+// mcp-go's broadcasts do not reach: straight into the stream's channel,
+// which mcp-go's handler of the listen request writes.
+func listenSender(ch chan<- mcp.JSONRPCNotification, done <-chan struct{}) batchSender {
+	return func(uri string, msgs []wireMsg) error {
+		params := map[string]any{"uri": uri}
+		if msgs != nil {
+			params["messages"] = json.RawMessage(appendMessages(nil, msgs))
+		}
 		n := mcp.JSONRPCNotification{
 			JSONRPC: mcp.JSONRPC_VERSION,
 			Notification: mcp.Notification{

@@ -8,7 +8,9 @@
 // Connection and presence. Run keeps one unbound connection (protocol
 // 2025-11-25, mcp-go's Streamable HTTP client with its GET stream)
 // subscribed to ui://chat/inbox: every session counts as listened to, so
-// people get no "no agent" notice. Notifications are hints that wake the
+// people get no "no agent" notice. cmd gives it the MCP server's own-client
+// header (Options.Header), so that its session is never the one ended to
+// make room for other agents. Notifications are hints that wake the
 // worker of each session they name (a bare overflow notification wakes
 // every open session); chat_read_since(after, session_id) is the truth. A
 // ping every 5 s finds a server that restarted; Run then reconnects, as it

@@ -232,9 +232,11 @@ type MCP struct {
 	// temporary directory; [] allows none.
 	SendDirs []string `toml:"send_dirs"`
 	// MaxSessions bounds the MCP sessions (and 2026-07-28 listen streams)
-	// open at once; an agent past it is refused with an error naming this
-	// key. A session ends when its client sends DELETE or stops reading
-	// its stream. Default 256.
+	// open at once; at the bound the session idle longest is ended to make
+	// room, and only when none is idle is an agent refused, with an error
+	// naming this key. A session ends when its client sends DELETE, stops
+	// reading its stream, or makes no request for 60 s with no stream
+	// open. Default 256.
 	MaxSessions int64 `toml:"max_sessions"`
 }
 

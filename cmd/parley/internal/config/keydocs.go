@@ -28,7 +28,7 @@ var keyDocs = map[string]string{
 	"log.format":            "format is text (logfmt-like) or json. Default text.",
 	"log.level":             "level is the least severe level logged: debug, info, warn or error.\nDefault info.",
 	"mcp":                   "MCP configures what the chat server agents use tells people.",
-	"mcp.max_sessions":      "max_sessions bounds the MCP sessions (and 2026-07-28 listen streams)\nopen at once; an agent past it is refused with an error naming this\nkey. A session ends when its client sends DELETE or stops reading\nits stream. Default 256.",
+	"mcp.max_sessions":      "max_sessions bounds the MCP sessions (and 2026-07-28 listen streams)\nopen at once; at the bound the session idle longest is ended to make\nroom, and only when none is idle is an agent refused, with an error\nnaming this key. A session ends when its client sends DELETE, stops\nreading its stream, or makes no request for 60 s with no stream\nopen. Default 256.",
 	"mcp.no_agent_notice":   "no_agent_notice is the short notice a person on a chat platform gets\nwho writes to a session no agent listens to (subscribed to its\ninbox or to all sessions'); the next notice or the agent's output\ndeletes it. Empty sends none. Default: a sentence saying the message\nis kept and will be read when an agent connects.",
 	"mcp.send_dirs":         "send_dirs are the directories agents may send files from with\nchat.assistant.post, as absolute paths; a file's symlinks are\nresolved before the check. Never sent, whatever this says: /proc,\n/sys, /dev, the data directory and the config file. Default: the\ndirectory parley was started in (unless it is \"/\") and the system\ntemporary directory; [] allows none.",
 	"outbox":                "Outbox paces platform operations.",

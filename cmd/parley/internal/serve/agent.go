@@ -18,7 +18,8 @@ const agentDir = "agents"
 // newOrchestrator builds what runs [agent] kind = "claude-code": a Runner
 // of Claude Code processes, and the orchestrator that drives one per
 // session as a client of this daemon's own /mcp (reached on loopback, with
-// the token when one is set). It returns nil when parley runs no agent.
+// the token when one is set, and the MCP server's own-client secret). It
+// returns nil when parley runs no agent.
 func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, *claudecode.Runner, error) {
 	a := m.Config.Agent
 	if !a.Enabled() {
@@ -37,6 +38,9 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, *claudecode.Runner
 	if t := m.Config.HTTP.Token; t != "" {
 		header.Set("Authorization", "Bearer "+t)
 	}
+	// The MCP server knows its own orchestrator by this secret, and never
+	// ends its session to make room for other agents.
+	header.Set(m.mcp.OwnClientHeader())
 	o, err := orchestrator.New(orchestrator.Options{
 		Endpoint: "http://" + loopbackAddr(m.http.Addr()) + "/mcp",
 		Header:   header,
