@@ -66,8 +66,11 @@ type Presence struct {
 
 	mu     sync.Mutex
 	others map[string]heard
-	moved  chan struct{} // closed at the next change; nil until asked
-	kick   chan struct{} // capacity 1: announce now
+	moved  chan struct{} // closed at the next change of others; nil until asked
+	// changed is what PresenceChanged returns until the next change here
+	// or of others; nil until asked.
+	changed chan struct{}
+	kick    chan struct{} // capacity 1: announce now
 }
 
 type heard struct {
@@ -112,21 +115,31 @@ func (p *Presence) AgentStatus() core.AgentStatus {
 }
 
 // PresenceChanged implements core.Presence: the channel is closed at the
-// next change here or at another instance.
+// next change here or at another instance. Every caller until that change
+// gets the same channel, and one goroutine waits for the change: a
+// goroutine for each caller would outlive it (every /api/events stream
+// asks, and goes) until the next change, which may be days away.
 func (p *Presence) PresenceChanged() <-chan struct{} {
-	local := p.local.PresenceChanged()
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed != nil {
+		return p.changed
+	}
 	if p.moved == nil {
 		p.moved = make(chan struct{})
 	}
-	ch := p.moved
-	p.mu.Unlock()
-	out := make(chan struct{})
+	local, moved, out := p.local.PresenceChanged(), p.moved, make(chan struct{})
+	p.changed = out
 	go func() {
 		select {
 		case <-local:
-		case <-ch:
+		case <-moved:
 		}
+		p.mu.Lock()
+		if p.changed == out {
+			p.changed = nil
+		}
+		p.mu.Unlock()
 		close(out)
 	}()
 	return out
