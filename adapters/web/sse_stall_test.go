@@ -3,6 +3,8 @@
 package web_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -86,13 +89,7 @@ func TestSSEStalledStreamsClosed(t *testing.T) {
 	s.idle()
 	before := liveHeap()
 
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		})
-		return errors.Join(err, serr)
-	}}
+	dialer := smallReceiver()
 	addr := s.srv.Listener.Addr().String()
 	conns := make([]net.Conn, 0, streams)
 	defer func() {
@@ -158,6 +155,71 @@ func TestSSEStalledStreamsClosed(t *testing.T) {
 	if float64(after) > 1.1*float64(before) {
 		t.Errorf("live heap %d bytes after the streams closed, more than 10%% over the %d before", after, before)
 	}
+}
+
+// TestSSECutClientResumes: a client cut off for not reading loses
+// nothing. Whatever reached it before the reset it has; reconnecting with
+// the id of the last whole event it has (Last-Event-ID, as EventSource
+// does) brings every later event once, in order.
+func TestSSECutClientResumes(t *testing.T) {
+	s := newStack(t, func(o *stackOptions) { o.web.WriteTimeout = 300 * time.Millisecond })
+	id := s.newSession("cut")
+	start, err := s.store.LastEventSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := smallReceiver().Dial("tcp", s.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /api/events HTTP/1.1\r\nHost: %s\r\n\r\n", s.srv.Listener.Addr())
+	waitClients(t, s, 1, wait)
+	text := strings.Repeat("read me later. ", 8<<10/15)
+	for i := range 32 {
+		s.chat(id, fmt.Sprintf("%d %s", i, text))
+	}
+	waitClients(t, s, 0, time.Minute)
+
+	// What reached the client: the events up to the last whole one.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	raw, _ := io.ReadAll(c)
+	last := start
+	if resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil); err == nil {
+		body, _ := io.ReadAll(resp.Body) // up to the reset
+		frames := strings.Split(string(body), "\n\n")
+		for _, f := range frames[:len(frames)-1] { // the last is not whole
+			for line := range strings.SplitSeq(f, "\n") {
+				if v, ok := strings.CutPrefix(line, "id: "); ok {
+					if last, err = strconv.ParseUint(v, 10, 64); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	end, _ := s.store.LastEventSeq(context.Background())
+	t.Logf("the cut client had the events up to %d of %d..%d", last, start+1, end)
+	if last >= end {
+		t.Fatal("the client was sent everything: nothing was cut")
+	}
+	reader := s.sse("", strconv.FormatUint(last, 10))
+	expectLog(t, s, reader, last)
+	if !reader.quiet(100 * time.Millisecond) {
+		t.Fatal("duplicates after the resume")
+	}
+}
+
+// smallReceiver dials with a 4 KiB receive buffer, set before connecting
+// so that it bounds the window the connection offers.
+func smallReceiver() *net.Dialer {
+	return &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		return errors.Join(err, serr)
+	}}
 }
 
 // waitClients waits until the adapter has n SSE clients.
