@@ -80,7 +80,7 @@
 // nothing happens cannot be told apart from one that reads: TCP
 // acknowledges what reaches the client's system whether or not the client
 // reads it, and the pings are far too small to fill its buffers; such a
-// stream holds its goroutine and buffers, about 35 KiB, until it is sent
+// stream holds its goroutines and buffers, about 35 KiB, until it is sent
 // enough to block.
 //
 // # Pairing
@@ -114,7 +114,9 @@
 // adapters), attaches it to the daemon's store and bus with Attach, gives it
 // the commands service's pairings with SetPairing, and mounts Handler at
 // "/" behind httpguard's Browser (Host, Origin, JSON) and /api/ behind its
-// API (the token, bounded bodies). Run receives the daemon's Handler.
+// API (the token, bounded bodies), on a server whose ConnContext is
+// httpguard.ConnContext, so that the event streams can bound their
+// connections. Run receives the daemon's Handler.
 // Requests that arrive while the adapter has no store, bus or Handler get
 // 503, and /api/pairing without pairings too.
 //
