@@ -102,7 +102,7 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 	a.clients.Add(1)
 	defer a.clients.Add(-1)
 
-	abort := httpguard.BoundStream(r)
+	defer httpguard.BoundStream(r)()
 	s := &stream{w: w, rc: http.NewResponseController(w), back: c.back,
 		filter: core.SessionID(r.URL.Query().Get("session")), timeout: a.opts.WriteTimeout, last: after,
 		delta: r.URL.Query().Get("ui") == "delta"}
@@ -118,11 +118,10 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 	}
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		// The client does not read: what the kernel still holds for it
-		// goes with the connection. A client that was only slow
-		// reconnects and resumes after the last event it read
-		// (Last-Event-ID).
-		abort()
+		// The client does not read. net/http has closed the connection,
+		// reset (BoundStream): what the kernel held for the client went
+		// with it. A client that was only slow reconnects and resumes
+		// after the last event it read (Last-Event-ID).
 		a.log.Debug("sse client cut off: it does not read", "err", err)
 	case err != nil && ctx.Err() == nil && !errors.Is(err, errDetached):
 		a.log.Debug("sse client dropped", "err", err)

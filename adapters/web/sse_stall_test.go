@@ -157,10 +157,11 @@ func TestSSEStalledStreamsClosed(t *testing.T) {
 	}
 }
 
-// TestSSECutClientResumes: a client cut off for not reading loses
-// nothing. Whatever reached it before the reset it has; reconnecting with
-// the id of the last whole event it has (Last-Event-ID, as EventSource
-// does) brings every later event once, in order.
+// TestSSECutClientResumes: a client cut off for not reading has its
+// connection reset, and loses nothing. Whatever reached it before the
+// reset it has; reconnecting with the id of the last whole event it has
+// (Last-Event-ID, as EventSource does) brings every later event once, in
+// order.
 func TestSSECutClientResumes(t *testing.T) {
 	s := newStack(t, func(o *stackOptions) { o.web.WriteTimeout = 300 * time.Millisecond })
 	id := s.newSession("cut")
@@ -183,7 +184,10 @@ func TestSSECutClientResumes(t *testing.T) {
 
 	// What reached the client: the events up to the last whole one.
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	raw, _ := io.ReadAll(c)
+	raw, err := io.ReadAll(c)
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("the connection ended with %v, not reset: the kernel sent on what the client did not take", err)
+	}
 	last := start
 	if resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil); err == nil {
 		body, _ := io.ReadAll(resp.Body) // up to the reset

@@ -36,16 +36,19 @@ func ConnOf(r *http.Request) net.Conn {
 }
 
 // BoundStream readies r's connection for a long-lived response (an event
-// stream) whose writes have deadlines: its send buffer is fixed at
+// stream) whose writes have deadlines. Its send buffer is fixed at
 // StreamSendBuffer, so a client that does not read blocks a write, and is
-// cut off by its deadline, once that much is waiting for it. It returns
-// abort, to be called when the client was cut off for not reading: the
-// connection's close then resets it (SO_LINGER 0: "the operating system
-// discards any unsent or unacknowledged data",
-// https://pkg.go.dev/net#TCPConn.SetLinger), freeing what the kernel holds
-// for it at once instead of retrying it for minutes. On a connection that
-// is not TCP, or that the server does not keep, both do nothing.
-func BoundStream(r *http.Request) (abort func()) {
+// cut off by the write's deadline, once that much waits for it. And until
+// end is called, closing the connection resets it (SO_LINGER 0: "the
+// operating system discards any unsent or unacknowledged data",
+// https://pkg.go.dev/net#TCPConn.SetLinger): net/http closes a connection
+// as soon as a write to it fails, and the reset drops at once what the
+// kernel still holds for a client that does not read, where a graceful
+// close would keep it, and keep trying to send it, for minutes. Call end
+// when the stream ends (defer it): a connection closed after that, or kept
+// for another request, closes gracefully again. On a connection that is
+// not TCP, or that the server does not keep, both do nothing.
+func BoundStream(r *http.Request) (end func()) {
 	c := ConnOf(r)
 	if u, ok := c.(interface{ NetConn() net.Conn }); ok {
 		c = u.NetConn() // under TLS
@@ -55,5 +58,8 @@ func BoundStream(r *http.Request) (abort func()) {
 		return func() {}
 	}
 	_ = tc.SetWriteBuffer(StreamSendBuffer)
-	return func() { _ = tc.SetLinger(0) }
+	_ = tc.SetLinger(0)
+	// After a failed write the connection is closed already, and this
+	// fails: nothing to undo.
+	return func() { _ = tc.SetLinger(-1) }
 }

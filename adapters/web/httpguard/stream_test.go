@@ -10,60 +10,77 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
 // TestBoundStream: on a server that keeps its connections (ConnContext),
-// a stream's connection gets the fixed send buffer, and abort makes its
-// close a reset, which discards what the client has not read.
+// a stream's connection gets the fixed send buffer; a stream cut off by a
+// write's deadline, its client not reading, ends in a reset, which
+// discards what the client was not sent; one that ends in good order
+// closes as usual, everything sent.
 func TestBoundStream(t *testing.T) {
-	sndbuf := make(chan int, 1)
+	type result struct {
+		sndbuf int
+		err    error // of the stream's last write
+	}
+	done := make(chan result, 1)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		abort := BoundStream(r)
-		sndbuf <- sendBuffer(t, ConnOf(r))
+		end := BoundStream(r)
+		defer end()
+		res := result{sndbuf: sendBuffer(t, ConnOf(r))}
+		defer func() { done <- res }()
 		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Connection", "close") // the stream ends with its connection
-		_, _ = io.WriteString(w, ": connected\n\n")
-		_ = http.NewResponseController(w).Flush()
-		if r.URL.Query().Has("abort") {
-			abort()
+		rc := http.NewResponseController(w)
+		if r.URL.Query().Has("end") {
+			w.Header().Set("Connection", "close")
+			_, res.err = io.WriteString(w, ": the end\n\n")
+			return
+		}
+		// Until the client, which does not read, takes no more.
+		for res.err == nil {
+			_ = rc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			if _, res.err = io.WriteString(w, ": "+strings.Repeat("x", 16<<10)+"\n\n"); res.err == nil {
+				res.err = rc.Flush()
+			}
 		}
 	}))
 	srv.Config.ConnContext = ConnContext
 	srv.Start()
 	defer srv.Close()
 
-	for _, abort := range []bool{false, true} {
-		t.Run(fmt.Sprintf("abort=%v", abort), func(t *testing.T) {
+	for _, cut := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cut=%v", cut), func(t *testing.T) {
 			c, err := net.Dial("tcp", srv.Listener.Addr().String())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
 			path := "/events"
-			if abort {
-				path += "?abort"
+			if !cut {
+				path += "?end"
 			}
 			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+			res := <-done
 			// Linux doubles the size asked for (socket(7)); without it,
 			// a connection starts with tcp_wmem's default, 16 KiB.
-			if got := <-sndbuf; got < StreamSendBuffer || got > 2*StreamSendBuffer {
-				t.Errorf("SO_SNDBUF %d, want %d (or twice that)", got, StreamSendBuffer)
+			if res.sndbuf < StreamSendBuffer || res.sndbuf > 2*StreamSendBuffer {
+				t.Errorf("SO_SNDBUF %d, want %d (or twice that)", res.sndbuf, StreamSendBuffer)
+			}
+			if cut != errors.Is(res.err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the stream ended with %v", res.err)
 			}
 			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			br := bufio.NewReader(c)
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(io.Discard, resp.Body); err != nil && !abort {
+			if _, err := http.ReadResponse(br, nil); err != nil {
 				t.Fatal(err)
 			}
 			_, err = io.Copy(io.Discard, br) // to the connection's end
-			if abort != errors.Is(err, syscall.ECONNRESET) || !abort && err != nil {
-				t.Errorf("reading the stream to its end: %v; want a reset: %v", err, abort)
+			if cut != errors.Is(err, syscall.ECONNRESET) || !cut && err != nil {
+				t.Errorf("reading to the connection's end: %v; want a reset: %v", err, cut)
 			}
 		})
 	}
