@@ -185,12 +185,13 @@ func TestPresenceNotReady(t *testing.T) {
 }
 
 // PresenceChanged costs one goroutine however many ask: every caller
-// until a change shares its channel, and all are told of the change.
+// until a change shares its channel, and all are told of the change. When
+// the presence stops, the waiting ends: nothing is left blocked.
 func TestPresenceChangedShared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHub()
 		la := newLocal(status(1, nil))
-		a, _ := runPresence(t, h, "a", la)
+		a, stop := runPresence(t, h, "a", la)
 		synctest.Wait()
 		before := runtime.NumGoroutine()
 		chans := make([]<-chan struct{}, 1000)
@@ -223,5 +224,18 @@ func TestPresenceChangedShared(t *testing.T) {
 		default:
 			t.Fatal("not told of another instance's change")
 		}
+
+		// A wait pending when the presence stops ends; one begun after
+		// starts no goroutine. (The bubble fails the test if one is left
+		// blocked.)
+		waiting := a.PresenceChanged()
+		stop()
+		synctest.Wait()
+		select {
+		case <-waiting:
+		default:
+			t.Fatal("the wait did not end with the presence")
+		}
+		a.PresenceChanged()
 	})
 }
