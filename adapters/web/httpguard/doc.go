@@ -36,8 +36,9 @@
 // (stream.go), which the event streams call, fixes the kernel's send
 // buffer of their connection, so that a client that reads nothing blocks
 // a write, and meets the write's deadline, after StreamSendBuffer rather
-// than after megabytes; it finds the connection through ConnContext,
-// which the server sets.
+// than after megabytes, and makes the close that follows a reset, which
+// drops what the client did not take; it finds the connection through
+// ConnContext, which the server sets.
 //
 // It is a package of its own, under the web adapter that owns /api, because
 // it imports only the standard library while the adapter imports core: cmd

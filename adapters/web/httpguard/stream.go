@@ -11,12 +11,12 @@ import (
 // buffer up to net.ipv4.tcp_wmem's maximum, 4 MiB by default: a client
 // that reads nothing, even one with a small receive buffer, could be sent
 // megabytes of events before a write blocked and its deadline noticed,
-// and the kernel would hold them all for it. Set
-// explicitly, the buffer stays at this size, doubled by the kernel for its
-// bookkeeping (socket(7): https://man7.org/linux/man-pages/man7/socket.7.html,
-// tcp(7): https://man7.org/linux/man-pages/man7/tcp.7.html). At 64 KiB a
-// client 100 ms away still receives about a megabyte a second, far more
-// than a stream of chat events needs, even when replaying.
+// and the kernel would hold them all for it. Set explicitly, the buffer
+// stays at this size, doubled by the kernel for its bookkeeping (socket(7):
+// https://man7.org/linux/man-pages/man7/socket.7.html, tcp(7):
+// https://man7.org/linux/man-pages/man7/tcp.7.html). At 64 KiB a client
+// 100 ms away still receives over half a megabyte a second, far more than
+// a stream of chat events needs, even when replaying.
 const StreamSendBuffer = 64 << 10
 
 type connKey struct{}
