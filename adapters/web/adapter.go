@@ -25,7 +25,7 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultMaxStates    = 256
 	DefaultMaxBody      = 1 << 20
-	DefaultSSEBuffer    = 1024
+	DefaultSSEBuffer    = 64
 )
 
 // Options configure an Adapter. Handler, Store and Bus may be left nil and
@@ -55,7 +55,10 @@ type Options struct {
 	// MaxBody bounds request bodies in bytes (413 past it).
 	MaxBody int64
 	// SSEBuffer is each SSE client's live event buffer; past it events
-	// are dropped from the bus feed and re-read from the store.
+	// are dropped from the bus feed and re-read from the store. It is
+	// allocated whole for every open stream (an event takes about 260
+	// bytes of it), and a burst past it costs only a read of the store,
+	// so it is small.
 	SSEBuffer int
 }
 

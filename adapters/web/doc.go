@@ -66,9 +66,22 @@
 // is no gap and no duplicate, and a slow client never holds up the daemon.
 // When the log no longer reaches back far enough, an "event: resync" message
 // (its id the seq the stream continues after) tells the client to reload its
-// snapshots. Idle streams get a ": ping" comment every Options.Heartbeat;
-// every write has Options.WriteTimeout, and a client that cannot take it is
-// disconnected.
+// snapshots. Idle streams get a ": ping" comment every Options.Heartbeat.
+//
+// A client that does not read costs little and not for long. Every write
+// has Options.WriteTimeout; the stream's connection has a fixed send
+// buffer (httpguard.BoundStream), so once about StreamSendBuffer waits for
+// a client that reads nothing, a write blocks, the deadline cuts the
+// client off and its connection is reset, which drops what the kernel held
+// for it. Its live events wait in a bounded buffer (Options.SSEBuffer, 64
+// events) and past it are dropped and read again from the store, so a
+// stalled stream holds no more. A client that was only slow reconnects
+// with Last-Event-ID and loses nothing. A client that reads nothing while
+// nothing happens cannot be told apart from one that reads: TCP
+// acknowledges what reaches the client's system whether or not the client
+// reads it, and the pings are far too small to fill its buffers; such a
+// stream holds its goroutines and buffers, about 35 KiB, until it is sent
+// enough to block.
 //
 // # Pairing
 //
@@ -111,7 +124,9 @@
 // the commands service's pairings with SetPairing and, on a bbolt store,
 // its backups with SetBackup, and mounts Handler at
 // "/" behind httpguard's Browser (Host, Origin, JSON) and /api/ behind its
-// API (the token, bounded bodies). Run receives the daemon's Handler.
+// API (the token, bounded bodies), on a server whose ConnContext is
+// httpguard.ConnContext, so that the event streams can bound their
+// connections. Run receives the daemon's Handler.
 // Requests that arrive while the adapter has no store, bus or Handler get
 // 503, and /api/pairing without pairings too.
 //

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/web"
+	"github.com/parley-chat/parley/adapters/web/httpguard"
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/delivery"
@@ -44,6 +46,8 @@ type stackOptions struct {
 	store  bolt.Options
 	web    web.Options
 	extras []core.Adapter
+	// connState, when set, is the server's http.Server.ConnState.
+	connState func(net.Conn, http.ConnState)
 }
 
 func newStack(tb testing.TB, tweak ...func(*stackOptions)) *stack {
@@ -78,7 +82,12 @@ func newStack(tb testing.TB, tweak ...func(*stackOptions)) *stack {
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.disp.Run(runCtx, sub) }()
 	go func() { defer s.wg.Done(); _ = s.web.Run(runCtx, s.svc) }()
-	s.srv = httptest.NewServer(s.web.Handler())
+	// The daemon's server keeps each request's connection, for the event
+	// stream's bounds (httpguard.BoundStream).
+	s.srv = httptest.NewUnstartedServer(s.web.Handler())
+	s.srv.Config.ConnContext = httpguard.ConnContext
+	s.srv.Config.ConnState = o.connState
+	s.srv.Start()
 	tb.Cleanup(func() {
 		stop()
 		s.wg.Wait() // the adapter detaches: SSE streams end

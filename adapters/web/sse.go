@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
+	"github.com/parley-chat/parley/adapters/web/httpguard"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/core/uistate"
 )
@@ -100,6 +102,7 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 	a.clients.Add(1)
 	defer a.clients.Add(-1)
 
+	defer httpguard.BoundStream(r)()
 	s := &stream{w: w, rc: http.NewResponseController(w), back: c.back,
 		filter: core.SessionID(r.URL.Query().Get("session")), timeout: a.opts.WriteTimeout, last: after,
 		delta: r.URL.Query().Get("ui") == "delta"}
@@ -109,11 +112,18 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	s.buf.WriteString("retry: 2000\n: connected\n\n")
-	if err := s.flush(); err != nil {
-		return
+	err := s.flush()
+	if err == nil {
+		err = a.follow(ctx, s, sub, from != "")
 	}
-	err := a.follow(ctx, s, sub, from != "")
-	if err != nil && ctx.Err() == nil && !errors.Is(err, errDetached) {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The client does not read. net/http has closed the connection,
+		// reset (BoundStream): what the kernel held for the client went
+		// with it. A client that was only slow reconnects and resumes
+		// after the last event it read (Last-Event-ID).
+		a.log.Debug("sse client cut off: it does not read", "err", err)
+	case err != nil && ctx.Err() == nil && !errors.Is(err, errDetached):
 		a.log.Debug("sse client dropped", "err", err)
 	}
 }

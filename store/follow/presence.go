@@ -66,8 +66,14 @@ type Presence struct {
 
 	mu     sync.Mutex
 	others map[string]heard
-	moved  chan struct{} // closed at the next change; nil until asked
-	kick   chan struct{} // capacity 1: announce now
+	moved  chan struct{} // closed at the next change of others; nil until asked
+	// changed is what PresenceChanged returns until the next change here
+	// or of others; nil until asked.
+	changed chan struct{}
+	kick    chan struct{} // capacity 1: announce now
+	// done is closed when Run returns: no change is told after it.
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 type heard struct {
@@ -85,7 +91,8 @@ func NewPresence(local core.Presence, ex Exchange, opts PresenceOptions) *Presen
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Presence{local: local, ex: ex, opts: opts, others: map[string]heard{}, kick: make(chan struct{}, 1)}
+	return &Presence{local: local, ex: ex, opts: opts, others: map[string]heard{}, kick: make(chan struct{}, 1),
+		done: make(chan struct{})}
 }
 
 // AgentStatus implements core.Presence: Ready when this instance's chat
@@ -112,21 +119,39 @@ func (p *Presence) AgentStatus() core.AgentStatus {
 }
 
 // PresenceChanged implements core.Presence: the channel is closed at the
-// next change here or at another instance.
+// next change here or at another instance, or when Run returns; after
+// that, it is never closed. Every caller until that change gets the same
+// channel, and one goroutine waits for the change: a goroutine for each
+// caller would outlive it (every /api/events stream asks, and goes) until
+// the next change, which may be days away, and then the daemon.
 func (p *Presence) PresenceChanged() <-chan struct{} {
-	local := p.local.PresenceChanged()
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed != nil {
+		return p.changed
+	}
+	out := make(chan struct{})
+	select {
+	case <-p.done:
+		return out
+	default:
+	}
 	if p.moved == nil {
 		p.moved = make(chan struct{})
 	}
-	ch := p.moved
-	p.mu.Unlock()
-	out := make(chan struct{})
+	local, moved := p.local.PresenceChanged(), p.moved
+	p.changed = out
 	go func() {
 		select {
 		case <-local:
-		case <-ch:
+		case <-moved:
+		case <-p.done:
 		}
+		p.mu.Lock()
+		if p.changed == out {
+			p.changed = nil
+		}
+		p.mu.Unlock()
 		close(out)
 	}()
 	return out
@@ -187,8 +212,10 @@ func sameStatus(a, b core.AgentStatus) bool {
 
 // Run announces this instance's status at each change and every
 // heartbeat, hears the others' and forgets the silent, until ctx ends; then
-// it announces that this instance no longer listens. It returns nil.
+// it announces that this instance no longer listens. It returns nil. It is
+// run once: once it has returned, PresenceChanged tells no more changes.
 func (p *Presence) Run(ctx context.Context) error {
+	defer p.stopOnce.Do(func() { close(p.done) })
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { p.listen(ctx) })

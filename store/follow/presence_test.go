@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 	"maps"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -180,5 +181,61 @@ func TestPresenceNotReady(t *testing.T) {
 		la.set(core.AgentStatus{Ready: true, All: 1, Sessions: map[core.SessionID]int{}})
 		synctest.Wait()
 		checkStatus(t, "a", a, status(3, nil))
+	})
+}
+
+// PresenceChanged costs one goroutine however many ask: every caller
+// until a change shares its channel, and all are told of the change. When
+// the presence stops, the waiting ends: nothing is left blocked.
+func TestPresenceChangedShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHub()
+		la := newLocal(status(1, nil))
+		a, stop := runPresence(t, h, "a", la)
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		chans := make([]<-chan struct{}, 1000)
+		for i := range chans {
+			chans[i] = a.PresenceChanged()
+		}
+		if n := runtime.NumGoroutine() - before; n > 1 {
+			t.Errorf("%d goroutines for 1000 calls", n)
+		}
+		la.set(status(2, nil))
+		synctest.Wait()
+		for i, ch := range chans {
+			select {
+			case <-ch:
+			default:
+				t.Fatalf("caller %d was not told of the change", i)
+			}
+		}
+		// After the change, a new wait: told of the next one only.
+		next := a.PresenceChanged()
+		select {
+		case <-next:
+			t.Fatal("told of a change before it happened")
+		default:
+		}
+		_, _ = runPresence(t, h, "b", newLocal(status(1, nil)))
+		synctest.Wait()
+		select {
+		case <-next:
+		default:
+			t.Fatal("not told of another instance's change")
+		}
+
+		// A wait pending when the presence stops ends; one begun after
+		// starts no goroutine. (The bubble fails the test if one is left
+		// blocked.)
+		waiting := a.PresenceChanged()
+		stop()
+		synctest.Wait()
+		select {
+		case <-waiting:
+		default:
+			t.Fatal("the wait did not end with the presence")
+		}
+		a.PresenceChanged()
 	})
 }

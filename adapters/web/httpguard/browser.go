@@ -57,13 +57,13 @@ func newBrowserGuard(allowedHosts []string) *browserGuard {
 func (g *browserGuard) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.hostAllowed(r) {
-			apiRefusal(w, http.StatusForbidden, fmt.Sprintf(
+			apiRefusal(w, r, http.StatusForbidden, fmt.Sprintf(
 				"parley does not answer to the host name %q: add it to [http] allowed_hosts (PARLEY_HTTP_ALLOWED_HOSTS) if parley is meant to be reached by it",
 				r.Host))
 			return
 		}
 		if status, msg := g.forgery(r); status != 0 {
-			apiRefusal(w, status, msg)
+			apiRefusal(w, r, status, msg)
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -23,6 +23,23 @@
 // The page's static files and the liveness probe get only Browser: they
 // hold no data a token would protect.
 //
+// Every refusal closes its connection once the answer is written, without
+// waiting for the rest of a body the client declared (body.go): refuse,
+// answer and close, so a client cannot hold a connection by trickling the
+// body of a request that was refused anyway.
+//
+// Two bounds hold for the whole server rather than a class of route, for
+// the same reason: the server cannot have a ReadTimeout or WriteTimeout,
+// which would cut the long-lived streams (SSE, MCP's GET) along with slow
+// clients. BodyDeadline, in front of everything, gives every request body
+// BodyTimeout to arrive, and lifts the deadline once it has. BoundStream
+// (stream.go), which the event streams call, fixes the kernel's send
+// buffer of their connection, so that a client that reads nothing blocks
+// a write, and meets the write's deadline, after StreamSendBuffer rather
+// than after megabytes, and makes the close that follows a reset, which
+// drops what the client did not take; it finds the connection through
+// ConnContext, which the server sets.
+//
 // It is a package of its own, under the web adapter that owns /api, because
 // it imports only the standard library while the adapter imports core: cmd
 // guards /mcp and /metrics with it without linking the page to them.

@@ -2,7 +2,6 @@ package httpguard
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"strings"
 )
@@ -35,9 +34,7 @@ func requireToken(token string, h http.Handler) http.Handler {
 				msg = "access_token in the URL is accepted only by GET /api/events (for EventSource): send Authorization: Bearer <http.token>"
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+			apiRefusal(w, r, http.StatusUnauthorized, msg)
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -20,7 +20,15 @@ import (
 // cross-site or non-JSON request changes anything); everything but the
 // page's static files and the liveness probe (/api/health) requires the
 // bearer token when one is set; request bodies of /api/ and /mcp are
-// bounded in size and in time.
+// bounded in size, and every request's body in time (BodyDeadline).
+//
+// The server's own timeouts are ReadHeaderTimeout and IdleTimeout only.
+// A ReadTimeout or WriteTimeout would cut the long-lived streams (SSE,
+// MCP's GET) along with slow clients, so the time bounds are per request
+// instead: httpguard's BodyDeadline for bodies, and a deadline on each
+// write of a stream (the web adapter's and package mcp's). ConnContext
+// keeps each request's connection, for httpguard.BoundStream to fix the
+// send buffer of /api/events streams.
 type httpServer struct {
 	ln     net.Listener
 	srv    *http.Server
@@ -98,7 +106,8 @@ func newHTTPServer(o serverOptions, page *web.Adapter, mcpHandler http.Handler, 
 		ln:     ln,
 		cancel: cancel,
 		srv: &http.Server{
-			Handler:           mux,
+			Handler:           httpguard.BodyDeadline(mux),
+			ConnContext:       httpguard.ConnContext,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       cmp.Or(o.IdleTimeout, defaultIdleTimeout),
 			BaseContext:       func(net.Listener) context.Context { return base },

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/adapters/web"
+	"github.com/parley-chat/parley/adapters/web/httpguard"
 	"github.com/parley-chat/parley/cmd/parley/internal/metrics"
 	"github.com/parley-chat/parley/core"
 )
@@ -237,5 +238,36 @@ func TestIdleConnectionClosed(t *testing.T) {
 			t.Fatal("the idle connection was still open after 20s")
 		}
 		t.Fatalf("read %d bytes, %v; want the server to close the connection", n, err)
+	}
+}
+
+// TestServerKeepsConnections: the daemon's server puts each request's
+// connection in its context (httpguard.ConnContext), which the event
+// streams need to bound their send buffer (httpguard.BoundStream).
+func TestServerKeepsConnections(t *testing.T) {
+	probe := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := httpguard.ConnOf(r); c == nil || c.RemoteAddr().String() != r.RemoteAddr {
+			http.Error(w, "no connection in the request's context", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	h, err := newHTTPServer(serverOptions{Listen: "127.0.0.1:0"}, web.New(web.Options{}), nil, metrics.New(metrics.Sources{}),
+		route{path: "/probe", handler: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	resp, err := http.Get("http://" + h.Addr() + "/probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }

@@ -1,0 +1,174 @@
+//go:build unix
+
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSSEStalledStreamsLoad is a load command, not a unit test: it starts
+// `parley serve` as its own process, opens PARLEY_SSE_LOAD_STREAMS (400)
+// GET /api/events streams that never read, from sockets with a 4 KiB
+// receive buffer, leaves them idle for 20 s, then has a person post 32
+// messages of 8 KiB that every stream is sent (about 512 KiB each, with
+// the page's UiUpdates), and reports the daemon's RSS, Go heap, open
+// files and goroutines before, while idle, after the messages and after a
+// GC, and when the daemon had closed how many of the streams.
+//
+//	PARLEY_SSE_LOAD=1 go test -count=1 -v -run TestSSEStalledStreamsLoad ./cmd/parley/internal/e2e
+//
+// PARLEY_SSE_LOAD_BIN runs another parley binary instead of building this
+// one (to compare with an older build).
+func TestSSEStalledStreamsLoad(t *testing.T) {
+	if os.Getenv("PARLEY_SSE_LOAD") == "" {
+		t.Skip("a load command: set PARLEY_SSE_LOAD=1")
+	}
+	streams := 400
+	if n, err := strconv.Atoi(os.Getenv("PARLEY_SSE_LOAD_STREAMS")); err == nil && n > 0 {
+		streams = n
+	}
+	dir := t.TempDir()
+	bin := os.Getenv("PARLEY_SSE_LOAD_BIN")
+	if bin == "" {
+		var err error
+		if bin, err = buildParley(dir, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "serve", "--data-dir", filepath.Join(dir, "data"), "--listen", addr)
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "PARLEY_LOG_LEVEL=warn"}
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	base := "http://" + addr
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(base + "/api/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("parley serve did not start")
+		}
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	post := func(path string, body any) map[string]any {
+		b, _ := json.Marshal(body)
+		resp, err := hc.Post(base+path, "application/json", strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, out, err)
+		}
+		return out
+	}
+	session := post("/api/sessions", map[string]string{"title": "load"})["id"].(string)
+
+	report := func(when string) {
+		t.Logf("%-34s fds %4d  RSS %6.1f MB  heap in use %6.1f MB, allocated %6.1f MB  goroutines %5.0f  SSE clients %4.0f", when,
+			fds(cmd.Process.Pid), rss(t, cmd.Process.Pid)/(1<<20), daemonMetric(t, base, "go_memstats_heap_inuse_bytes")/(1<<20),
+			daemonMetric(t, base, "go_memstats_heap_alloc_bytes")/(1<<20),
+			daemonMetric(t, base, "go_goroutines"), daemonMetric(t, base, "parley_sse_clients"))
+	}
+	report("before")
+
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		return errors.Join(err, serr)
+	}}
+	conns := make([]net.Conn, 0, streams)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range streams {
+		c, err := dialer.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET /api/events?ui=delta HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", addr)
+		conns = append(conns, c)
+	}
+	time.Sleep(20 * time.Second)
+	report(fmt.Sprintf("%d idle streams open 20 s", streams))
+
+	text := strings.Repeat("nobody reads this. ", 8<<10/19)
+	start := time.Now()
+	for i := range 32 {
+		post("/api/chat", map[string]string{"session_id": session, "text": fmt.Sprintf("%d %s", i, text)})
+	}
+	report("after 32 × 8 KiB messages")
+	var closedAt time.Duration
+	for time.Since(start) < 60*time.Second {
+		if daemonMetric(t, base, "parley_sse_clients") == 0 {
+			closedAt = time.Since(start)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if closedAt > 0 {
+		t.Logf("every stream closed %s after the first message", closedAt.Round(100*time.Millisecond))
+	}
+	report("60 s after the first message")
+
+	// How many did the daemon close? Drain each socket: a closed one ends,
+	// or answers with a reset.
+	var closed int
+	var sample error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			_, err := io.Copy(io.Discard, c)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil || errors.Is(err, syscall.ECONNRESET) {
+				closed++
+			} else {
+				sample = err
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d of %d stalled streams closed by the daemon (still open: %v)", closed, streams, sample)
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	// Freed memory shows once a GC ran: the runtime forces one every two
+	// minutes when nothing else triggers it.
+	time.Sleep(150*time.Second - time.Since(start))
+	report("150 s later (after a GC)")
+}
