@@ -46,6 +46,7 @@ type Options struct {
 type Store struct {
 	pool      *pgxpool.Pool
 	now       func() time.Time
+	ids       core.SessionIDs // for CreateSession without an id, ordered by now
 	maxEvents uint64
 	slack     uint64
 	instance  core.InstanceID
