@@ -20,12 +20,12 @@ import (
 // while people write a steady stream into four topics and an agent is
 // connected to every instance:
 //
-//  1. The agent posts more answers through the poller than the group's
-//     budget (20 a minute) lets out; while answers wait behind it, and right
-//     after a burst of people's messages, the poller is killed with
-//     SIGKILL. Another instance polls within seconds (the lease expires),
-//     and the answers still queued are delivered by the survivors (the
-//     dead instance's claims expire), each exactly once.
+//  1. The agent posts answers through the poller; once the first are out,
+//     Telegram's flood control refuses the poller's sends, and while the
+//     rest wait, right after a burst of people's messages, the poller is
+//     killed with SIGKILL. Another instance polls within seconds (the
+//     lease expires), and the answers still queued are delivered by the
+//     survivors (the dead instance's claims expire), each exactly once.
 //  2. While the survivors wait for the group's budget, PostgreSQL stops
 //     (immediate: as if its machine lost power) and starts again; people
 //     keep writing and the agent keeps answering. The instances recover on
@@ -76,58 +76,40 @@ func TestClusterThreeInstances(t *testing.T) {
 	w := startWriters(t, srv, forum, 4)
 	defer w.stop()
 
-	// 1. Answers queued behind the group's budget, then kill -9 of the
-	// poller, through which they were posted (an answer is delivered by
-	// the instance that committed it, until its claim expires).
+	// 1. Answers queued at the kill -9 of the poller, through which they
+	// were posted (an answer is delivered by the instance that committed
+	// it, until its claim expires). The first ones go out; then
+	// Telegram's flood control answers the doomed instance's sends with
+	// 429 until its death, so that the answers posted after them wait in
+	// its outbox whatever the machine's speed, and the kill waits until
+	// none of its calls is under way: it cannot fall between Telegram's
+	// answer and the instance's confirmation, the repeat window of a
+	// platform without idempotency keys (milliseconds), which this test is
+	// not about.
 	p := tp.poller()
-	n := 0
+	const sent, n = 5, 30
 	answer := func(k int) string { return fmt.Sprintf("Queued answer %d.", k) }
 	delivered := func() int { return len(shown(srv, forum, queue, "Queued answer ")) }
-	// Thirty answers are posted all at once (answers posted one after
-	// another by a slow client would trickle out within the budget). The
-	// group's budget (20 a minute, shared with the deletions of people's
-	// messages) lets them out a few at a time; the kill comes while at
-	// least three still wait behind it. On a machine so loaded that
-	// parley sends slower than the budget, nothing waits behind it: thirty
-	// more are posted, up to three times.
-	for round := 1; ; round++ {
-		var posting sync.WaitGroup
-		for k := n + 1; k <= n+30; k++ {
-			posting.Go(func() {
-				agents[p].call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
-			})
+	post := func(from, to int) {
+		for k := from; k <= to; k++ {
+			agents[p].call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
 		}
-		posting.Wait()
-		n += 30
-		last, since := -1, time.Now()
-		queued := func() int { return n - delivered() }
-		servetest.PollUntil(t, 2*time.Minute, "a quiet second with answers queued behind the group's budget", func() bool {
-			if c := delivered(); c != last {
-				last, since = c, time.Now()
-			}
-			return (delivered() > 0 && time.Since(since) > time.Second) || queued() < 3
-		}, nil)
-		if queued() >= 3 {
-			break
-		} else if round == 3 {
-			t.Fatalf("only %d of %d answers were still queued at the kill: the test needs the group's pacing to hold them back", queued(), n)
-		}
-		t.Logf("only %d of %d answers were still queued: parley sends slower than the group's budget here; posting 30 more", queued(), n)
 	}
+	post(1, sent)
+	servetest.PollUntil(t, 2*time.Minute, "the first answers delivered", func() bool { return delivered() >= sent }, nil)
+	tp.refuse(p)
+	servetest.PollUntil(t, 30*time.Second, "no call of the instance to kill under way", func() bool { return tp.idle(p) }, nil)
+	post(sent+1, n)
 	// The instance to kill is both the poller and the one that committed
 	// the answers: a lease that moved meanwhile, with nothing failing, is
 	// a finding of its own.
 	if q := tp.poller(); q != p {
 		t.Fatalf("the poller moved from instance %d to %d before the kill", p, q)
 	}
-	// Just before the kill Telegram's flood control answers the doomed
-	// instance's sends with 429, and the kill waits until none of its
-	// calls is under way: it cannot fall between Telegram's answer and
-	// the instance's confirmation, the repeat window of a platform without
-	// idempotency keys (milliseconds), which this test is not about.
-	tp.refuse(p)
-	servetest.PollUntil(t, 30*time.Second, "no call of the instance to kill under way", func() bool { return tp.idle(p) }, nil)
 	before := delivered()
+	if before != sent {
+		t.Fatalf("%d of %d answers delivered before the kill, want the %d sent before Telegram refused the instance", before, n, sent)
+	}
 	// A burst just before the kill: the poller is handed a batch, and
 	// dies while storing it, so that its successor is handed again what
 	// it did not acknowledge.
