@@ -176,6 +176,13 @@ func (tp *tap) refuse(n int) {
 	tp.refused[n] = true
 }
 
+// allow ends refuse: instance n's calls reach Telegram again.
+func (tp *tap) allow(n int) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	delete(tp.refused, n)
+}
+
 // idle reports whether no call of instance n other than its long poll is
 // under way.
 func (tp *tap) idle(n int) bool {
