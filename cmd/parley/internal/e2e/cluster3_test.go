@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/postgres/pgtest"
 )
 
@@ -26,7 +28,7 @@ import (
 //     is killed with SIGKILL. Another instance polls within seconds (the
 //     lease expires), and the answers still queued are delivered by the
 //     survivors (the dead instance's claims expire), each exactly once.
-//  2. While the survivors wait for the group's budget, PostgreSQL stops
+//  2. While Telegram refuses the survivors' sends, PostgreSQL stops
 //     (immediate: as if its machine lost power) and starts again; people
 //     keep writing and the agent keeps answering. The instances recover on
 //     their own.
@@ -76,39 +78,66 @@ func TestClusterThreeInstances(t *testing.T) {
 	w := startWriters(t, srv, forum, 4)
 	defer w.stop()
 
-	// 1. Answers queued at the kill -9 of the poller, through which they
-	// were posted. The first ones go out; then Telegram's flood control
-	// answers every instance's sends with 429 until the kill — not only
-	// the doomed one's: claims decide which instance delivers an event,
-	// and another may take one over from the instance that committed it —
-	// so that the answers posted after them wait whatever the machine's
-	// speed, and the kill waits until no call is under way: it cannot
-	// fall between Telegram's answer and the instance's confirmation, the
-	// repeat window of a platform without idempotency keys
-	// (milliseconds), which this test is not about.
-	p := tp.poller()
-	const sent, n = 5, 30
+	// Telegram's flood control (the tap) can refuse every instance's
+	// sends at once; quiet is when none has a call under way and every
+	// answer shown in the queue's topic is confirmed in the store (its
+	// event left the journal, where the undelivered ones wait). From
+	// quiet on, until the instances are let through again, no kill and no
+	// outage can fall between Telegram's answer to a send and the
+	// confirmation of it — the repeat window of a platform without
+	// idempotency keys (milliseconds), in which another instance taking
+	// the event over sends it again, and which this test is not about.
+	journal := openStore(t, db.URL)
+	refuseAll := func() {
+		for k := range nodes {
+			tp.refuse(k)
+		}
+	}
+	var n int
 	answer := func(k int) string { return fmt.Sprintf("Queued answer %d.", k) }
 	delivered := func() int { return len(shown(srv, forum, queue, "Queued answer ")) }
-	post := func(from, to int) {
-		for k := from; k <= to; k++ {
-			agents[p].call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
-		}
-	}
-	post(1, sent)
-	servetest.PollUntil(t, 2*time.Minute, "the first answers delivered", func() bool { return delivered() >= sent }, nil)
-	for k := range nodes {
-		tp.refuse(k)
-	}
-	servetest.PollUntil(t, 30*time.Second, "no call under way", func() bool {
-		for k := range nodes {
-			if !tp.idle(k) {
-				return false
+	quiet := func(what string) {
+		t.Helper()
+		servetest.PollUntil(t, time.Minute, what, func() bool {
+			for k := range nodes {
+				if !tp.idle(k) {
+					return false
+				}
 			}
+			ds, err := journal.Deliveries(context.Background(), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiting := 0
+			for _, d := range ds {
+				if string(d.Event.Session) == session && d.Event.Kind == core.EventAssistant {
+					waiting++
+				}
+			}
+			return waiting == n-delivered()
+		}, nil)
+	}
+
+	// 1. Answers queued at the kill -9 of the poller, through which they
+	// were posted. The first ones go out; then Telegram refuses every
+	// instance's sends until the kill — not only the doomed one's: claims
+	// decide which instance delivers an event, and another may take one
+	// over from the instance that committed it — so that the answers
+	// posted after them wait whatever the machine's speed, and the kill
+	// comes at quiet.
+	p := tp.poller()
+	const sent = 5
+	post := func(to int) {
+		for k := n + 1; k <= to; k++ {
+			agents[p].call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
+			n = k
 		}
-		return true
-	}, nil)
-	post(sent+1, n)
+	}
+	post(sent)
+	servetest.PollUntil(t, 2*time.Minute, "the first answers delivered", func() bool { return delivered() >= sent }, nil)
+	refuseAll()
+	post(30)
+	quiet("quiet before the kill")
 	// The instance to kill is both the poller and the one that committed
 	// the answers: a lease that moved meanwhile, with nothing failing, is
 	// a finding of its own.
@@ -147,7 +176,11 @@ func TestClusterThreeInstances(t *testing.T) {
 	reader := agents[survivors[0]]
 
 	// 2. PostgreSQL restarts while people write and the agent answers,
-	// through a survivor, in the first of the writers' topics.
+	// through a survivor, in the first of the writers' topics. Telegram
+	// refuses every instance's sends from before the outage until the
+	// instances have recovered, and the outage starts at quiet.
+	refuseAll()
+	quiet("quiet before the outage")
 	extra := answerDuring(t, agents[next.node], sessionOf(t, reader, w.first()), 8)
 	if err := db.Stop("immediate"); err != nil {
 		t.Fatal(err)
@@ -176,6 +209,9 @@ func TestClusterThreeInstances(t *testing.T) {
 	}, nil)
 	resumed, _ := tp.firstPollAfter(started, -1)
 	t.Logf("after PostgreSQL came back, instance %d polled %v later", resumed.node, resumed.start.Sub(started).Round(time.Millisecond))
+	for k := range nodes {
+		tp.allow(k) // the killed instance too, for its restart
+	}
 	acked, refused := extra.wait(t)
 
 	// Every queued answer, and every answer acknowledged around the
