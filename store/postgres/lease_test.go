@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/postgres/pgtest"
 )
@@ -227,19 +229,36 @@ func TestLeaseTakeoverWaitsForFencedWrite(t *testing.T) {
 	ctx := context.Background()
 	srv := pgtest.Start(t)
 	a, b := openInstance(t, srv.URL, "a"), openInstance(t, srv.URL, "b")
-	la, _, err := a.AcquireLease(ctx, "poll", 500*time.Millisecond)
-	must(t, err)
-	// The fenced write, in a transaction left open: the statement ran, its
-	// commit has not come yet.
-	tx, err := a.pool.Begin(ctx)
-	must(t, err)
-	defer tx.Rollback(ctx) //nolint:errcheck
-	var n int
-	must(t, tx.QueryRow(ctx, fence+`, w AS (INSERT INTO cursors (name, value) SELECT $1, $2 FROM l)
+	// The fenced write, in a transaction left open: the statement ran
+	// while a held the lease, its commit has not come yet. Should the
+	// lease have expired before the statement ran (a machine slower than
+	// the TTL), that is no premise: a takes the lease again, for twice as
+	// long, and writes again.
+	var (
+		la core.Lease
+		tx pgx.Tx
+	)
+	for ttl := 500 * time.Millisecond; ; ttl *= 2 {
+		var ok bool
+		var err error
+		if la, ok, err = a.AcquireLease(ctx, "poll", ttl); err != nil || !ok {
+			t.Fatalf("Acquire = %v %v", ok, err)
+		}
+		tx, err = a.pool.Begin(ctx)
+		must(t, err)
+		var n int
+		must(t, tx.QueryRow(ctx, fence+`, w AS (INSERT INTO cursors (name, value) SELECT $1, $2 FROM l)
 SELECT count(*) FROM l`, []byte("offset"), []byte("7"), la.Name, string(la.Holder), la.Token).Scan(&n))
-	if n != 1 {
-		t.Fatal("the fenced write found no holding")
+		if n == 1 {
+			break
+		}
+		must(t, tx.Rollback(ctx))
+		if ttl > time.Minute {
+			t.Fatal("the fenced write found no holding, even for a lease of a minute")
+		}
+		t.Logf("the lease of %v expired before the fenced write ran; again", ttl)
 	}
+	defer tx.Rollback(ctx) //nolint:errcheck
 	eventually(t, "the lease expires", expired(t, b, "poll"))
 	type result struct {
 		l  core.Lease
@@ -266,7 +285,7 @@ SELECT count(*) FROM l`, []byte("offset"), []byte("7"), la.Name, string(la.Holde
 	}
 	must(t, tx.Commit(ctx))
 	r := <-taken
-	if !r.ok || r.l.Token != 2 {
+	if !r.ok || r.l.Token != la.Token+1 {
 		t.Fatalf("takeover after the commit = %+v", r)
 	}
 	if v := cursor(t, b, "offset"); v != "7" {
