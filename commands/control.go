@@ -27,7 +27,7 @@ const ReservationPrefix = "create\x00"
 // completes) that session instead of creating a second one.
 func (s *Service) createSession(ctx context.Context, cmd core.Command) (core.Result, error) {
 	now := s.opts.Now()
-	id := core.NewSessionID(now)
+	id := s.ids.New(now)
 	dup := false
 	if key := dedupKey(cmd); key != "" {
 		cursor := ReservationPrefix + key
