@@ -191,10 +191,12 @@ func Lock(path string, timeout time.Duration) (unlock func() error, err error) {
 			}
 			return nil, fmt.Errorf("bolt: lock %s: %w", path, err)
 		}
-		// bbolt's own wait between tries.
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(lockPoll)
 	}
 }
 
 // errLocked is lockFile's answer when another open file holds the lock.
 var errLocked = errors.New("locked")
+
+// lockPoll is bbolt's own wait between tries of a lock.
+const lockPoll = 50 * time.Millisecond

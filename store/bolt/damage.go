@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -108,7 +109,13 @@ func readMeta(f io.ReaderAt, off int64) (m fileMeta, ok bool) {
 // freelist or root page is not one. It reads three pages, whatever the
 // file's size: checking every page (bbolt's Tx.Check) is parley doctor's
 // job. A file that does not exist is fine (Open creates it).
-func checkFile(path string) error {
+//
+// The pages are read under a shared lock, taken within timeout (zero:
+// waited for, as bbolt does): a running parley holds the exclusive lock
+// and rewrites those pages, and read beside it they may be half written —
+// a live database reported damaged. A file a writer holds past timeout is
+// ErrInUse, which is what bbolt's own open would find.
+func checkFile(path string, timeout time.Duration) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -116,7 +123,21 @@ func checkFile(path string) error {
 	if err != nil {
 		return nil // bbolt's own open reports it (permissions)
 	}
-	defer f.Close()
+	defer f.Close() // and so lets the shared lock go
+	deadline := time.Now().Add(timeout)
+	for {
+		err := shareFile(f)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errLocked) {
+			return fmt.Errorf("bolt: open %s: %w", path, err)
+		}
+		if timeout > 0 && time.Now().After(deadline) {
+			return fmt.Errorf("bolt: open %s: %w", path, ErrInUse)
+		}
+		time.Sleep(lockPoll)
+	}
 	info, err := f.Stat()
 	if err != nil {
 		return nil

@@ -187,7 +187,7 @@ func Open(path string, opts Options) (*Store, error) {
 // directory's.
 func openDB(path string, o bbolt.Options) (*bbolt.DB, *os.File, error) {
 	for attempt := 1; ; attempt++ {
-		if err := checkFile(path); err != nil {
+		if err := checkFile(path, o.Timeout); err != nil {
 			return nil, nil, err
 		}
 		// A panic inside bbolt.Open leaves its file open and locked;
