@@ -248,6 +248,9 @@ func (s *Service) status(ctx context.Context, cmd core.Command) (core.Result, er
 	if n := len(sess.Questions); n > 0 {
 		text += fmt.Sprintf(", %d open question(s)", n)
 	}
+	if len(s.opts.Agents) > 0 {
+		text += ", agent " + s.agentLabel(sess.Agent)
+	}
 	cmd.Text, cmd.Kind = text, core.Notice
 	return s.notice(ctx, cmd)
 }
