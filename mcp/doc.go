@@ -4,7 +4,7 @@
 // notified of new human messages, and act through tools (chat_read_since,
 // chat.human.post, chat.assistant.post, session.output, loop.yield_turn,
 // ui.ask, ui.tool_call, ui.tool_output, ui.request_approval, session.create,
-// session.list, session.close, agent.state; each dotted name also
+// session.list, session.get, session.close, agent.state; each dotted name also
 // as an underscore alias) that run as commands on the core.Handler. The
 // Server's Handler serves Streamable HTTP at /mcp; Proxy is `parley mcp`,
 // the same over stdio.
@@ -24,7 +24,8 @@
 // connection acts on that session only: the inbox and the tools are that
 // session's, a session_id naming another session is a tool error, another
 // session's inbox can be neither read nor subscribed to, session.list and
-// ui://agent/status show the bound session alone, and session.create is
+// ui://agent/status show the bound session alone (session.get reads it),
+// and session.create is
 // refused. An agent given one session (a bound URL, `parley mcp --session`,
 // the channel) cannot read or post elsewhere. Unbound, the inbox spans all
 // sessions (every message carries its session_id) and the tools that act on
