@@ -75,16 +75,26 @@ func (s *Service) toolUpdate(ctx context.Context, cmd core.Command, fn func(ss *
 	})
 }
 
-// toolCall records a tool call starting; the agent is then working.
+// toolCall records a tool call starting; the agent is then working. A
+// running call reported again with another command shows that command.
 func (s *Service) toolCall(ctx context.Context, cmd core.Command) (core.Result, error) {
 	if err := checkCall(cmd.Call, true); err != nil {
 		return core.Result{}, err
 	}
 	return s.toolUpdate(ctx, cmd, func(ss *core.Session) ([]core.Event, error) {
-		if core.FindTool(ss.Tools, cmd.Call.CallID) >= 0 {
+		i := core.FindTool(ss.Tools, cmd.Call.CallID)
+		if i < 0 {
+			return startCall(ss, cmd), nil
+		}
+		t := &ownTools(ss)[i]
+		if t.Done || cmd.Call.Cmd == "" || core.StateCmd(cmd.Call.Cmd) == t.Cmd {
 			return nil, nil
 		}
-		return startCall(ss, cmd), nil
+		// The runtime tells more of a running call: it shows the new
+		// command.
+		t.Cmd = core.StateCmd(cmd.Call.Cmd)
+		call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Cmd: cmd.Call.Cmd}
+		return []core.Event{{Kind: core.EventToolCall, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call}}, nil
 	})
 }
 

@@ -15,6 +15,11 @@ import (
 // Decisions, where the architecture is silent:
 //   - A tool call is known by its call id within a session; reporting the
 //     same call again, or its output again, changes nothing (idempotent).
+//     A call reported again while it runs with another command (its
+//     runtime learnt more of it: ACP's tool_call_update gives the command
+//     after the call began) shows that command from then on: one more
+//     EventToolCall, with the new Cmd, which the UIState's ToolGroup and
+//     the progress line take. Once its output is in, a call is as it was.
 //     The session keeps the newest MaxSessionTools calls (ToolState, without
 //     their output), which is what idempotency and "unknown call id" are
 //     decided on; the output itself lives only in the event log, like every

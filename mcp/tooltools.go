@@ -16,7 +16,8 @@ import (
 )
 
 // Tool activity from the agent's runtime: ui.tool_call and ui.tool_output
-// report a call and its result (idempotent by call_id; see core/tools.go),
+// report a call and its result (idempotent by call_id, but for a running
+// call reported with another cmd, which then shows it; see core/tools.go),
 // ui.request_approval asks the session's people to decide on a call. An
 // approval is a question asked through ui.ask's machinery — the waiter is
 // registered before the question exists, the answer arrives on the bus —
@@ -41,7 +42,7 @@ func (s *Server) addToolActivityTools() {
 	toolArg := mcp.WithString("tool", mcp.Required(), mcp.Description("The tool's name (shell, edit_file, …)."))
 	cmdArg := mcp.WithString("cmd", mcp.Description("The command or arguments as people should see them."))
 	s.addTool("ui.tool_call", "Report a tool call starting, shown to the session's people (a progress line while the turn runs, a tool group on the page). "+
-		"Idempotent by call_id.", s.toolCall,
+		"Idempotent by call_id; reported again with another cmd while it runs, the call shows that cmd.", s.toolCall,
 		callArg, toolArg, cmdArg, sessionArg,
 		mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
 	)
