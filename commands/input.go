@@ -156,12 +156,11 @@ func numberedAnswer(sess core.Session, text string) (core.Question, int, bool) {
 // readsAsDecision reports whether text, typed while one of sess's
 // approvals is open, looks meant to decide it ("1", "Approve").
 func readsAsDecision(sess core.Session, text string) bool {
-	if _, ok := delivery.DecisionOf(text); !ok {
-		return false
-	}
 	for _, q := range sess.Questions {
 		if _, approval := approvalCall(sess, q); approval {
-			return true
+			if _, ok := delivery.DecisionOf(q.Options, text); ok {
+				return true
+			}
 		}
 	}
 	return false

@@ -156,7 +156,8 @@ func approvalText(c core.ToolCall, reason string) string {
 }
 
 // requestApproval asks the session's people to decide on a tool call: a
-// question with delivery.ApprovalOptions, whose answer records the decision
+// question with delivery.ApprovalOptionsFor the call (the fourth, "Always
+// allow", where the agent offers it), whose answer records the decision
 // for the call as the question shows it (its digest). An unknown call is
 // recorded as starting first; a call decided as shown is refused (the
 // decision stands: ui.request_approval returns it without asking), one
@@ -179,7 +180,7 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 				fmt.Sprintf("call %s was decided already: %s", cmd.Call.CallID, sess.Tools[i].Decision), "call "+cmd.Call.CallID)
 		}
 		qid := cmd.QuestionID
-		q := core.Question{ID: qid, Text: text, Options: append([]string(nil), delivery.ApprovalOptions...), Asked: s.opts.Now(),
+		q := core.Question{ID: qid, Text: text, Options: delivery.ApprovalOptionsFor(cmd.Call.CanAlways), Asked: s.opts.Now(),
 			Call: cmd.Call.CallID, Digest: digest}
 		msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: text}
 		// The events are decided on a copy, as Update applies the same
@@ -230,9 +231,13 @@ func approvalAnswer(sess core.Session, q core.Question, text string, cmd core.Co
 	if !ok {
 		return nil, func(*core.Session) {}, nil
 	}
-	decision, ok := delivery.DecisionOf(text)
+	decision, ok := delivery.DecisionOf(q.Options, text)
 	if !ok {
-		return nil, nil, refusal(core.ErrInvalid, "this is an approval: answer Approve, Deny and continue, or Deny and abort (or 1, 2, 3)",
+		words := "Approve, Deny and continue, or Deny and abort (or 1, 2, 3)"
+		if slices.Contains(q.Options, delivery.AlwaysAllow) {
+			words = "Approve, Deny and continue, Deny and abort, or Always allow (or 1, 2, 3, 4)"
+		}
+		return nil, nil, refusal(core.ErrInvalid, "this is an approval: answer "+words,
 			fmt.Sprintf("answer %q to approval %s", text, q.ID))
 	}
 	call := core.ToolCall{CallID: callID, Decision: decision, Actor: cmd.Actor}

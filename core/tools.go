@@ -29,7 +29,9 @@ import (
 //     how it ended), behind a line saying how much was cut.
 //   - An approval is a question (ui.ask's machinery: buttons, options,
 //     allow-list) whose answer also records a decision on the call. Only
-//     the three options answer it, and only by a deliberate choice naming
+//     its options answer it — the three decisions, and a fourth, "always
+//     allow" (DecisionApproveAlways), where the agent offered to remember
+//     an approval for calls like it (ToolCall.CanAlways) — and only by a deliberate choice naming
 //     the question (Question.Call): a button, the page's choice, an answer
 //     with its question id (a Matrix reply or reaction to it). A number
 //     typed in the chat is a message to the agent, never a decision.
@@ -73,11 +75,16 @@ const (
 	DecisionApprove      = "approve"
 	DecisionDenyContinue = "deny_continue"
 	DecisionDenyAbort    = "deny_abort"
+	// DecisionApproveAlways approves the call and asks the agent to allow
+	// calls like it from now on; offered only where the agent can
+	// (ToolCall.CanAlways).
+	DecisionApproveAlways = "approve_always"
 )
 
 // Decisions are the decisions an approval question offers, in the order
-// its options are shown (core/delivery.ApprovalOptions).
-var Decisions = []string{DecisionApprove, DecisionDenyContinue, DecisionDenyAbort}
+// its options are shown (core/delivery.ApprovalOptions), and where the
+// agent can remember an approval, DecisionApproveAlways after them.
+var Decisions = []string{DecisionApprove, DecisionDenyContinue, DecisionDenyAbort, DecisionApproveAlways}
 
 // Bounds of tool activity.
 const (
@@ -113,6 +120,10 @@ type ToolCall struct {
 	// gave them with RequestApproval: part of its Digest, never shown or
 	// stored in events.
 	Input json.RawMessage `json:"-"`
+	// CanAlways, with RequestApproval, says the agent offers to remember
+	// an approval for calls like this one: people get a fourth option,
+	// "always allow". Not stored in events.
+	CanAlways bool `json:"-"`
 }
 
 // Digest is what a decision on call c is bound to: SHA-256, in unpadded

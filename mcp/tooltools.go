@@ -55,12 +55,14 @@ func (s *Server) addToolActivityTools() {
 		sessionArg, mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("ui.request_approval", "Ask the session's people to approve a tool call (buttons where the platform has them, numbered options where not) "+
-		`and wait for their decision: {"decision": "approve" | "deny_continue" | "deny_abort"}, or "timeout" when nobody decided in time (never an approval).`,
+		`and wait for their decision: {"decision": "approve" | "deny_continue" | "deny_abort"}, "approve_always" where always was offered, `+
+		`or "timeout" when nobody decided in time (never an approval).`,
 		s.requestApproval,
 		callArg, toolArg, cmdArg,
 		mcp.WithObject("input", mcp.Description("The call's arguments as structured data, if it has them. "+
 			"The decision is bound to tool, cmd and input: the same call_id asked about anything else is asked again.")),
 		mcp.WithString("reason", mcp.Description("Why the call needs approval, shown with it.")),
+		mcp.WithBoolean("always", mcp.Description("Offer a fourth choice, Always allow (decision approve_always): the runtime can remember an approval for calls like this one.")),
 		mcp.WithNumber("timeout_s", mcp.Description("Seconds to wait for a decision (default 300, at most 3600).")),
 		sessionArg, mcp.WithDestructiveHintAnnotation(false),
 	)
@@ -87,6 +89,7 @@ type approvalArgs struct {
 	Cmd       string          `json:"cmd"`
 	Input     json.RawMessage `json:"input"`
 	Reason    string          `json:"reason"`
+	Always    bool            `json:"always"`
 	TimeoutS  *float64        `json:"timeout_s"`
 	SessionID string          `json:"session_id"`
 }
@@ -158,7 +161,7 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 	if in := bytes.TrimSpace(a.Input); len(in) > 0 && string(in) != "null" && in[0] != '{' {
 		return nil, toolError("input is not an object: give the call's arguments as a JSON object, or leave it out")
 	}
-	call := &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd, Input: a.Input}
+	call := &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd, Input: a.Input, CanAlways: a.Always}
 	timeout, err := askTimeout(a.TimeoutS)
 	if err != nil {
 		return nil, err
@@ -188,7 +191,7 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 		if o.err != nil {
 			return nil, toolError(o.err.Error())
 		}
-		d, ok := delivery.DecisionOf(o.msg.Content)
+		d, ok := delivery.DecisionOf(delivery.ApprovalOptionsFor(a.Always), o.msg.Content)
 		if !ok {
 			return nil, fmt.Errorf("the answer %q is no decision", o.msg.Content)
 		}

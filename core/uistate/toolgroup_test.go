@@ -120,12 +120,12 @@ func TestStateCmd(t *testing.T) {
 func TestDecisionOf(t *testing.T) {
 	for in, want := range map[string]string{"Approve": "approve", "deny and continue": "deny_continue", "3": "deny_abort",
 		"deny_abort": "deny_abort", " 1 ": "approve"} {
-		if got, ok := delivery.DecisionOf(in); !ok || got != want {
+		if got, ok := delivery.DecisionOf(delivery.ApprovalOptions, in); !ok || got != want {
 			t.Errorf("DecisionOf(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
 	for _, in := range []string{"", "yes", "4", "approve it"} {
-		if got, ok := delivery.DecisionOf(in); ok {
+		if got, ok := delivery.DecisionOf(delivery.ApprovalOptions, in); ok {
 			t.Errorf("DecisionOf(%q) = %q, want none", in, got)
 		}
 	}

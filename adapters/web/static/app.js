@@ -581,7 +581,7 @@ function renderTools(it, box) {
   box.append(d);
 }
 
-const DECISION = { approve: 'approved', deny_continue: 'denied, go on', deny_abort: 'denied, abort' };
+const DECISION = { approve: 'approved', approve_always: 'always allowed', deny_continue: 'denied, go on', deny_abort: 'denied, abort' };
 
 // renderToolGroup shows one tool call reported by ui.tool_call: tool,
 // command, state and decisions in the summary; the output tails inside,
