@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,9 @@ type Process struct {
 	conversation string
 	tmpdir       string
 	marker       string
+	// mcpConfig is written to mcpConfigPath before the process starts
+	// (nil: none).
+	mcpConfig []byte
 
 	cmd    *exec.Cmd
 	stdin  *os.File
@@ -81,6 +85,14 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 	if err := os.MkdirAll(p.tmpdir, 0o700); err != nil {
 		return fmt.Errorf("claudecode: tmpdir: %w", err)
 	}
+	if p.mcpConfig != nil {
+		// It holds the session's credential: readable by this user only,
+		// in a directory only this user can enter, gone with the TMPDIR.
+		if err := os.WriteFile(p.mcpConfigPath(), p.mcpConfig, 0o600); err != nil {
+			os.RemoveAll(p.tmpdir)
+			return fmt.Errorf("claudecode: MCP configuration: %w", err)
+		}
+	}
 	cmd.Env = env
 	// Own pipes rather than exec's: stdout must be closable from this side
 	// when a process that escaped the group keeps it open, and stdin
@@ -124,6 +136,15 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 	}
 	p.r.log.Info("claudecode: started", "key", p.key, "pid", p.pgid, "conversation", p.conversation)
 	return nil
+}
+
+// mcpConfigPath is where the process's MCP configuration is, "" without
+// one.
+func (p *Process) mcpConfigPath() string {
+	if p.mcpConfig == nil {
+		return ""
+	}
+	return filepath.Join(p.tmpdir, "parley-mcp.json")
 }
 
 // Stop ends the process: it closes stdin, sends SIGTERM to the whole

@@ -82,6 +82,13 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 // leaves none: start it afresh with resume=false); a *Problem when the command cannot run or
 // cannot log in; ctx's error when ctx ended first (the process is stopped).
 func (r *Runner) Start(ctx context.Context, key, conversation string, resume bool) (*Process, error) {
+	return r.start(ctx, key, conversation, resume, nil)
+}
+
+// start is Start with an MCP configuration for the process (--mcp-config,
+// see Driver): written into the process's own TMPDIR, mode 0600, before it
+// starts; nil for none.
+func (r *Runner) start(ctx context.Context, key, conversation string, resume bool, mcpConfig []byte) (*Process, error) {
 	if !keyPattern.MatchString(key) {
 		return nil, fmt.Errorf("claudecode: key %q is not a file-name-safe id", key)
 	}
@@ -103,6 +110,7 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 		return nil, fmt.Errorf("claudecode: a process for %s is already running", key)
 	}
 	p := newProcess(r, key, conversation)
+	p.mcpConfig = mcpConfig
 	r.live[key] = p
 	r.mu.Unlock()
 
@@ -115,7 +123,7 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 		}
 	}
 
-	if err := p.start(r.command(conversation, resume), r.env(p.tmpdir, p.marker)); err != nil {
+	if err := p.start(r.command(conversation, resume, p.mcpConfigPath()), r.env(p.tmpdir, p.marker)); err != nil {
 		r.forget(p)
 		return nil, err
 	}
@@ -142,9 +150,16 @@ func (r *Runner) forget(p *Process) {
 	}
 }
 
-func (r *Runner) command(conversation string, resume bool) *exec.Cmd {
+// command is the process's command line. mcpConfig, when set, is the file
+// of parley's own MCP server, whose tools are allowed without a prompt.
+// Both options take several values, so they come before the single-valued
+// ones: a value after them is never taken for theirs.
+func (r *Runner) command(conversation string, resume bool, mcpConfig string) *exec.Cmd {
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
 		"--verbose", "--include-partial-messages"}
+	if mcpConfig != "" {
+		args = append(args, "--mcp-config", mcpConfig, "--allowedTools", "mcp__"+toolsServer)
+	}
 	if r.opts.AskPermissions {
 		args = append(args, "--permission-prompt-tool", "stdio")
 	}

@@ -89,13 +89,6 @@ func (s *stderrTail) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // eventQueue holds parsed events until the consumer takes them, so the
 // reader of stdout never waits for the consumer.
 type eventQueue struct {
