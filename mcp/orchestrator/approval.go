@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/parley-chat/parley/core"
-	"github.com/parley-chat/parley/mcp/claudecode"
+	"github.com/parley-chat/parley/mcp/agent"
 )
 
 // What the model reads when a call is not run.
@@ -31,10 +31,10 @@ type decision struct {
 // ask puts a permission request to the session's people with
 // ui.request_approval, in its own goroutine (it waits for them); the
 // worker answers the agent when the decision arrives.
-func (w *worker) ask(ctx context.Context, pr claudecode.PermissionRequest) {
+func (w *worker) ask(ctx context.Context, pr agent.PermissionRequest) {
 	t := w.turn
-	if !w.o.opts.AskPermissions || t.interrupted {
-		w.answer(pr.RequestID, claudecode.Decision{Message: deniedNoAsk})
+	if w.agent == nil || !w.agent.AskPermissions || t.interrupted {
+		w.answer(pr.RequestID, agent.Decision{Message: deniedNoAsk})
 		return
 	}
 	callID := pr.ToolUseID
@@ -43,10 +43,13 @@ func (w *worker) ask(ctx context.Context, pr claudecode.PermissionRequest) {
 	}
 	actx, cancel := context.WithCancel(ctx)
 	t.approvals[pr.RequestID] = cancel
-	args := map[string]any{"call_id": callID, "tool": pr.ToolName, "cmd": toolCmd(pr.ToolName, pr.Input),
+	args := map[string]any{"call_id": callID, "tool": pr.ToolName, "cmd": pr.Show,
 		"reason": pr.Description, "timeout_s": w.o.opts.ApprovalTimeout.Seconds(), "session_id": w.id}
 	if in := approvalInput(pr.Input); in != nil {
 		args["input"] = in
+	}
+	if pr.CanAlways {
+		args["always"] = true
 	}
 	go func() {
 		var res struct {
@@ -81,7 +84,9 @@ func approvalInput(input json.RawMessage) json.RawMessage {
 	return json.RawMessage(`{"sha256":"` + hex.EncodeToString(sum[:]) + `"}`)
 }
 
-// onDecision answers the agent: approve allows; deny_continue denies with a
+// onDecision answers the agent: approve allows; approve_always (offered
+// where the agent can remember it) allows and asks the agent to allow
+// calls like it from now on; deny_continue denies with a
 // message the model reads; deny_abort denies and ends the turn; a timeout
 // (the question withdrawn by ui.request_approval) denies; a failure denies
 // and ends the turn. Never an approval but the people's.
@@ -107,19 +112,22 @@ func (w *worker) onDecision(ctx context.Context, d decision) {
 	}
 	cancel()
 	delete(t.approvals, d.requestID)
-	var dec claudecode.Decision
+	var dec agent.Decision
 	switch {
 	case d.err != nil:
 		w.log.Warn("asking for an approval failed; denying the call", "err", d.err)
-		dec = claudecode.Decision{Message: deniedFailed, Interrupt: true}
+		dec = agent.Decision{Message: deniedFailed, Interrupt: true}
 	case d.decision == core.DecisionApprove:
-		dec = claudecode.Decision{Allow: true}
+		dec = agent.Decision{Allow: true}
+	case d.decision == core.DecisionApproveAlways:
+		dec = agent.Decision{Allow: true, Always: true}
 	case d.decision == core.DecisionDenyContinue:
-		dec = claudecode.Decision{Message: deniedContinue}
+		dec = agent.Decision{Message: deniedContinue}
 	case d.decision == core.DecisionDenyAbort:
-		dec = claudecode.Decision{Message: deniedAbort, Interrupt: true}
+		dec = agent.Decision{Message: deniedAbort, Interrupt: true}
+		t.deniedAbort = true
 	default: // "timeout", or anything unknown
-		dec = claudecode.Decision{Message: deniedTimeout}
+		dec = agent.Decision{Message: deniedTimeout}
 	}
 	w.answer(d.requestID, dec)
 	if dec.Interrupt {
@@ -129,7 +137,7 @@ func (w *worker) onDecision(ctx context.Context, d decision) {
 	w.armDeadline()
 }
 
-func (w *worker) answer(requestID string, d claudecode.Decision) {
+func (w *worker) answer(requestID string, d agent.Decision) {
 	if w.proc == nil {
 		return
 	}

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -44,17 +43,11 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, *claudecode.Runner
 	o, err := orchestrator.New(orchestrator.Options{
 		Endpoint: "http://" + loopbackAddr(m.http.Addr()) + "/mcp",
 		Header:   header,
-		Start: func(ctx context.Context, key, conversation string, resume bool) (orchestrator.Conversation, error) {
-			p, err := runner.Start(ctx, key, conversation, resume)
-			if err != nil {
-				return nil, err // a nil interface, not a nil *Process
-			}
-			return p, nil
-		},
-		AskPermissions: a.Permissions == config.PermissionsAsk,
-		MaxRunning:     int(a.MaxRunning),
-		Leases:         m.daemon.AgentLeases(),
-		Logger:         m.Logger.With("component", "orchestrator"),
+		Agents: map[string]orchestrator.Agent{"": {Driver: claudecode.NewDriver(runner), Title: "Claude Code",
+			Kind: a.Kind, AskPermissions: a.Permissions == config.PermissionsAsk}},
+		MaxRunning: int(a.MaxRunning),
+		Leases:     m.daemon.AgentLeases(),
+		Logger:     m.Logger.With("component", "orchestrator"),
 	})
 	if err != nil {
 		return nil, nil, err
