@@ -4,7 +4,8 @@
 // notified of new human messages, and act through tools (chat_read_since,
 // chat.human.post, chat.assistant.post, session.output, loop.yield_turn,
 // ui.ask, ui.tool_call, ui.tool_output, ui.request_approval, session.create,
-// session.list, session.get, session.close, agent.state; each dotted name also
+// session.list, session.get, session.rename, session.close, agent.state;
+// each dotted name also
 // as an underscore alias) that run as commands on the core.Handler. The
 // Server's Handler serves Streamable HTTP at /mcp; Proxy is `parley mcp`,
 // the same over stdio.
@@ -30,6 +31,14 @@
 // the channel) cannot read or post elsewhere. Unbound, the inbox spans all
 // sessions (every message carries its session_id) and the tools that act on
 // a session need a session_id.
+//
+// The agents parley runs (agentauth.go) reach it with a credential of
+// their session (AgentToken, header Parley-Agent-Token, or
+// PARLEY_SESSION_TOKEN for `parley mcp --session`): an HMAC of the
+// session id under a key the Server draws at start, admitted on /mcp
+// without the [http] token, bound to that session whatever the URL says,
+// and opening only the tools such an agent needs (chat_read_since,
+// chat.assistant.post, ui.ask, session.get, session.list, session.rename).
 //
 // Notifications. mcp-go acknowledges subscriptions but delivers nothing by
 // itself, so the Server tracks them: for protocol 2025-11-25 through the

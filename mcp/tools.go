@@ -176,6 +176,10 @@ func (s *Server) addTools() {
 	s.addTool("session.get", "Read one session: its title, status, turns, open questions and the agent parley runs it with.", s.getSession,
 		sessionArg, mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
 	)
+	s.addTool("session.rename", "Set the session's title, which people see (a Telegram topic's name, a Slack thread's header, a Matrix room's name).",
+		s.renameSession, mcp.WithString("title", mcp.Required(), mcp.Description("The new title (at most 256 bytes).")),
+		sessionArg, mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
+	)
 	s.addTool("session.close", "Close a session; later input to it is refused.", s.closeSession, sessionArg)
 	s.addToolActivityTools()
 	s.addAgentStateTool()
@@ -398,6 +402,28 @@ func infoOf(ss core.Session) sessionInfo {
 	return sessionInfo{ID: ss.ID, Title: ss.Title, Status: ss.Status, Created: ss.Created, Updated: ss.Updated,
 		Turn: ss.Turn, LastInputOrigin: ss.LastInputOrigin, OpenQuestions: len(ss.Questions), Inbox: SessionInboxURI(ss.ID),
 		Agent: ss.Agent}
+}
+
+type renameArgs struct {
+	Title     string `json:"title"`
+	SessionID string `json:"session_id"`
+}
+
+// renameSession is session.rename.
+func (s *Server) renameSession(ctx context.Context, raw json.RawMessage) (any, error) {
+	var a renameArgs
+	if err := bind(raw, &a); err != nil {
+		return nil, err
+	}
+	id, err := s.sessionFor(ctx, "session.rename", a.SessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.handle(ctx, core.Command{Kind: core.Rename, Session: id, Origin: core.OriginMCP, Title: a.Title})
+	if err != nil {
+		return nil, err
+	}
+	return okResult{OK: true, SessionID: res.Session}, nil
 }
 
 type getArgs struct {
