@@ -81,7 +81,10 @@
 //
 // The environment is the base (os.Environ by default) without any CLAUDE*
 // variable (parley may itself run inside Claude Code, whose session
-// variables must not leak into the agents it runs), then Options.ExtraEnv
+// variables must not leak into the agents it runs) and without any
+// PARLEY_* one (parley's configuration: PARLEY_HTTP_TOKEN would open its
+// whole API to the agent, which gets its session's credential instead),
+// then Options.ExtraEnv
 // (the operator's own, CLAUDE* allowed), then the TMPDIR and the variable.
 //
 // # Parley's own tools

@@ -27,7 +27,9 @@ type Options struct {
 	Workdir string
 	// Env is the base environment (nil: os.Environ()). Every CLAUDE*
 	// variable is stripped from it: parley running inside Claude Code must
-	// not hand its own session's settings to the agents it runs.
+	// not hand its own session's settings to the agents it runs; so is
+	// every PARLEY_* variable, parley's own configuration (its [http]
+	// token among them).
 	Env []string
 	// ExtraEnv is appended after stripping ([agent] env): the operator's
 	// own settings, CLAUDE* allowed here.
@@ -175,9 +177,9 @@ func (r *Runner) command(conversation string, resume bool, mcpConfig string) *ex
 	return cmd
 }
 
-// env builds the process's environment: the base without CLAUDE* (and
-// without TMPDIR), ExtraEnv, and its own TMPDIR and marker last so nothing
-// overrides them.
+// env builds the process's environment: the base without CLAUDE* and
+// PARLEY_* (and without TMPDIR), ExtraEnv, and its own TMPDIR and marker
+// last so nothing overrides them.
 func (r *Runner) env(tmpdir, marker string) []string {
 	base := r.opts.Env
 	if base == nil {
@@ -185,7 +187,10 @@ func (r *Runner) env(tmpdir, marker string) []string {
 	}
 	env := make([]string, 0, len(base)+len(r.opts.ExtraEnv)+1)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, "CLAUDE") || strings.HasPrefix(kv, "TMPDIR=") || strings.HasPrefix(kv, markerVar+"=") {
+		// parley's own variables configure parley: PARLEY_HTTP_TOKEN
+		// would open its whole API to the agent, which gets its
+		// session's credential instead (agent.Tools).
+		if strings.HasPrefix(kv, "CLAUDE") || strings.HasPrefix(kv, "PARLEY_") || strings.HasPrefix(kv, "TMPDIR=") {
 			continue
 		}
 		env = append(env, kv)
