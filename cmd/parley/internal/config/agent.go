@@ -131,11 +131,15 @@ type NamedAgent struct {
 }
 
 // RunAgents lists the agents parley runs: [agent] as DefaultAgentName
-// first, then the named ones by name; none when [agent] kind is empty.
+// first, then the named ones by name; none when [agent] kind is empty. The
+// defaults that depend on other keys are filled in, as Load does, for a
+// Config built in code.
 func (c Config) RunAgents() []NamedAgent {
 	if !c.Agent.Enabled() {
 		return nil
 	}
+	c.Agents = cloneAgents(c.Agents)
+	c.resolveAgents()
 	out := []NamedAgent{{Name: DefaultAgentName, Agent: c.Agent}}
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		out = append(out, NamedAgent{Name: name, Agent: *c.Agents[name]})
