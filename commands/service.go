@@ -121,6 +121,8 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		res, err = s.rename(ctx, cmd)
 	case core.SetAgent:
 		res, err = s.setAgent(ctx, cmd)
+	case core.CheckAgent:
+		_, err = s.agentName(cmd.Agent)
 	case core.AssistantPost:
 		res, err = s.assistantPost(ctx, cmd)
 	case core.OutputUpdate:

@@ -26,6 +26,11 @@ const (
 	// side to read (ControlAgent); without Agent the command only lists
 	// the agents, as a notice for the person who asked.
 	SetAgent CommandKind = "set_agent"
+	// CheckAgent refuses an Agent name the Handler does not know
+	// (ErrInvalid, naming the agents) and does nothing else: an adapter
+	// asks it before it makes a topic, thread or room for a session that
+	// names an agent, so that a mistyped name leaves none behind.
+	CheckAgent CommandKind = "check_agent"
 	// Answer is a person's answer to a question (a button click or a reply).
 	Answer CommandKind = "answer"
 	// AssistantPost is a message from the agent, delivered as a new message.
