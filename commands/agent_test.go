@@ -44,6 +44,14 @@ func TestCreateWithAgent(t *testing.T) {
 	if len(e.sessions()) != n {
 		t.Error("a refused creation made a session")
 	}
+	// An adapter asks before it makes a place for the session.
+	if msg := e.refused(core.Command{Kind: core.CheckAgent, Origin: "telegram", Actor: core.Actor{ID: "1"}, Agent: "gemini"}); !strings.Contains(msg, "the agents are") {
+		t.Errorf("check: %q", msg)
+	}
+	e.handle(core.Command{Kind: core.CheckAgent, Origin: "telegram", Actor: core.Actor{ID: "1"}, Agent: "codex"})
+	if len(e.sessions()) != n {
+		t.Error("a check made a session")
+	}
 	none := newEnv(t, commands.Options{})
 	if msg := none.refused(core.Command{Kind: core.CreateSession, Origin: core.OriginAPI, Agent: "codex"}); !strings.Contains(msg, "parley runs no agents itself") {
 		t.Errorf("without agents: %q", msg)
