@@ -54,6 +54,10 @@ type Options struct {
 	MaxStates int
 	// MaxBody bounds request bodies in bytes (413 past it).
 	MaxBody int64
+	// Agents are the agents parley runs, the default first (named
+	// "default"), which the page's new-session form offers (GET
+	// /api/agents/run); none when it runs none.
+	Agents []Agent
 	// SSEBuffer is each SSE client's live event buffer; past it events
 	// are dropped from the bus feed and re-read from the store. It is
 	// allocated whole for every open stream (an event takes about 260

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/parley-chat/parley/adapters/web"
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
@@ -87,6 +88,15 @@ func commandAgents(c config.Config) []commands.Agent {
 	var out []commands.Agent
 	for _, na := range c.RunAgents() {
 		out = append(out, commands.Agent{Name: na.Name, Title: agentTitle(na.Name, na.Agent)})
+	}
+	return out
+}
+
+// webAgents are the agents parley runs, as the page offers them.
+func webAgents(c config.Config) []web.Agent {
+	var out []web.Agent
+	for _, a := range commandAgents(c) {
+		out = append(out, web.Agent{Name: a.Name, Title: a.Title})
 	}
 	return out
 }

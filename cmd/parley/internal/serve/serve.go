@@ -130,7 +130,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Pairing:  commands.PairingOptions{Enabled: c.Access.Pairing},
 		Agents:   commandAgents(c),
 		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
-			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Feed, Logger: m.Logger.With("adapter", "web")})
+			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Feed, Agents: webAgents(c), Logger: m.Logger.With("adapter", "web")})
 			adapters := []core.Adapter{m.web}
 			if m.Adapters == nil {
 				built, err := m.BuildAdapters(ctx, deps, false)
