@@ -152,7 +152,7 @@ func TestDoctorAgentHangs(t *testing.T) {
 	cfg.Agent.Kind, cfg.Agent.Command, cfg.Agent.Workdir = config.AgentClaudeCode, hang, dir
 	c := &checkup{cfg: cfg, env: []string{"PATH=" + os.Getenv("PATH")}, agentTimeout: 300 * time.Millisecond}
 	start := time.Now()
-	f := c.checkAgent(context.Background())
+	f := c.checkAgents(context.Background())[0]
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the check took %s", took)
 	}
@@ -181,4 +181,51 @@ func TestDoctorAgentRealCLI(t *testing.T) {
 		t.Errorf("exit %d: %+v", code, fs)
 	}
 	wantFinding(t, fs, "agent", false, "is not logged in, and ANTHROPIC_API_KEY is not set", "claude auth login")
+}
+
+// TestDoctorNamedAgents: every agent parley runs is checked, each its own
+// finding naming the keys of its own section; one this build does not run
+// is a problem, as it fails the start.
+func TestDoctorNamedAgents(t *testing.T) {
+	dir := t.TempDir()
+	claude := writeScript(t, dir, "claude", fakeClaude, 0o755)
+	_, env := agentEnvFor(t, claude, "ANTHROPIC_API_KEY=sk-ant-doctor-test",
+		"PARLEY_AGENTS_OC_KIND=opencode",
+		"PARLEY_AGENTS_CC2_KIND=claude-code", "PARLEY_AGENTS_CC2_COMMAND="+filepath.Join(dir, "missing", "claude"))
+	code, fs := runDoctor(t, env...)
+	if code == exitOK {
+		t.Errorf("exit %d with agents that cannot run", code)
+	}
+	wantFinding(t, fs, "agent", true, claude+" runs: 2.1.328 (Claude Code)", "at most 4 at once")
+	wantFinding(t, fs, "agent oc", false, `[agents.oc] kind "opencode" speaks the Agent Client Protocol, which this build of parley does not run yet`,
+		`set [agents.oc] kind (PARLEY_AGENTS_OC_KIND) to "claude-code"`)
+	f := wantFinding(t, fs, "agent cc2", false, "does not exist", "[agents.cc2] command (PARLEY_AGENTS_CC2_COMMAND)")
+	if strings.Contains(f.Detail+f.Fix, "PARLEY_AGENT_COMMAND") {
+		t.Errorf("a named agent's finding names [agent]'s key: %+v", f)
+	}
+}
+
+// TestDoctorACP: an ACP agent's command is looked for, not run (it would
+// wait for a client on its standard input); a missing one says how to
+// install that agent and where its command is set.
+func TestDoctorACP(t *testing.T) {
+	dir := t.TempDir()
+	oc := writeScript(t, dir, "opencode", "#!/bin/sh\necho ran > \"$RECORD/ran\"\n", 0o755)
+	c := &checkup{cfg: config.Default(), env: []string{"PATH=" + dir}}
+	f := c.checkACP(agentKeys("oc"), config.Agent{Kind: config.AgentOpenCode, Command: "opencode", Workdir: dir, Permissions: "ask"})
+	if !f.OK || !strings.Contains(f.Detail, "opencode ("+oc+") is installed; works in "+dir) {
+		t.Errorf("finding %+v", f)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the ACP agent was run")
+	}
+	f = c.checkACP(agentKeys("gem"), config.Agent{Kind: config.AgentGemini, Command: "gemini", Workdir: dir})
+	if f.OK || !strings.Contains(f.Problem, `the agent command "gemini" is not installed`) ||
+		!strings.Contains(f.Fix, "npm install -g @google/gemini-cli, or set [agents.gem] command (PARLEY_AGENTS_GEM_COMMAND)") {
+		t.Errorf("finding %+v", f)
+	}
+	f = c.checkACP(agentKeys("x"), config.Agent{Kind: config.AgentACP, Command: writeScript(t, dir, "plain", "", 0o644), Workdir: dir})
+	if f.OK || !strings.Contains(f.Problem, "cannot be run") {
+		t.Errorf("not executable: %+v", f)
+	}
 }

@@ -90,7 +90,8 @@ func (c *checkup) run(ctx context.Context) []finding {
 	if c.cfg.Transcription.Enabled() {
 		out = append(out, c.checkTranscription(ctx))
 	}
-	return append(out, c.checkAgent(ctx), c.checkMCP(ctx))
+	out = append(out, c.checkAgents(ctx)...)
+	return append(out, c.checkMCP(ctx))
 }
 
 // platformReport is a platform's status as a running parley's /api/health

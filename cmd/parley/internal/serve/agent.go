@@ -43,6 +43,17 @@ var protocols = map[string]protocol{
 	config.AgentClaudeCode: claudeCodeDriver,
 }
 
+// AgentSupported says whether this build runs the agent name (a): nil, or
+// why not (its protocol has no driver here), naming its section — what
+// the start fails with, and parley doctor says.
+func AgentSupported(name string, a config.Agent) error {
+	if _, ok := protocols[agentProtocol(a)]; ok {
+		return nil
+	}
+	return fmt.Errorf("%s kind %q speaks the Agent Client Protocol, which this build of parley does not run yet (package mcp/acp)",
+		agentSection(name), a.Kind)
+}
+
 // agentProtocol is the protocol of a's kind: the ACP kinds are all "acp".
 func agentProtocol(a config.Agent) string {
 	if a.ACP() {
@@ -116,11 +127,10 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, []func() (int, err
 	agents := map[string]orchestrator.Agent{}
 	var reapers []func() (int, error)
 	for _, na := range run {
-		build, ok := protocols[agentProtocol(na.Agent)]
-		if !ok {
-			return nil, nil, fmt.Errorf("%s kind %q speaks the Agent Client Protocol, which this build of parley does not run yet (package mcp/acp); "+
-				"use kind \"claude-code\" for now", agentSection(na.Name), na.Agent.Kind)
+		if err := AgentSupported(na.Name, na.Agent); err != nil {
+			return nil, nil, err
 		}
+		build := protocols[agentProtocol(na.Agent)]
 		stateDir := filepath.Join(m.Config.DataDir, agentDir)
 		key := ""
 		if na.Name != config.DefaultAgentName {
