@@ -89,7 +89,9 @@ type Conversation interface {
 	// has it; the turn's Events follow.
 	Send(ctx context.Context, text string) error
 	// Events delivers what the agent does, in order. It is closed when
-	// the conversation ended (Done).
+	// the conversation ended (Done). Its consumer reads it until it is
+	// closed, after Stop too (the orchestrator drains what is left), so a
+	// driver may block on a send to it.
 	Events() <-chan Event
 	// Answer answers the PermissionRequest with RequestID. It fails when
 	// the request is not waiting (answered, withdrawn, or its turn ended).
@@ -136,7 +138,8 @@ func (p *Problem) Unwrap() error { return p.Err }
 // all there is.
 type Event interface{ isEvent() }
 
-// Init starts a turn.
+// Init starts a turn, where the protocol says so (Claude Code does; an
+// ACP driver need not send it).
 type Init struct {
 	Conversation string
 	Model        string
@@ -266,7 +269,9 @@ type Result struct {
 	Stop StopReason
 	// Text is the turn's final text, where the protocol reports it.
 	Text string
-	// Errors are the agent's error messages, when it has any.
+	// Errors are the agent's error messages, when it has any; the first
+	// says in a word or a line what went wrong (people read it when an
+	// error ended a turn without text).
 	Errors []string
 	// Origin is set for a turn the agent ran on its own, not for a turn
 	// Send handed (Claude Code's "task-notification" when a resumed
