@@ -8,6 +8,21 @@
 // driver. The orchestrator itself runs no process, and tests drive it with
 // a fake driver.
 //
+// Agents. Options.Agents are the agents parley runs, by name, "" the
+// default; a session runs with the one it names (core.Session.Agent,
+// read with session.get when the session has no state yet, then kept in
+// the state). A person's /agent NAME leaves "agent NAME" in the inbox,
+// read in order with the messages: once no turn runs, the running
+// conversation is stopped (kept, and resumed should the session switch
+// back), and what was not handed yet goes to the new agent, which starts
+// its own conversation (the Service tells people so). The switch is saved
+// without moving the watermark, so a switch read again after a restart is
+// one made already. A session whose agent is not configured (any more) is
+// told so, once for its message, as a start failure. Every conversation
+// gets parley's own MCP server, bound to its session (Options.Tools,
+// StartRequest.Tools): the agent sends files, asks questions and sets the
+// title with it.
+//
 // Connection and presence. Run keeps one unbound connection (protocol
 // 2025-11-25, mcp-go's Streamable HTTP client with its GET stream)
 // subscribed to ui://chat/inbox: every session counts as listened to, so
