@@ -19,10 +19,15 @@ import (
 // sends a file from its work directory (under send_dirs) with
 // chat_assistant_post, and it arrives in the topic; it asks a question
 // with buttons with ui_ask, Ann clicks one, and the model reads her
-// answer.
+// answer. [http] token is set: the agent never has it, its credential
+// admits it.
 func TestClaudeCodeGetsParleyTools(t *testing.T) {
 	t.Parallel()
-	cc := newCCStackConfig(t, func(c *config.Config) { c.MCP.SendDirs = []string{c.Agent.Workdir} })
+	cc := newCCStackConfig(t, func(c *config.Config) {
+		c.MCP.SendDirs = []string{c.Agent.Workdir}
+		// The agent reaches /mcp with its session's credential alone.
+		c.HTTP.Token = "e2e-http-token-not-for-agents"
+	})
 	topic := cc.newTopic("report")
 	report := filepath.Join(cc.workdir, "report.txt")
 	if err := os.WriteFile(report, []byte("all green\n"), 0o600); err != nil {
