@@ -126,7 +126,16 @@ func (c *conversation) turnEnded(t *turn, r reply) {
 	c.withdrawAll()
 	res := agent.Result{Stop: agent.StopEndTurn}
 	if r.err != nil {
-		res = agent.Result{Stop: agent.StopError, Errors: []string{r.err.Error()}}
+		// The agent's message, for people (OpenCode 1.18.33: "Internal
+		// error: invalid x-api-key" for a model API's 401); the rest is
+		// logged.
+		msg := r.err.Error()
+		var rerr *rpcError
+		if errors.As(r.err, &rerr) {
+			msg = rerr.Message
+		}
+		c.p.d.log.Warn("acp: the prompt failed", "session", c.id, "err", r.err)
+		res = agent.Result{Stop: agent.StopError, Errors: []string{msg}}
 	} else {
 		var pr struct {
 			StopReason string `json:"stopReason"`

@@ -617,3 +617,24 @@ func TestUnofferedRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptError: a prompt answered with an error, or with a stopReason
+// ACP does not define, ends the turn StopError saying so; the others map
+// to their own.
+func TestPromptError(t *testing.T) {
+	a := newFakeAgent(t, fakeCaps{})
+	d, _ := newDriver(t, a, nil)
+	c := start(t, d, agent.StartRequest{Session: "s1"})
+	for stop, want := range map[string]agent.Result{
+		"":                  {Stop: agent.StopError, Errors: []string{"the model failed"}},
+		"exploded":          {Stop: agent.StopError, Errors: []string{`the agent ended the turn with stopReason "exploded"`}},
+		"refusal":           {Stop: agent.StopRefusal},
+		"max_tokens":        {Stop: agent.StopMaxTokens},
+		"max_turn_requests": {Stop: agent.StopMaxTurns},
+	} {
+		a.script(func(*fakeTurn) string { return stop })
+		if got := lastResult(t, runTurn(t, c, "hi")); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %#v", stop, got)
+		}
+	}
+}

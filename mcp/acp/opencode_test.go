@@ -303,3 +303,21 @@ func TestOpenCodeCancel(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 }
+
+// TestOpenCodeAPIError: a model API that refuses ends the turn with an
+// error saying what the API said (OpenCode answers the prompt with a
+// JSON-RPC error), and the conversation goes on.
+func TestOpenCodeAPIError(t *testing.T) {
+	oc := newOpenCode(t)
+	d := oc.driver(t)
+	c := start(t, d, agent.StartRequest{Session: "s1"})
+	oc.api.Script(claudetest.Reply{Status: 401})
+	r := lastResult(t, runTurn(t, c, "hi"))
+	if r.Stop != agent.StopError || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "invalid x-api-key") {
+		t.Fatalf("result %+v", r)
+	}
+	oc.api.Say(claudetest.Text("fine now"))
+	if txt := of[agent.Text](runTurn(t, c, "again")); len(txt) != 1 || txt[0].Text != "fine now" {
+		t.Fatalf("text %v", txt)
+	}
+}
