@@ -10,12 +10,15 @@
 // the first Start, does initialize once, and serves every conversation of
 // the agent on it as an ACP session: an agent multiplexes sessions on one
 // connection. Measured with OpenCode 1.18.33 against an instant fake model
-// on 2 cores shared with other work (load average ~11): 341 MiB RSS after
-// initialize (10 s), 490 MiB after the first session/new (2.8 s), 525 MiB
-// with 20 sessions (session/new 83 ms p50), a prompt 0.86 s p50 — one
-// process per session would cost ~0.5 GiB each. A crash of the process
-// ends every conversation on it (Err a *agent.Problem saying so); the next
-// Start starts a process again and continues the conversation. Once no
+// on 2 cores shared with other work (load average 9–12; TestOpenCodeMeasure):
+// 341–387 MiB RSS after initialize (4–10 s), 490 MiB after the first
+// session/new (1.9–2.8 s), 525–535 MiB with 20 sessions (session/new
+// 43–83 ms p50), 729–780 MiB once each of the 20 had a turn; a prompt
+// 0.59–0.86 s p50; the driver's own share of streamed text (a chunk read
+// off the pipe to its TextDelta) ~0.1 ms p50. One process per session
+// would cost ~0.5 GiB each. A crash of the process ends every
+// conversation on it (Err a *agent.Problem saying so); the next Start
+// starts a process again and continues the conversation. Once no
 // conversation used the process for Options.IdleTimeout (default 10
 // minutes) it is stopped, and started again by the next Start.
 //
