@@ -98,8 +98,9 @@ func TestStreamedAnswer(t *testing.T) {
 	if h.PWD != wd || h.Cwd != wd {
 		t.Errorf("PWD %q, cwd %q; want %q", h.PWD, h.Cwd, wd)
 	}
-	if h.TmpDir != filepath.Join(opts.StateDir, "tmp") || !strings.HasPrefix(h.Marker, "") || h.Marker == "" {
-		t.Errorf("TMPDIR %q, marker %q", h.TmpDir, h.Marker)
+	rec, err := agentproc.ReadPidfile(filepath.Join(opts.StateDir, "agent.pid"))
+	if h.TmpDir != filepath.Join(opts.StateDir, "tmp") || h.Marker == "" || err != nil || rec.Marker != markerVar+"="+h.Marker || rec.PID != h.PID {
+		t.Errorf("TMPDIR %q, marker %q; pidfile %+v (%v)", h.TmpDir, h.Marker, rec, err)
 	}
 	if h.Claude != "" {
 		t.Errorf("CLAUDE* leaked: %s", h.Claude)
