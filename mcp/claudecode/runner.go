@@ -2,9 +2,6 @@ package claudecode
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/parley-chat/parley/mcp/internal/agentproc"
 )
 
 // Options configure a Runner.
@@ -100,8 +99,11 @@ func (r *Runner) start(ctx context.Context, key, conversation string, resume boo
 	if r.opts.StateDir == "" {
 		return nil, errors.New("claudecode: no StateDir")
 	}
-	if err := supported(); err != nil {
-		return nil, err
+	if !agentproc.Supported() {
+		return nil, &Problem{
+			Cause: "parley runs Claude Code only on Linux",
+			Fix:   "run parley on Linux, or run Claude Code yourself with parley as its channel (parley mcp --channel)",
+		}
 	}
 	if err := checkWorkdir(r.opts.Workdir); err != nil {
 		return nil, err
@@ -173,7 +175,7 @@ func (r *Runner) command(conversation string, resume bool, mcpConfig string) *ex
 	args = append(args, r.opts.Args...)
 	cmd := exec.Command(r.opts.Command, args...)
 	cmd.Dir = r.opts.Workdir
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = agentproc.SysProcAttr()
 	return cmd
 }
 
@@ -206,40 +208,12 @@ func (r *Runner) env(tmpdir, marker string) []string {
 func (r *Runner) tmpdir(key string) string  { return filepath.Join(r.opts.StateDir, "tmp", key) }
 func (r *Runner) pidfile(key string) string { return filepath.Join(r.opts.StateDir, key+".pid") }
 
-// pidRecord is a pidfile's content: enough to recognise the process later
-// even when its pid was given to another process meanwhile.
-type pidRecord struct {
-	PID          int    `json:"pid"`
-	Start        uint64 `json:"start"` // field 22 of /proc/PID/stat
-	Conversation string `json:"conversation"`
-	// Marker is the markerVar=id entry of the process's environment.
-	Marker string `json:"marker"`
-}
-
-// markerVar names the variable each process gets a random value of; every
-// process it starts inherits it, which is how they are found (see
-// hasMarker). Unlike TMPDIR it is unique per process, not per key, so a
-// process stopping never touches its successor on the same key.
+// markerVar names the variable each process gets a random value of
+// (agentproc.NewMarker); every process it starts inherits it, which is how
+// they are found. Unlike TMPDIR it is unique per process, not per key, so
+// a process stopping never touches its successor on the same key.
 const markerVar = "PARLEY_CLAUDECODE_RUN"
 
-func newMarker() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return markerVar + "=" + hex.EncodeToString(b[:])
-}
-
-func (r *Runner) writePidfile(key string, rec pidRecord) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("claudecode: pidfile: %w", err)
-	}
-	path := r.pidfile(key)
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("claudecode: pidfile: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("claudecode: pidfile: %w", err)
-	}
-	return nil
+func (r *Runner) writePidfile(key string, rec agentproc.Record) error {
+	return agentproc.WritePidfile(r.pidfile(key), rec)
 }
