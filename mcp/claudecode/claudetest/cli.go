@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/parley-chat/parley/mcp/agent/modeltest"
 )
 
 // ClaudeCodeVersion is the Claude Code CLI release the tests run: npm
@@ -21,7 +23,7 @@ const DirEnv = "PARLEY_CLAUDE_CODE_DIR"
 
 // APIKey is the key Env gives the CLI and the fake API accepts; any other
 // key is refused with Anthropic's 401.
-const APIKey = "sk-ant-parley-test-key"
+const APIKey = modeltest.AnthropicKey
 
 // Dir returns the directory Claude Code is installed in: $DirEnv, or the
 // Makefile's default cache.
