@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/parley-chat/parley/mcp/agent/agenttest"
 	"github.com/parley-chat/parley/mcp/agent/modeltest"
 )
 
@@ -39,17 +40,13 @@ func Dir() string {
 }
 
 // CLI returns the path of the claude binary the tests run. It skips the
-// test when it is missing (fails it when the CI variable is set: there a
-// missing CLI is a broken setup, not a reason to test less).
+// test when it is missing (fails it where test dependencies are required:
+// agenttest.Missing).
 func CLI(tb testing.TB) string {
 	tb.Helper()
 	bin := filepath.Join(Dir(), "node_modules", ".bin", "claude")
 	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("no Claude Code CLI at %s (%s): run make test-deps", bin, DirEnv)
-		if os.Getenv("CI") != "" || os.Getenv("PARLEY_TEST_DEPS") == "required" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		agenttest.Missing(tb, fmt.Sprintf("no Claude Code CLI at %s (%s): run make test-deps", bin, DirEnv))
 	}
 	return bin
 }
