@@ -39,6 +39,10 @@
 // (~64 MiB) as a child in the same process group (the native one is also
 // node_modules/.bin/codex-acp-linux-x64): kill the group.
 //
+// Project configuration. Over ACP, OpenCode read the opencode.json of
+// session/new's cwd even when PWD named another directory (a test with the
+// test binary's PWD passed); the $PWD rule bites `opencode run`.
+//
 // Sessions. session/new answers {sessionId, configOptions: [model select]}
 // (OpenCode ses_…, Codex a UUID); an available_commands_update follows
 // (seen before the first prompt's other updates). session/load replays the
