@@ -89,11 +89,11 @@ func dirs(tb testing.TB, workDir string) (home, work string, env []string) {
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
 		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		// OpenCode outside ACP (opencode run) finds its project
-		// configuration from $PWD, not from its working directory. Over
-		// ACP, session/new's cwd was enough (with PWD naming another
-		// directory it still read the work dir's opencode.json); PWD is
-		// the work dir all the same, as parley sets it.
+		// OpenCode has been seen to find its project configuration from
+		// $PWD rather than its working directory. Over ACP here,
+		// session/new's cwd was enough (with PWD naming another directory
+		// it still read the work dir's opencode.json); PWD is the work
+		// dir all the same, as parley sets it.
 		"PWD=" + work,
 	}
 }

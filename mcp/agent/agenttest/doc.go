@@ -41,7 +41,7 @@
 //
 // Project configuration. Over ACP, OpenCode read the opencode.json of
 // session/new's cwd even when PWD named another directory (a test with the
-// test binary's PWD passed); the $PWD rule bites `opencode run`.
+// test binary's PWD passed). PWD is set to the work dir all the same.
 //
 // Sessions. session/new answers {sessionId, configOptions: [model select]}
 // (OpenCode ses_…, Codex a UUID); an available_commands_update follows
