@@ -29,20 +29,11 @@ const agentTimeout = 10 * time.Second
 // (the Makefile's claude-code target installs it).
 const claudeCodeTested = "2.1.328"
 
-// installs are how to install each kind of agent.
-var installs = map[string]string{
-	config.AgentClaudeCode: "install Claude Code: npm install -g @anthropic-ai/claude-code",
-	config.AgentOpenCode:   "install OpenCode: npm install -g opencode-ai",
-	config.AgentGemini:     "install Gemini CLI: npm install -g @google/gemini-cli",
-	config.AgentCodex:      "install Codex's ACP agent: npm install -g @zed-industries/codex-acp",
-	config.AgentACP:        "install the agent",
-}
-
 // installFix is how to get the agent of kind, or point parley at it (key:
 // where its command is set): for Claude Code the same words the agent's
 // start failure gives people.
 func installFix(kind, key string) string {
-	return installs[kind] + ", or set " + key + " to its path"
+	return serve.InstallHints[kind] + ", or set " + key + " to its path"
 }
 
 // agentKeys says where the keys of one agent are set: [agent] or

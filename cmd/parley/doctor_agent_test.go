@@ -184,8 +184,8 @@ func TestDoctorAgentRealCLI(t *testing.T) {
 }
 
 // TestDoctorNamedAgents: every agent parley runs is checked, each its own
-// finding naming the keys of its own section; one this build does not run
-// is a problem, as it fails the start.
+// finding naming the keys of its own section; one whose command is missing
+// is a problem, as it fails its sessions.
 func TestDoctorNamedAgents(t *testing.T) {
 	dir := t.TempDir()
 	claude := writeScript(t, dir, "claude", fakeClaude, 0o755)
@@ -197,8 +197,8 @@ func TestDoctorNamedAgents(t *testing.T) {
 		t.Errorf("exit %d with agents that cannot run", code)
 	}
 	wantFinding(t, fs, "agent", true, claude+" runs: 2.1.328 (Claude Code)", "at most 4 at once")
-	wantFinding(t, fs, "agent oc", false, `[agents.oc] kind "opencode" speaks the Agent Client Protocol, which this build of parley does not run yet`,
-		`set [agents.oc] kind (PARLEY_AGENTS_OC_KIND) to "claude-code"`)
+	wantFinding(t, fs, "agent oc", false, `the agent command "opencode" is not installed`,
+		"npm install -g opencode-ai, or set [agents.oc] command (PARLEY_AGENTS_OC_COMMAND)")
 	f := wantFinding(t, fs, "agent cc2", false, "does not exist", "[agents.cc2] command (PARLEY_AGENTS_CC2_COMMAND)")
 	if strings.Contains(f.Detail+f.Fix, "PARLEY_AGENT_COMMAND") {
 		t.Errorf("a named agent's finding names [agent]'s key: %+v", f)

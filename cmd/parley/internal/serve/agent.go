@@ -12,6 +12,7 @@ import (
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp"
+	"github.com/parley-chat/parley/mcp/acp"
 	"github.com/parley-chat/parley/mcp/agent"
 	"github.com/parley-chat/parley/mcp/claudecode"
 	"github.com/parley-chat/parley/mcp/orchestrator"
@@ -27,8 +28,13 @@ const agentDir = "agents"
 type driver struct {
 	agent.Driver
 	// reapStale stops what a crashed parley left of this agent; nil when
-	// there is nothing to look for.
+	// there is nothing to look for (an ACP Driver reaps at its process's
+	// start).
 	reapStale func() (int, error)
+	// close stops what the driver keeps running beyond its conversations
+	// (an ACP agent's one process), once the orchestrator has stopped;
+	// nil when nothing.
+	close func() error
 }
 
 // protocol builds the driver of one agent of its protocol: name is the
@@ -36,11 +42,10 @@ type driver struct {
 type protocol func(m *Main, name string, a config.Agent, stateDir string) (driver, error)
 
 // protocols are the agent protocols this build runs, by protocol
-// (agentProtocol): adding one is one entry. The ACP kinds are served by
-// package mcp/acp once it is in ("acp": its constructor); until then an
-// ACP agent fails the start with a clear error.
+// (agentProtocol): adding one is one entry.
 var protocols = map[string]protocol{
 	config.AgentClaudeCode: claudeCodeDriver,
+	config.AgentACP:        acpDriver,
 }
 
 // AgentSupported says whether this build runs the agent name (a): nil, or
@@ -50,8 +55,7 @@ func AgentSupported(name string, a config.Agent) error {
 	if _, ok := protocols[agentProtocol(a)]; ok {
 		return nil
 	}
-	return fmt.Errorf("%s kind %q speaks the Agent Client Protocol, which this build of parley does not run yet (package mcp/acp)",
-		agentSection(name), a.Kind)
+	return fmt.Errorf("%s kind %q is not an agent protocol this build of parley runs", agentSection(name), a.Kind)
 }
 
 // agentProtocol is the protocol of a's kind: the ACP kinds are all "acp".
@@ -93,6 +97,33 @@ func claudeCodeDriver(m *Main, name string, a config.Agent, stateDir string) (dr
 	return driver{Driver: claudecode.NewDriver(runner), reapStale: runner.ReapStale}, nil
 }
 
+// InstallHints say how to install each kind's command: for the notice of
+// a missing one at a session's first message, and parley doctor's.
+var InstallHints = map[string]string{
+	config.AgentClaudeCode: "install Claude Code: npm install -g @anthropic-ai/claude-code",
+	config.AgentOpenCode:   "install OpenCode: npm install -g opencode-ai",
+	config.AgentGemini:     "install Gemini CLI: npm install -g @google/gemini-cli",
+	config.AgentCodex:      "install Codex's ACP agent: npm install -g @zed-industries/codex-acp",
+	config.AgentACP:        "install the agent",
+}
+
+// acpDriver runs the ACP kinds: one agent process for every session of
+// the agent (package acp). StateDir is the agent's own, apart from
+// Claude Code's, so that one's reaping never stops the other's process.
+func acpDriver(m *Main, name string, a config.Agent, stateDir string) (driver, error) {
+	d := acp.New(acp.Options{
+		Name:     agentTitle(name, a),
+		Command:  a.Command,
+		Args:     a.Args,
+		Install:  InstallHints[a.Kind],
+		Workdir:  a.Workdir,
+		ExtraEnv: a.Env,
+		StateDir: filepath.Join(stateDir, "acp"),
+		Logger:   m.Logger.With("component", "agent", "agent", name),
+	})
+	return driver{Driver: d, close: d.Close}, nil
+}
+
 // commandAgents are the agents parley runs, as the command service tells
 // people of them.
 func commandAgents(c config.Config) []commands.Agent {
@@ -118,7 +149,8 @@ func webAgents(c config.Config) []web.Agent {
 // the token when one is set, and the MCP server's own-client secret). Each
 // agent it runs gets this daemon's MCP server, bound to its session by the
 // session's credential (mcp.AgentToken). It returns nil when parley runs
-// no agent, and the drivers' reapers of what a previous run left.
+// no agent, and the drivers' reapers of what a previous run left; the
+// drivers' closers are kept in m.agentClosers for Run's end.
 func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, []func() (int, error), error) {
 	run := m.Config.RunAgents()
 	if len(run) == 0 {
@@ -126,9 +158,13 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, []func() (int, err
 	}
 	agents := map[string]orchestrator.Agent{}
 	var reapers []func() (int, error)
+	fail := func(err error) (*orchestrator.Orchestrator, []func() (int, error), error) {
+		m.closeAgents()
+		return nil, nil, err
+	}
 	for _, na := range run {
 		if err := AgentSupported(na.Name, na.Agent); err != nil {
-			return nil, nil, err
+			return fail(err)
 		}
 		build := protocols[agentProtocol(na.Agent)]
 		stateDir := filepath.Join(m.Config.DataDir, agentDir)
@@ -138,10 +174,13 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, []func() (int, err
 		}
 		d, err := build(m, na.Name, na.Agent, stateDir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", agentSection(na.Name), err)
+			return fail(fmt.Errorf("%s: %w", agentSection(na.Name), err))
 		}
 		if d.reapStale != nil {
 			reapers = append(reapers, d.reapStale)
+		}
+		if d.close != nil {
+			m.agentClosers = append(m.agentClosers, d.close)
 		}
 		agents[key] = orchestrator.Agent{Driver: d.Driver, Title: agentTitle(na.Name, na.Agent), Kind: na.Agent.Kind,
 			AskPermissions: na.Agent.Permissions == config.PermissionsAsk}
@@ -164,9 +203,20 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, []func() (int, err
 		Logger:     m.Logger.With("component", "orchestrator"),
 	})
 	if err != nil {
-		return nil, nil, err
+		return fail(err)
 	}
 	return o, reapers, nil
+}
+
+// closeAgents stops what the agents' drivers keep running (their
+// processes), once no conversation runs on them.
+func (m *Main) closeAgents() {
+	for _, c := range m.agentClosers {
+		if err := c(); err != nil {
+			m.Logger.Warn("stopping an agent failed", "err", err)
+		}
+	}
+	m.agentClosers = nil
 }
 
 // agentTools is how the agent of a session reaches this daemon's MCP

@@ -2,38 +2,55 @@ package serve
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/mcp/acp"
 )
 
-// An agent of a protocol this build does not run fails the start, naming
-// its section and why; the registry knows Claude Code's.
+// Every kind the configuration takes has a driver in this build: Claude
+// Code its own, the ACP kinds one ACP driver each, whose state directory
+// is its own (a reap of Claude Code's never stops an ACP agent's process).
+// Nothing is started by building them, and Close stops what they keep.
 func TestAgentProtocols(t *testing.T) {
 	work := t.TempDir()
-	for _, tc := range []struct {
-		cfg  config.Config
-		want string
-	}{
-		{config.Config{Agent: config.Agent{Kind: config.AgentOpenCode, Workdir: work}},
-			`[agent] kind "opencode" speaks the Agent Client Protocol, which this build of parley does not run yet (package mcp/acp)`},
-		{config.Config{Agent: config.Agent{Kind: config.AgentClaudeCode, Workdir: work},
-			Agents: map[string]*config.Agent{"codex": {Kind: config.AgentCodex}}},
-			`[agents.codex] kind "codex" speaks the Agent Client Protocol`},
-	} {
-		m := &Main{Config: tc.cfg, Logger: slog.New(slog.DiscardHandler)}
-		if _, _, err := m.newOrchestrator(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("newOrchestrator: %v, want %q", err, tc.want)
+	data := t.TempDir()
+	cfg := config.Config{DataDir: data, Agent: config.Agent{Kind: config.AgentClaudeCode, Workdir: work},
+		Agents: map[string]*config.Agent{"codex": {Kind: config.AgentCodex, Command: "codex-acp", Workdir: work},
+			"oc": {Kind: config.AgentOpenCode, Command: "opencode", Args: []string{"acp"}, Workdir: work}}}
+	m := &Main{Config: cfg, Logger: slog.New(slog.DiscardHandler)}
+	for _, na := range cfg.RunAgents() {
+		if err := AgentSupported(na.Name, na.Agent); err != nil {
+			t.Errorf("%s: %v", na.Name, err)
+		}
+		d, err := protocols[agentProtocol(na.Agent)](m, na.Name, na.Agent, filepath.Join(data, na.Name))
+		if err != nil {
+			t.Fatalf("%s: %v", na.Name, err)
+		}
+		_, isACP := d.Driver.(*acp.Driver)
+		if isACP != na.Agent.ACP() || (d.close != nil) != isACP {
+			t.Errorf("%s (kind %s): driver %T, closer %v", na.Name, na.Agent.Kind, d.Driver, d.close != nil)
+		}
+		if d.close != nil {
+			if err := d.close(); err != nil {
+				t.Errorf("%s: close: %v", na.Name, err)
+			}
 		}
 	}
-	if _, ok := protocols[agentProtocol(config.Agent{Kind: config.AgentClaudeCode})]; !ok {
-		t.Error("no driver for claude-code")
+	if _, err := os.Stat(filepath.Join(data, "agents")); !os.IsNotExist(err) {
+		t.Errorf("building the drivers made their state: %v", err)
 	}
 	for _, kind := range []string{config.AgentACP, config.AgentOpenCode, config.AgentGemini, config.AgentCodex} {
 		if p := agentProtocol(config.Agent{Kind: kind}); p != config.AgentACP {
 			t.Errorf("kind %s speaks %s", kind, p)
 		}
+	}
+	if err := AgentSupported("default", config.Agent{Kind: "goose"}); err == nil ||
+		!strings.Contains(err.Error(), `[agent] kind "goose" is not`) {
+		t.Errorf("an unknown kind: %v", err)
 	}
 }
 

@@ -82,6 +82,8 @@ type Main struct {
 	// agents runs each session's agent ([agent], [agents.NAME]); nil when
 	// parley runs none.
 	agents *orchestrator.Orchestrator
+	// agentClosers stop the agents' processes after agents ends.
+	agentClosers []func() error
 	// daily takes the backups of [store] backup_dir; nil without one
 	// (backup.go).
 	daily *backup.Daily
@@ -253,6 +255,7 @@ func (m *Main) Run(ctx context.Context) error {
 			if err := m.agents.Run(ctx); err != nil {
 				m.Logger.Error("the agents stopped", "err", err)
 			}
+			m.closeAgents()
 		}()
 	}
 	err := m.daemon.Run(ctx)
@@ -261,8 +264,10 @@ func (m *Main) Run(ctx context.Context) error {
 	return errors.Join(err, httpErr)
 }
 
-// Close closes the MCP server and the store.
+// Close closes the MCP server and the store, and stops the agents'
+// processes if Run did not.
 func (m *Main) Close() error {
+	m.closeAgents()
 	if m.mcp != nil {
 		m.mcp.Close()
 	}
