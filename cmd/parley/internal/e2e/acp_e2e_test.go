@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp/agent/modeltest"
 )
 
@@ -79,4 +82,100 @@ func pieces(s string, n int) []string {
 		s = s[k:]
 	}
 	return out
+}
+
+// TestACPApprovals: a shell call the agent asks permission for is put to
+// the session's people with buttons; a stranger's click decides nothing;
+// Ann's Approve runs it (its output in the page's ToolGroup). Deny and
+// continue leaves it unrun and the turn ends as the agent chooses, told
+// as no error; the next turn gives the model the refusal. Deny and abort
+// ends the turn without asking the model again.
+func TestACPApprovals(t *testing.T) {
+	forEachACPAgent(t, func(t *testing.T, ag acpAgent) {
+		st := newACPStack(t, ag, nil)
+		topic := st.newTopic("work")
+
+		st.model.Say(ag.shell("touch approved.txt && echo made it"))
+		st.model.Say(modeltest.Text("Created approved.txt."))
+		st.srv.SendText(st.forum, topic, ann, "Make a file.")
+		question := st.question(topic, "touch approved.txt")
+		var labels []string
+		for _, row := range question.Buttons {
+			labels = append(labels, row[0].Text)
+		}
+		if len(labels) < 3 || labels[0] != "Approve" || labels[1] != "Deny and continue" || labels[2] != "Deny and abort" {
+			t.Fatalf("approval buttons %q", labels)
+		}
+		session := st.sessionID()
+		q := st.srv.Click(st.forum, question.ID, stranger, question.Buttons[0][0].CallbackData)
+		st.await("the stranger's click answered", func() bool { return len(st.srv.CallbackAnswers(q)) == 1 })
+		if groups := getState(t, st.m.Addr(), session).toolGroups(); len(groups) != 1 || strings.Contains(groups[0], " by telegram ") {
+			t.Fatalf("after the stranger's click the page shows %q", groups)
+		}
+		if m, _ := st.srv.Message(st.forum, question.ID); len(m.Buttons) == 0 {
+			t.Fatal("the stranger's click withdrew the question")
+		}
+		st.srv.Click(st.forum, question.ID, ann, question.Buttons[0][0].CallbackData)
+		st.answeredOnce(topic, "Created approved.txt.")
+		if _, err := os.Stat(filepath.Join(st.workdir, "approved.txt")); err != nil {
+			t.Fatalf("the approved command did not run: %v", err)
+		}
+		groups := getState(t, st.m.Addr(), session).toolGroups()
+		if len(groups) != 1 || !strings.Contains(groups[0], `touch approved.txt && echo made it" exit 0 "made it`) ||
+			!strings.Contains(groups[0], "approve (approve by telegram 42)") {
+			t.Fatalf("the page shows tool groups %q", groups)
+		}
+
+		// Deny and continue.
+		before := st.model.turns()
+		st.model.Say(ag.shell("touch denied.txt"))
+		st.srv.SendText(st.forum, topic, ann, "Make another.")
+		question = st.question(topic, "touch denied.txt")
+		st.srv.Click(st.forum, question.ID, ann, question.Buttons[1][0].CallbackData)
+		st.await("the denied turn over", func() bool {
+			groups := getState(t, st.m.Addr(), session).toolGroups()
+			return len(groups) == 2 && strings.Contains(groups[1], "deny_continue (deny_continue by telegram 42)") && st.status(session) == core.StatusIdle
+		})
+		if _, err := os.Stat(filepath.Join(st.workdir, "denied.txt")); err == nil {
+			t.Fatal("a denied command ran")
+		}
+		st.model.Say(modeltest.Text("Understood, I did not create it."))
+		st.srv.SendText(st.forum, topic, ann, "Did you?")
+		st.answeredOnce(topic, "Understood, I did not create it.")
+		// The model learns of the refusal: in the denied turn, where the
+		// agent asks it again, else with the next.
+		refused := false
+		for i := before; i < st.model.turns(); i++ {
+			if text, _, ok := st.model.lastResult(i); ok && strings.Contains(strings.ToLower(text), ag.refusal) {
+				refused = true
+			}
+		}
+		if !refused {
+			t.Errorf("the model was never told of the refusal (%q); it was sent:\n%s", ag.refusal, st.model.sent(st.model.turns()-1))
+		}
+
+		// Deny and abort.
+		before = st.model.turns()
+		st.model.Say(ag.shell("touch aborted.txt"))
+		st.model.Say(modeltest.Text("This must not be asked for."))
+		st.srv.SendText(st.forum, topic, ann, "And a third.")
+		question = st.question(topic, "touch aborted.txt")
+		st.srv.Click(st.forum, question.ID, ann, question.Buttons[2][0].CallbackData)
+		st.await("the aborted turn over", func() bool {
+			groups := getState(t, st.m.Addr(), session).toolGroups()
+			return len(groups) == 3 && strings.Contains(groups[2], "deny_abort") && st.status(session) == core.StatusIdle
+		})
+		if _, err := os.Stat(filepath.Join(st.workdir, "aborted.txt")); err == nil {
+			t.Fatal("an aborted command ran")
+		}
+		if n := st.model.turns() - before; n != 1 {
+			t.Fatalf("%d model requests after Deny and abort, want the one that asked", n)
+		}
+		st.idle()
+		for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
+			if strings.Contains(m.Text, "⚠️") || strings.Contains(m.Text, "This must not be asked for.") {
+				t.Errorf("the topic shows %q", m.Text)
+			}
+		}
+	})
 }

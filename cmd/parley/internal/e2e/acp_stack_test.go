@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +31,9 @@ type acpAgent struct {
 	// setup makes the fake model and sets the agent up against it, in
 	// workdir ("" makes one).
 	setup func(t *testing.T, workdir string) (agenttest.Agent, acpModel)
+	// refusal is what the agent tells its model of a shell call people
+	// denied, in lower case.
+	refusal string
 	// shell is the model's call of the agent's shell tool.
 	shell func(command string) modeltest.Block
 	// parleyTool is the model's call of tool (its MCP name, with dots) of
@@ -45,7 +50,8 @@ var acpAgents = []acpAgent{
 			api := modeltest.NewMessages(t)
 			return agenttest.OpenCode(t, api, agenttest.OpenCodeConfig{WorkDir: workdir, AskBash: true}), messagesModel{api}
 		},
-		shell: func(command string) modeltest.Block { return agenttest.OpenCodeBash(command, "Run it") },
+		refusal: "rejected permission",
+		shell:   func(command string) modeltest.Block { return agenttest.OpenCodeBash(command, "Run it") },
 		parleyTool: func(tool string, input any) modeltest.Block {
 			return modeltest.Tool(agenttest.OpenCodeMCPTool("parley", tool), input)
 		},
@@ -56,7 +62,8 @@ var acpAgents = []acpAgent{
 			api := modeltest.NewResponses(t)
 			return agenttest.Codex(t, api, agenttest.CodexConfig{WorkDir: workdir}), responsesModel{api}
 		},
-		shell: agenttest.CodexShell,
+		refusal: "aborted",
+		shell:   agenttest.CodexShell,
 		parleyTool: func(tool string, input any) modeltest.Block {
 			return agenttest.CodexMCPTool("parley", tool, input)
 		},
@@ -162,5 +169,28 @@ func newACPStack(t *testing.T, ag acpAgent, configure func(*config.Config)) *acp
 		configure(&st.cfg)
 	}
 	st.start()
-	return &acpStack{ccStack: &ccStack{tgStack: st, workdir: setup.WorkDir}, ag: ag, model: model, setup: setup}
+	as := &acpStack{ccStack: &ccStack{tgStack: st, workdir: setup.WorkDir}, ag: ag, model: model, setup: setup}
+	t.Cleanup(func() {
+		if t.Failed() {
+			as.report()
+		}
+	})
+	return as
+}
+
+// report logs, for a failed test, what each session's topic and page
+// show and what the model was sent.
+func (st *acpStack) report() {
+	ss, err := st.m.Daemon().Store.Sessions(context.Background())
+	if err != nil {
+		st.t.Log(err)
+	}
+	for _, s := range ss {
+		topic, _ := strconv.Atoi(s.Bindings["telegram"].Place.Thread)
+		st.t.Logf("session %s (agent %q):\n%s", s.ID, s.Agent, st.explain(string(s.ID), topic))
+		st.t.Logf("its tool groups: %q", getState(st.t, st.m.Addr(), string(s.ID)).toolGroups())
+	}
+	for i := range st.model.turns() {
+		st.t.Logf("model request %d was sent:\n%s", i, st.model.sent(i))
+	}
 }
