@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
+	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp/agent/modeltest"
 )
@@ -176,6 +178,59 @@ func TestACPApprovals(t *testing.T) {
 			if strings.Contains(m.Text, "⚠️") || strings.Contains(m.Text, "This must not be asked for.") {
 				t.Errorf("the topic shows %q", m.Text)
 			}
+		}
+	})
+}
+
+// TestACPCancel: /cancel stops a turn mid-stream (the model is held after
+// its first words until the test ends); the output keeps what was
+// streamed and says it was cancelled; the next message is answered.
+func TestACPCancel(t *testing.T) {
+	forEachACPAgent(t, func(t *testing.T, ag acpAgent) {
+		st := newACPStack(t, ag, nil)
+		topic := st.newTopic("work")
+		hold := make(chan struct{})
+		t.Cleanup(func() { close(hold) })
+		st.model.Say(modeltest.Chunks(0, "wordA ", "wordB "), modeltest.Block{Chunks: []string{"THE-END"}, Wait: hold})
+		st.srv.SendText(st.forum, topic, ann, "Count slowly.")
+		st.showing(topic, "wordA wordB")
+		st.srv.SendText(st.forum, topic, ann, "/cancel")
+		m := st.showing(topic, "Cancelled")
+		if !strings.Contains(m.Text, "wordA wordB") {
+			t.Errorf("the cancelled output lost what was streamed: %q", m.Text)
+		}
+		st.model.Say(modeltest.Text("Fresh start."))
+		st.srv.SendText(st.forum, topic, ann, "Go on.")
+		st.answeredOnce(topic, "Fresh start.")
+		if n := len(st.shown(topic, "THE-END")); n != 0 {
+			t.Fatal("the cancelled stream went on")
+		}
+		for _, m := range botMessages(st.srv.Messages(st.forum, topic)) {
+			if strings.Contains(m.Text, "⚠️") {
+				t.Errorf("people were told of a failure: %q", m.Text)
+			}
+		}
+	})
+}
+
+// TestACPMissingCommand: an agent command that does not exist gives the
+// person one notice in the topic with the cause and the fix (and keeps
+// the message for the next try).
+func TestACPMissingCommand(t *testing.T) {
+	forEachACPAgent(t, func(t *testing.T, ag acpAgent) {
+		missing := filepath.Join(t.TempDir(), "no-such-"+ag.name)
+		st := newACPStack(t, ag, func(c *config.Config) { c.Agent.Command = missing })
+		topic := st.newTopic("work")
+		st.srv.SendText(st.forum, topic, ann, "Hello?")
+		notice := st.showing(topic, "no-such-"+ag.name)
+		for _, want := range []string{"not installed", serve.InstallHints[ag.kind], "PARLEY_AGENT_COMMAND"} {
+			if !strings.Contains(notice.Text, want) {
+				t.Errorf("the notice does not say %q: %q", want, notice.Text)
+			}
+		}
+		st.idle()
+		if n := len(st.shown(topic, "no-such-"+ag.name)); n != 1 {
+			t.Errorf("the notice is shown %d times, want once", n)
 		}
 	})
 }
