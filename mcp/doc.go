@@ -123,6 +123,9 @@
 // asked about (tool, cmd, input): the same call_id asked about anything
 // else asks people again. Nothing an MCP client posts answers an approval:
 // chat.human.post has no question id, and a "1" it posts is a message.
+// ui.tool_call's approved_by records that parley approved a call without
+// asking (permissions = "allow", parley's own tools): taken only from the
+// daemon's own client, and a record binding no question.
 //
 // The proxy is a raw JSON-RPC relay rather than a second MCP server: each
 // stdin message is forwarded with mcp-go's Streamable HTTP client transport,
