@@ -38,7 +38,9 @@
 // session id under a key the Server draws at start, admitted on /mcp
 // without the [http] token, bound to that session whatever the URL says,
 // and opening only the tools such an agent needs (chat_read_since,
-// chat.assistant.post, ui.ask, session.get, session.list, session.rename).
+// chat.assistant.post, ui.ask, session.get, session.list, session.rename),
+// each once, by its underscore name (model APIs take no dots in tool
+// names, and agents that turn them into underscores would see two).
 //
 // Notifications. mcp-go acknowledges subscriptions but delivers nothing by
 // itself, so the Server tracks them: for protocol 2025-11-25 through the
