@@ -188,9 +188,14 @@ func (st *acpStack) report() {
 	for _, s := range ss {
 		topic, _ := strconv.Atoi(s.Bindings["telegram"].Place.Thread)
 		st.t.Logf("session %s (agent %q):\n%s", s.ID, s.Agent, st.explain(string(s.ID), topic))
-		st.t.Logf("its tool groups: %q", getState(st.t, st.m.Addr(), string(s.ID)).toolGroups())
+		if st.cfg.HTTP.Token == "" { // getState has no token
+			st.t.Logf("its tool groups: %q", getState(st.t, st.m.Addr(), string(s.ID)).toolGroups())
+		}
 	}
 	for i := range st.model.turns() {
 		st.t.Logf("model request %d was sent:\n%s", i, st.model.sent(i))
+		if r, ok := st.model.(responsesModel); ok && i == 0 {
+			st.t.Logf("tools: %q", r.ModelRequests()[0].Tools)
+		}
 	}
 }
