@@ -132,15 +132,7 @@ func TestACPApprovals(t *testing.T) {
 		before := st.model.turns()
 		st.model.Say(ag.shell("touch denied.txt"))
 		st.srv.SendText(st.forum, topic, ann, "Make another.")
-		question = st.question(topic, "touch denied.txt")
-		st.srv.Click(st.forum, question.ID, ann, question.Buttons[1][0].CallbackData)
-		st.await("the denied turn over", func() bool {
-			groups := getState(t, st.m.Addr(), session).toolGroups()
-			return len(groups) == 2 && strings.Contains(groups[1], "deny_continue (deny_continue by telegram 42)") && st.status(session) == core.StatusIdle
-		})
-		if _, err := os.Stat(filepath.Join(st.workdir, "denied.txt")); err == nil {
-			t.Fatal("a denied command ran")
-		}
+		deniedGroup := st.deny(topic, session, "denied.txt", 1, "deny_continue (deny_continue by telegram 42)")
 		st.model.Say(modeltest.Text("Understood, I did not create it."))
 		st.srv.SendText(st.forum, topic, ann, "Did you?")
 		st.answeredOnce(topic, "Understood, I did not create it.")
@@ -148,7 +140,7 @@ func TestACPApprovals(t *testing.T) {
 		// agent asks it again, else with the next.
 		refused := false
 		for i := before; i < st.model.turns(); i++ {
-			if text, _, ok := st.model.lastResult(i); ok && strings.Contains(strings.ToLower(text), ag.refusal) {
+			if text, ok := st.model.lastResult(i); ok && strings.Contains(strings.ToLower(text), ag.refusal) {
 				refused = true
 			}
 		}
@@ -161,15 +153,7 @@ func TestACPApprovals(t *testing.T) {
 		st.model.Say(ag.shell("touch aborted.txt"))
 		st.model.Say(modeltest.Text("This must not be asked for."))
 		st.srv.SendText(st.forum, topic, ann, "And a third.")
-		question = st.question(topic, "touch aborted.txt")
-		st.srv.Click(st.forum, question.ID, ann, question.Buttons[2][0].CallbackData)
-		st.await("the aborted turn over", func() bool {
-			groups := getState(t, st.m.Addr(), session).toolGroups()
-			return len(groups) == 3 && strings.Contains(groups[2], "deny_abort") && st.status(session) == core.StatusIdle
-		})
-		if _, err := os.Stat(filepath.Join(st.workdir, "aborted.txt")); err == nil {
-			t.Fatal("an aborted command ran")
-		}
+		abortedGroup := st.deny(topic, session, "aborted.txt", 2, "deny_abort (deny_abort by telegram 42)")
 		if n := st.model.turns() - before; n != 1 {
 			t.Fatalf("%d model requests after Deny and abort, want the one that asked", n)
 		}
@@ -179,7 +163,36 @@ func TestACPApprovals(t *testing.T) {
 				t.Errorf("the topic shows %q", m.Text)
 			}
 		}
+
+		// The page shows each denied call's command, as the question did.
+		for _, g := range []struct{ group, command string }{{deniedGroup, "touch denied.txt"}, {abortedGroup, "touch aborted.txt"}} {
+			st.step("denied-command-shown", !strings.Contains(g.group, `"`+g.command+`"`),
+				"the page's ToolGroup of the denied call does not show its command %q: %q", g.command, g.group)
+		}
 	})
+}
+
+// deny has Ann answer the question about `touch file` with the button
+// of row (1 Deny and continue, 2 Deny and abort), waits until the turn is
+// over with decision on the page's last ToolGroup, and checks that the
+// command did not run. It returns that ToolGroup.
+func (st *acpStack) deny(topic int, session, file string, row int, decision string) string {
+	st.t.Helper()
+	question := st.question(topic, "touch "+file)
+	st.srv.Click(st.forum, question.ID, ann, question.Buttons[row][0].CallbackData)
+	var group string
+	st.await("the denied turn over", func() bool {
+		groups := getState(st.t, st.m.Addr(), session).toolGroups()
+		if len(groups) == 0 || !strings.Contains(groups[len(groups)-1], decision) || st.status(session) != core.StatusIdle {
+			return false
+		}
+		group = groups[len(groups)-1]
+		return true
+	})
+	if _, err := os.Stat(filepath.Join(st.workdir, file)); err == nil {
+		st.t.Fatalf("the denied command ran: %s exists", file)
+	}
+	return group
 }
 
 // TestACPCancel: /cancel stops a turn mid-stream (the model is held after
