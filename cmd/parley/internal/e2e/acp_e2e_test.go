@@ -247,3 +247,24 @@ func TestACPMissingCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestACPMissingCommandNamed: the notice of a named agent's missing
+// command names the key to set: its section and variable.
+func TestACPMissingCommandNamed(t *testing.T) {
+	forEachACPAgent(t, func(t *testing.T, ag acpAgent) {
+		missing := filepath.Join(t.TempDir(), "no-such-helper")
+		st := newACPStack(t, ag, func(c *config.Config) {
+			helper := c.Agent
+			helper.Command, helper.MaxRunning = missing, 0
+			c.Agents = map[string]*config.Agent{"helper": &helper}
+		})
+		topic := st.newTopic("--agent helper Other work")
+		st.srv.SendText(st.forum, topic, ann, "Hello, helper?")
+		notice := st.showing(topic, "no-such-helper")
+		if !strings.Contains(notice.Text, serve.InstallHints[ag.kind]) {
+			t.Errorf("the notice does not say how to install it: %q", notice.Text)
+		}
+		st.step("named-missing-fix", !strings.Contains(notice.Text, "[agents.helper] command (PARLEY_AGENTS_HELPER_COMMAND)"),
+			"the notice of a named agent does not say its section and variable: %q", notice.Text)
+	})
+}

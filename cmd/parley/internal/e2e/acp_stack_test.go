@@ -83,7 +83,16 @@ var driverDefects = map[string]string{
 	// of a changed Show: the page's ToolGroup shows "bash" for ever.
 	"opencode/denied-command-shown": "acp driver defect: a call OpenCode asks about before its in_progress update keeps the command " +
 		"\"bash\" on the page (permission() does not update the reported call's Show from the request's rawInput.command)",
+	// The Fix of acp's Problem for a missing or unrunnable command
+	// always says "[agent] command (PARLEY_AGENT_COMMAND)" (process.go,
+	// startProblem): acp.Options has no field for the agent's section,
+	// so a named agent's notice names the wrong key.
+	"opencode/named-missing-fix": namedFixDefect,
+	"codex/named-missing-fix":    namedFixDefect,
 }
+
+const namedFixDefect = "acp driver defect: a named agent's missing command is told with the fix \"set [agent] command " +
+	"(PARLEY_AGENT_COMMAND)\", not its [agents.NAME] command (acp.Options has no section for startProblem)"
 
 // step checks a story step that failed when failed is set: an error, or
 // for an agent with a known driver defect in that step, a skip naming it.
