@@ -76,25 +76,38 @@ func (s *Service) toolUpdate(ctx context.Context, cmd core.Command, fn func(ss *
 }
 
 // toolCall records a tool call starting; the agent is then working. A
-// running call reported again with another command shows that command.
+// running call reported again with another command shows that command. A
+// report with a decision (Call.Decision approve and Call.Actor: only
+// parley's own orchestrator reports one, for a call allowed without
+// asking people) also records it, once, as the call's approval; it
+// decides nothing else: no digest is kept, so a question about the call
+// would still be asked.
 func (s *Service) toolCall(ctx context.Context, cmd core.Command) (core.Result, error) {
 	if err := checkCall(cmd.Call, true); err != nil {
 		return core.Result{}, err
 	}
+	if d := cmd.Call.Decision; d != "" && (d != core.DecisionApprove || cmd.Call.Actor.ID == "") {
+		return core.Result{}, invalid("a tool call reported as decided must be approved, by someone")
+	}
 	return s.toolUpdate(ctx, cmd, func(ss *core.Session) ([]core.Event, error) {
+		var events []core.Event
 		i := core.FindTool(ss.Tools, cmd.Call.CallID)
 		if i < 0 {
-			return startCall(ss, cmd), nil
+			events = startCall(ss, cmd)
+			i = len(ss.Tools) - 1
+		} else if t := &ownTools(ss)[i]; !t.Done && cmd.Call.Cmd != "" && core.StateCmd(cmd.Call.Cmd) != t.Cmd {
+			// The runtime tells more of a running call: it shows the
+			// new command.
+			t.Cmd = core.StateCmd(cmd.Call.Cmd)
+			call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Cmd: cmd.Call.Cmd}
+			events = append(events, core.Event{Kind: core.EventToolCall, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call})
 		}
-		t := &ownTools(ss)[i]
-		if t.Done || cmd.Call.Cmd == "" || core.StateCmd(cmd.Call.Cmd) == t.Cmd {
-			return nil, nil
+		if t := &ownTools(ss)[i]; cmd.Call.Decision != "" && t.Decision == "" {
+			t.Decision = cmd.Call.Decision
+			call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Decision: cmd.Call.Decision, Actor: cmd.Call.Actor}
+			events = append(events, core.Event{Kind: core.EventToolApproval, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call})
 		}
-		// The runtime tells more of a running call: it shows the new
-		// command.
-		t.Cmd = core.StateCmd(cmd.Call.Cmd)
-		call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Cmd: cmd.Call.Cmd}
-		return []core.Event{{Kind: core.EventToolCall, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call}}, nil
+		return events, nil
 	})
 }
 

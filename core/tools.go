@@ -37,6 +37,12 @@ import (
 //     typed in the chat is a message to the agent, never a decision.
 //     One nobody answered in time is withdrawn like any question (Withdraw):
 //     the call stays undecided and a late click decides nothing.
+//   - A call parley approved without asking people (an agent's prompt
+//     under permissions = "allow", a call of parley's own tools) is
+//     recorded as DecisionApprove with the actor "parley" and the ground
+//     (ToolCallStart with Decision and Actor, from parley's own
+//     orchestrator only). It is a record, not people's decision: it keeps
+//     no digest, so it decides no question about the call.
 //   - A decision belongs to the call it was given for: the session, the
 //     call id and the call's Digest (tool, command and input as asked).
 //     Asked again with the same digest, the decision stands (a retry);

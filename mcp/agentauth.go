@@ -114,15 +114,21 @@ func agentAllowed(ctx context.Context, tool string) bool {
 	return slices.ContainsFunc(agentTools, func(t string) bool { return t == tool || strings.ReplaceAll(t, ".", "_") == tool })
 }
 
-// agentToolFilter is the tools an agent's credential sees, and may call:
-// mcp-go answers a call of any other "tool not found".
+// agentToolFilter is the tools an agent's credential sees and may call:
+// each of agentTools once, by its underscore name (mcp-go answers a call
+// of any other "tool not found", a dotted name too). Once because model APIs take tool names of [a-zA-Z0-9_-] only
+// (https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use,
+// https://platform.openai.com/docs/api-reference/responses/create), so an
+// agent turns the dots into underscores: Codex (codex-acp 0.16.0) then
+// offered its model both as chat_assistant_post_<hash>, twice each under
+// names no model could guess, and refused the plain name.
 func agentToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if !bindingFrom(ctx).agent {
 		return tools
 	}
-	out := make([]mcp.Tool, 0, len(agentTools)*2)
+	out := make([]mcp.Tool, 0, len(agentTools))
 	for _, t := range tools {
-		if agentAllowed(ctx, t.Name) {
+		if !strings.Contains(t.Name, ".") && agentAllowed(ctx, t.Name) {
 			out = append(out, t)
 		}
 	}

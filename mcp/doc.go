@@ -38,7 +38,9 @@
 // session id under a key the Server draws at start, admitted on /mcp
 // without the [http] token, bound to that session whatever the URL says,
 // and opening only the tools such an agent needs (chat_read_since,
-// chat.assistant.post, ui.ask, session.get, session.list, session.rename).
+// chat.assistant.post, ui.ask, session.get, session.list, session.rename),
+// each once, by its underscore name (model APIs take no dots in tool
+// names, and agents that turn them into underscores would see two).
 //
 // Notifications. mcp-go acknowledges subscriptions but delivers nothing by
 // itself, so the Server tracks them: for protocol 2025-11-25 through the
@@ -123,6 +125,9 @@
 // asked about (tool, cmd, input): the same call_id asked about anything
 // else asks people again. Nothing an MCP client posts answers an approval:
 // chat.human.post has no question id, and a "1" it posts is a message.
+// ui.tool_call's approved_by records that parley approved a call without
+// asking (permissions = "allow", parley's own tools): taken only from the
+// daemon's own client, and a record binding no question.
 //
 // The proxy is a raw JSON-RPC relay rather than a second MCP server: each
 // stdin message is forwarded with mcp-go's Streamable HTTP client transport,

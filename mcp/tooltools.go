@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -30,7 +31,12 @@ import (
 // asked again the same, the decision stands; asked with the same call_id
 // about anything else, people are asked again. Nothing an MCP client posts
 // decides an approval (chat.human.post is a message): the agent's side of
-// parley never approves its own calls.
+// parley never approves its own calls. The one exception is a record, not
+// a decision: parley's own orchestrator (the own client, OwnClientHeader)
+// reports a call it allowed without asking people (an agent's prompt under
+// permissions = "allow", a call of parley's own tools) with ui.tool_call's
+// approved_by, which records the call's approval with the actor parley
+// and that ground; any other client is refused.
 
 // DecisionTimeout is ui.request_approval's result when nobody decided in
 // time.
@@ -44,6 +50,8 @@ func (s *Server) addToolActivityTools() {
 	s.addTool("ui.tool_call", "Report a tool call starting, shown to the session's people (a progress line while the turn runs, a tool group on the page). "+
 		"Idempotent by call_id; reported again with another cmd while it runs, the call shows that cmd.", s.toolCall,
 		callArg, toolArg, cmdArg, sessionArg,
+		mcp.WithString("approved_by", mcp.Description("parley's own orchestrator only: the call was approved without asking people, "+
+			"on the ground this names (permissions = \"allow\"); recorded as the call's approval by \"parley (GROUND)\". Refused from any other client.")),
 		mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("ui.tool_output", fmt.Sprintf("Report a tool call's result (after ui.tool_call with the same call_id). stdout and stderr keep their last %d KiB each; "+
@@ -69,11 +77,16 @@ func (s *Server) addToolActivityTools() {
 }
 
 type toolCallArgs struct {
-	CallID    string `json:"call_id"`
-	Tool      string `json:"tool"`
-	Cmd       string `json:"cmd"`
-	SessionID string `json:"session_id"`
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Cmd        string `json:"cmd"`
+	ApprovedBy string `json:"approved_by"`
+	SessionID  string `json:"session_id"`
 }
+
+// approverID is the Actor.ID of a call parley approved without asking
+// people (ui.tool_call's approved_by names the ground).
+const approverID = "parley"
 
 type toolOutputArgs struct {
 	CallID    string   `json:"call_id"`
@@ -114,12 +127,24 @@ func (s *Server) toolCall(ctx context.Context, raw json.RawMessage) (any, error)
 	if err := bind(raw, &a); err != nil {
 		return nil, err
 	}
+	call := &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd}
+	if a.ApprovedBy != "" {
+		// Only the daemon's own orchestrator, which answered the agent
+		// itself, may say a call was approved: no other client records
+		// a decision (and this one decides nothing for later questions).
+		if !ownFrom(ctx) {
+			return nil, toolError("approved_by is for parley's own orchestrator only")
+		}
+		if len(a.ApprovedBy) > core.MaxToolName || !utf8.ValidString(a.ApprovedBy) {
+			return nil, toolError(fmt.Sprintf("approved_by is not valid UTF-8 of at most %d bytes", core.MaxToolName))
+		}
+		call.Decision, call.Actor = core.DecisionApprove, core.Actor{ID: approverID, Name: approverID + " (" + a.ApprovedBy + ")"}
+	}
 	id, err := s.sessionFor(ctx, "ui.tool_call", a.SessionID, true)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.handle(ctx, core.Command{Kind: core.ToolCallStart, Session: id, Origin: core.OriginMCP,
-		Call: &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd}})
+	res, err := s.handle(ctx, core.Command{Kind: core.ToolCallStart, Session: id, Origin: core.OriginMCP, Call: call})
 	if err != nil {
 		return nil, err
 	}

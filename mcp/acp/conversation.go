@@ -31,13 +31,21 @@ type conversation struct {
 	err     error
 	pending map[string]*permission // open permission requests, by RequestID
 	tools   map[string]*toolCall   // the turn's tool calls, by id
-	text    textBlock
+	// toolOrder are the turn's tool calls' ids, in the order reported.
+	toolOrder []string
+	text      textBlock
+	// ownServer is the name of parley's MCP server in this session's
+	// mcpServers, "" when it was given none.
+	ownServer string
 }
 
 // turn is one session/prompt under way.
 type turn struct {
-	// denied: a denial that interrupts cancelled it (StopDenied).
+	// denied: a call of the turn was denied; a turn the agent then ends
+	// as cancelled ends StopDenied, unless interrupted.
 	denied bool
+	// interrupted: Interrupt cancelled the turn (StopCancelled).
+	interrupted bool
 }
 
 var _ agent.Conversation = (*conversation)(nil)
@@ -96,6 +104,7 @@ func (c *conversation) Send(ctx context.Context, text string) error {
 	c.turn = t
 	c.text = textBlock{}
 	c.tools = map[string]*toolCall{}
+	c.toolOrder = nil
 	c.push(agent.Init{Conversation: c.id, Model: c.model})
 	id := c.id
 	c.mu.Unlock()
@@ -124,6 +133,7 @@ func (c *conversation) turnEnded(t *turn, r reply) {
 	c.turn = nil
 	c.closeBlock()
 	c.withdrawAll()
+	c.unfinished()
 	res := agent.Result{Stop: agent.StopEndTurn}
 	if r.err != nil {
 		// The agent's message, for people (OpenCode 1.18.33: "Internal
@@ -141,7 +151,7 @@ func (c *conversation) turnEnded(t *turn, r reply) {
 			StopReason string `json:"stopReason"`
 		}
 		decode(r.result, &pr)
-		res.Stop = stopReason(pr.StopReason, t.denied)
+		res.Stop = stopReason(pr.StopReason, t.denied && !t.interrupted)
 		if res.Stop == agent.StopError {
 			res.Errors = []string{"the agent ended the turn with stopReason " + fmt.Sprintf("%q", pr.StopReason)}
 		}
@@ -180,6 +190,7 @@ func (c *conversation) Interrupt(ctx context.Context) error {
 		c.mu.Unlock()
 		return nil
 	}
+	c.turn.interrupted = true
 	id := c.id
 	c.mu.Unlock()
 	err := c.p.c.notify(ctx, "session/cancel", map[string]string{"sessionId": id})

@@ -37,7 +37,8 @@
 // history is sent), else session/load, whose replay of the history as
 // session/update before its answer is dropped (people saw it already).
 // When the agent offers neither, or answers the resume or load with an
-// error (OpenCode 1.18.33 answers an unknown session with -32603), Start
+// error (OpenCode 1.18.33 answers an unknown session with -32603, Codex
+// -32002 "Resource not found", to session/resume and session/load), Start
 // fails with agent.ErrNoConversation: the orchestrator starts a new
 // conversation and tells people the agent starts afresh. parley's MCP
 // server (StartRequest.Tools) is given as mcpServers: Streamable HTTP with
@@ -57,12 +58,22 @@
 // TextDelta, its block's whole Text when the block ends (at a thought, a
 // tool call, another messageId, the end of the turn); agent_thought_chunk
 // Thought; tool_call ToolUse (Show: rawInput's command, the file of a
-// read or edit, a search's pattern, a fetch's URL, else the title);
-// tool_call_update ToolUpdate when what people read or the status changes
-// (OpenCode 1.18.33 tells the command only in its first update), and
-// ToolResult once completed or failed (the content's text; rawOutput's
-// stdout, stderr and exit code where it has them; OpenCode's exit code is
-// rawOutput.metadata.exit); plan Plan. Other updates (usage, commands,
+// read or edit, a search's pattern, a fetch's URL, an MCP tool's
+// SERVER/TOOL and arguments, else the title; Name the first title, or the
+// kind where that title is the command, as Codex's is); tool_call_update
+// ToolUpdate when what people read or the status changes (OpenCode
+// 1.18.33 tells the command only in its first update), and ToolResult
+// once completed or failed (the content's text; rawOutput's stdout,
+// stderr and exit code where it has them, as Codex's shell calls have,
+// with no content; OpenCode's exit code is rawOutput.metadata.exit); plan
+// Plan. An agent may ask permission for a call before it reports it
+// (Codex does, for its shell calls): the call is then reported from the
+// request's toolCall, ToolUse before the PermissionRequest, so people read
+// the command they decide on, and the tool_call that follows is the same
+// call (a ToolUpdate at most). A call that was denied, or whose request
+// was withdrawn, and that the agent never reports as ended (Codex reports
+// no rejected call) gets an error ToolResult saying it did not run when
+// its turn ends, so no call is left shown as running. Other updates (usage, commands,
 // modes) are not shown. The prompt's answer ends the turn: its stopReason
 // is Result.Stop; an error answer is StopError with the agent's message.
 //
@@ -74,12 +85,51 @@
 // reject_always), and a denial with Interrupt also sends session/cancel
 // (the turn then ends StopDenied). ACP carries no message for the model
 // and no changed input: the agent tells its model the call was rejected in
-// its own words. A request still open when its prompt ends, is
-// interrupted, or its process ends is withdrawn (PermissionCancel) and
-// answered cancelled. Interrupt is session/cancel; the agent then answers
-// the prompt with stopReason cancelled. Stop cancels a running turn and
-// closes the session where the agent offers session/close; the process
-// serves on.
+// its own words. What follows a rejection is the agent's choice, and the
+// driver reports it as it is:
+//
+//   - OpenCode 1.18.33 offers allow_once, allow_always, reject_once. A
+//     rejected call is reported failed ("The user rejected permission…")
+//     and the turn ends end_turn without asking the model again; the
+//     model reads the refusal with the next turn. Deny and continue:
+//     the turn ends as an answer (StopEndTurn). Deny and abort: reject
+//     then session/cancel, StopDenied.
+//   - Codex (codex-acp 0.16.0, Codex 0.137.0) offers allow_once
+//     ("approved"), allow_always (a shell call: "approved-execpolicy-
+//     amendment", don't ask again for commands starting the same; an MCP
+//     call: "approved-for-session", then "approved-always") and one
+//     reject_once, "abort", which ends the turn with stopReason cancelled
+//     and reports no tool_call; the next turn gives the model "aborted by
+//     user" as the call's output. There is no reject that lets the turn go
+//     on: Deny and continue selects it, and the turn ends StopDenied (the
+//     agent ended it on the denial; not StopCancelled, which is a person's
+//     interrupt). Deny and abort is the same, with session/cancel.
+//
+// A turn the agent ends cancelled after a denial ends StopDenied unless
+// Interrupt cancelled it (StopCancelled). A request still open when its
+// prompt ends, is interrupted, or its process ends is withdrawn
+// (PermissionCancel) and answered cancelled. Interrupt is session/cancel;
+// the agent then answers the prompt with stopReason cancelled. Stop
+// cancels a running turn and closes the session where the agent offers
+// session/close; the process serves on.
+//
+// parley's own tools. Codex asks before every MCP tool call, parley's own
+// server's too (StartRequest.Tools, named "parley" in session/new's
+// mcpServers). The driver allows those itself, allow_once, without asking
+// people, and reports ToolAllowed (By "its own tools"), which the
+// orchestrator records in the call's ToolGroup as an approval by parley:
+// parley's server admits the agent only with its session's credential,
+// binds it to that session and enforces its own rules ([mcp] send_dirs
+// for files, the allowed people for questions); asking people to approve
+// parley's rules again would only teach them to click Approve. The call is
+// recognised by the server the agent resolved it to — Codex's structured
+// rawInput.server_name in the request, and rawInput.server of its
+// tool_call where reported, both equal to the name the driver gave —
+// never by a title or a tool's name, which another server's tool or the
+// model words as it likes. A server of the agent's own configuration with
+// the same name is replaced by the one session/new names (Codex 0.137.0,
+// TestCodexOwnTools), so the name is parley's server there. Any other
+// server's calls are asked about as any call.
 //
 // # The process
 //
@@ -97,5 +147,9 @@
 // that is missing, exits at once, does not answer initialize or is not
 // logged in is a *agent.Problem saying what to do.
 //
-// Checked against OpenCode 1.18.33 (OpenCodeVersion in the tests).
+// Checked against OpenCode 1.18.33 (OpenCodeVersion in the tests) and
+// codex-acp 0.16.0 (agenttest.CodexACPVersion), whose configuration must
+// name a model Codex knows (agenttest.CodexModel, gpt-5.4-mini, which
+// session/new reports as the session's model): for another, Codex says
+// "Model metadata for … not found" to people at each session's start.
 package acp

@@ -16,6 +16,7 @@ type permissionParams struct {
 		ToolCallID string          `json:"toolCallId"`
 		Title      *string         `json:"title"`
 		Kind       string          `json:"kind"`
+		Status     string          `json:"status"`
 		Locations  []location      `json:"locations"`
 		RawInput   json.RawMessage `json:"rawInput"`
 	} `json:"toolCall"`
@@ -32,6 +33,7 @@ type permissionOption struct {
 // permission is an open session/request_permission.
 type permission struct {
 	id      json.RawMessage // the agent's request id
+	call    string          // the tool call's id
 	options []permissionOption
 }
 
@@ -39,8 +41,21 @@ type permission struct {
 // ended or was cancelled.
 var cancelledOutcome = map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}
 
+// selected is the outcome choosing option id.
+func selected(id string) map[string]any {
+	return map[string]any{"outcome": map[string]string{"outcome": "selected", "optionId": id}}
+}
+
+// ownTools is ToolAllowed.By for a call of parley's own MCP server: what
+// people read as "approved by parley (its own tools)".
+const ownTools = "its own tools"
+
 // permission reports a permission request of the agent's, on the reader;
-// false when the conversation cannot take it (it ended or loads).
+// false when the conversation cannot take it (it ended or loads). A call
+// the agent asks about before it reported it (Codex) is reported first,
+// from the request's toolCall, so people read the call they decide on and
+// the tool_call that follows is the same call. A call of parley's own MCP
+// server is allowed at once (ToolAllowed; see ownServerCall).
 func (c *conversation) permission(id json.RawMessage, r permissionParams) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,16 +63,33 @@ func (c *conversation) permission(id json.RawMessage, r permissionParams) bool {
 		return false
 	}
 	c.closeBlock()
-	reqID := fmt.Sprintf("%d:%s", c.p.gen, id)
-	c.pending[reqID] = &permission{id: id, options: r.Options}
 	tc := r.ToolCall
+	if tc.ToolCallID != "" && c.tools[tc.ToolCallID] == nil {
+		c.toolCall(sessionUpdate{Kind: "tool_call", ToolCallID: tc.ToolCallID, Title: tc.Title, ToolKind: tc.Kind,
+			Status: tc.Status, Locations: tc.Locations, RawInput: tc.RawInput})
+	}
+	known := c.tools[tc.ToolCallID]
+	if c.ownServerCall(tc.RawInput, known) {
+		if opt := chooseOption(r.Options, agent.Decision{Allow: true}); opt != "" {
+			c.p.c.respondLater(id, selected(opt), nil)
+			c.push(agent.ToolAllowed{ToolUseID: tc.ToolCallID, By: ownTools})
+			return true
+		}
+	}
+	reqID := fmt.Sprintf("%d:%s", c.p.gen, id)
+	c.pending[reqID] = &permission{id: id, call: tc.ToolCallID, options: r.Options}
 	title := ""
 	if tc.Title != nil {
 		title = *tc.Title
 	}
-	name := tc.Kind
-	if known := c.tools[tc.ToolCallID]; known != nil && known.toolName() != "" {
+	name, show := tc.Kind, showCall(tc.Kind, title, tc.RawInput, tc.Locations)
+	if known != nil {
+		// The call as reported: Codex titles an MCP call's request
+		// "Approve MCP tool call", its call "Tool: SERVER/TOOL".
 		name = known.toolName()
+		if !hasCommand(tc.RawInput) {
+			show = known.show
+		}
 	} else if title != "" {
 		name = title
 	}
@@ -69,15 +101,46 @@ func (c *conversation) permission(id json.RawMessage, r permissionParams) bool {
 	}
 	c.push(agent.PermissionRequest{
 		RequestID: reqID, ToolName: name, ToolUseID: tc.ToolCallID, Description: title,
-		Show: showCall(tc.Kind, title, tc.RawInput, tc.Locations), Input: tc.RawInput, CanAlways: canAlways,
+		Show: show, Input: tc.RawInput, CanAlways: canAlways,
 	})
+	return true
+}
+
+// ownServerCall says whether a permission request (its toolCall's
+// rawInput, and the call as reported, if it was) is for a tool of
+// parley's own MCP server, the one parley named in this session's
+// mcpServers: by the server the agent itself resolved the call to —
+// Codex's rawInput.server_name in the request, and rawInput.server in
+// its tool_call — never by a title or a tool's name, which another
+// server's tool or the model could word as it likes. Under c.mu.
+func (c *conversation) ownServerCall(rawInput json.RawMessage, known *toolCall) bool {
+	if c.ownServer == "" {
+		return false
+	}
+	var in struct {
+		ServerName *string `json:"server_name"`
+	}
+	if !decode(rawInput, &in) || in.ServerName == nil || *in.ServerName != c.ownServer {
+		return false
+	}
+	if known != nil {
+		var call struct {
+			Server *string `json:"server"`
+		}
+		if decode(known.rawInput, &call) && call.Server != nil && *call.Server != c.ownServer {
+			return false
+		}
+	}
 	return true
 }
 
 // Answer implements agent.Conversation: Allow selects the agent's
 // allow_once option, Always its allow_always where offered; a denial
 // selects reject_once, and with Interrupt also cancels the turn
-// (session/cancel; the turn then ends StopDenied). ACP carries no message
+// (session/cancel; the turn then ends StopDenied). A turn the agent ends
+// as cancelled after a denial it was not asked to cancel for (Codex's
+// only reject option ends the turn) ends StopDenied too: the agent's
+// doing, not a person's cancel. ACP carries no message
 // for the model and no changed input: Decision.Message and UpdatedInput
 // are not passed on (the agent tells its model the call was rejected in
 // its own words).
@@ -86,8 +149,11 @@ func (c *conversation) Answer(requestID string, d agent.Decision) error {
 	perm := c.pending[requestID]
 	delete(c.pending, requestID)
 	t := c.turn
-	if perm != nil && !d.Allow && d.Interrupt && t != nil {
-		t.denied = true
+	if perm != nil && !d.Allow {
+		if t != nil {
+			t.denied = true
+		}
+		c.notRun(perm.call, "Not run: the call was denied.")
 	}
 	id := c.id
 	c.mu.Unlock()
@@ -96,7 +162,7 @@ func (c *conversation) Answer(requestID string, d agent.Decision) error {
 	}
 	outcome := cancelledOutcome
 	if opt := chooseOption(perm.options, d); opt != "" {
-		outcome = map[string]any{"outcome": map[string]string{"outcome": "selected", "optionId": opt}}
+		outcome = selected(opt)
 	}
 	if err := c.p.c.respond(perm.id, outcome, nil); err != nil {
 		return fmt.Errorf("acp: answering the permission request: %w", err)
@@ -139,6 +205,7 @@ func chooseOption(opts []permissionOption, d agent.Decision) string {
 func (c *conversation) withdrawAll() {
 	for reqID, perm := range c.pending {
 		delete(c.pending, reqID)
+		c.notRun(perm.call, "Not run: nobody decided on it before the turn ended.")
 		c.push(agent.PermissionCancel{RequestID: reqID})
 		c.p.c.respondLater(perm.id, cancelledOutcome, nil)
 	}

@@ -5,6 +5,7 @@ package acp
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/mcp/agent"
@@ -114,7 +115,8 @@ func TestPermissionRejectInterrupts(t *testing.T) {
 
 // TestPermissionWithdrawn: a request still open when its prompt ends is
 // withdrawn (PermissionCancel before the Result) and answered cancelled;
-// Answer then fails.
+// Answer then fails. The call it asked about, which the agent had not
+// reported (the driver reported it from the request), ends as not run.
 func TestPermissionWithdrawn(t *testing.T) {
 	a := newFakeAgent(t, fakeCaps{})
 	answered := make(chan json.RawMessage, 1)
@@ -137,8 +139,14 @@ func TestPermissionWithdrawn(t *testing.T) {
 	if len(prs) != 1 || prs[0].Show != "/w/x" || prs[0].CanAlways {
 		t.Fatalf("events %#v", got)
 	}
-	if pc := got[len(got)-2]; pc != (agent.PermissionCancel{RequestID: prs[0].RequestID}) {
+	if uses := of[agent.ToolUse](got); len(uses) != 1 || uses[0].ID != "c1" || uses[0].Show != "/w/x" {
+		t.Fatalf("tool uses %#v", got)
+	}
+	if pc := got[len(got)-3]; pc != (agent.PermissionCancel{RequestID: prs[0].RequestID}) {
 		t.Fatalf("before the result: %#v", pc)
+	}
+	if res, ok := got[len(got)-2].(agent.ToolResult); !ok || res.ToolUseID != "c1" || !res.IsError || !strings.Contains(res.Stderr, "Not run") {
+		t.Fatalf("the call's result: %#v", got[len(got)-2])
 	}
 	if res := <-answered; !jsonEqual(res, `{"outcome":{"outcome":"cancelled"}}`) {
 		t.Fatalf("answered %s", res)

@@ -129,6 +129,9 @@ func (r sessionResult) model() string {
 func (p *agentProc) open(ctx context.Context, req agent.StartRequest, release func()) (agent.Conversation, error) {
 	servers := mcpServers(req.Tools, p.caps.http)
 	c := newConversation(p, release)
+	if len(servers) > 0 {
+		c.ownServer = toolsServer
+	}
 	if req.Conversation == "" {
 		return p.newSession(ctx, c, servers)
 	}

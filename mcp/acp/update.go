@@ -108,6 +108,10 @@ type toolCall struct {
 	rawInput  json.RawMessage
 	show      string
 	done      bool // its ToolResult was reported
+	// notRun says why the call did not run, once it was denied or its
+	// request withdrawn: the result it gets if the agent reports none
+	// by the end of the turn (Codex reports no rejected call).
+	notRun string
 }
 
 // toolCall reports a tool call: ToolUse when it is new, ToolUpdate when
@@ -126,6 +130,7 @@ func (c *conversation) toolCall(u sessionUpdate) {
 			tc.name = *u.Title
 		}
 		c.tools[u.ToolCallID] = tc
+		c.toolOrder = append(c.toolOrder, u.ToolCallID)
 	}
 	if u.Title != nil {
 		tc.title = *u.Title
@@ -146,6 +151,11 @@ func (c *conversation) toolCall(u sessionUpdate) {
 	show := showCall(tc.kind, tc.title, tc.rawInput, tc.locations)
 	if isNew {
 		tc.show = show
+		if tc.name == show && tc.kind != "" && hasCommand(tc.rawInput) {
+			// Codex titles a shell call with its command: the tool
+			// is its kind ("execute"), not the command twice.
+			tc.name = tc.kind
+		}
 		c.push(agent.ToolUse{ID: u.ToolCallID, Name: tc.toolName(), Kind: tc.kind, Show: show, Input: tc.rawInput})
 	}
 	if tc.done {
@@ -159,6 +169,25 @@ func (c *conversation) toolCall(u sessionUpdate) {
 	if !isNew && (show != tc.show || statusChanged) {
 		tc.show = show
 		c.push(agent.ToolUpdate{ID: u.ToolCallID, Show: show, Status: tc.status})
+	}
+}
+
+// notRun notes that call id did not run, for why (under c.mu).
+func (c *conversation) notRun(id, why string) {
+	if tc := c.tools[id]; tc != nil && !tc.done && tc.notRun == "" {
+		tc.notRun = why
+	}
+}
+
+// unfinished ends the calls that did not run and got no result from the
+// agent, at the end of their turn (under c.mu): an error result saying
+// why, so no call is left shown as running.
+func (c *conversation) unfinished() {
+	for _, id := range c.toolOrder {
+		if tc := c.tools[id]; tc != nil && !tc.done && tc.notRun != "" {
+			tc.done = true
+			c.push(agent.ToolResult{ToolUseID: id, IsError: true, Stderr: tc.notRun})
+		}
 	}
 }
 
@@ -258,6 +287,15 @@ func showCall(kind, title string, rawInput json.RawMessage, locs []location) str
 	if cmd := command(in["command"]); cmd != "" {
 		return cmd
 	}
+	if server, tool := str("server"), str("tool"); server != "" && tool != "" {
+		// An MCP tool's call (Codex's rawInput {server, tool,
+		// arguments}): the tool and its arguments.
+		var b bytes.Buffer
+		if json.Compact(&b, in["arguments"]) == nil && b.Len() > 0 && b.String() != "null" {
+			return truncate(server+"/"+tool+" "+b.String(), showMax)
+		}
+		return server + "/" + tool
+	}
 	switch kind {
 	case "read", "edit", "delete", "move":
 		if s := str("filePath", "file_path", "path"); s != "" {
@@ -283,6 +321,14 @@ func showCall(kind, title string, rawInput json.RawMessage, locs []location) str
 		return truncate(b.String(), showMax)
 	}
 	return ""
+}
+
+// hasCommand says whether a call's rawInput has a shell command.
+func hasCommand(rawInput json.RawMessage) bool {
+	var in struct {
+		Command json.RawMessage `json:"command"`
+	}
+	return decode(rawInput, &in) && command(in.Command) != ""
 }
 
 // command is a shell call's command: a string, or an argv whose script

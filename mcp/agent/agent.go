@@ -11,7 +11,8 @@
 // The Events are the protocols' common ground: streamed text and finished
 // text blocks (the answer), thoughts (never shown as the answer), tool
 // calls with what people should read of them and their results, plans,
-// permission prompts and their withdrawal, retries of the model's API, and
+// permission prompts and their withdrawal, calls a driver allowed by
+// itself, retries of the model's API, and
 // the end of a turn with why it ended. A driver says what people read of a
 // tool call (ToolUse.Show): which argument of which tool matters is the
 // driver's knowledge, not the orchestrator's.
@@ -227,6 +228,16 @@ type PermissionRequest struct {
 	CanAlways bool
 }
 
+// ToolAllowed says the driver allowed tool call ToolUseID itself, asking
+// nobody: the agent asked permission for a call the driver knows is
+// safe to allow (an ACP agent's call of parley's own MCP server, which
+// enforces its own rules). By says on what ground, for people ("parley's
+// own tools"); the orchestrator records it as the call's approval.
+type ToolAllowed struct {
+	ToolUseID string
+	By        string
+}
+
 // PermissionCancel says the agent withdrew a PermissionRequest (its turn
 // ended or was interrupted while it waited).
 type PermissionCancel struct {
@@ -289,6 +300,7 @@ func (ToolResult) isEvent()        {}
 func (Plan) isEvent()              {}
 func (PermissionRequest) isEvent() {}
 func (PermissionCancel) isEvent()  {}
+func (ToolAllowed) isEvent()       {}
 func (APIRetry) isEvent()          {}
 func (Result) isEvent()            {}
 

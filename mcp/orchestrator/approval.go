@@ -21,6 +21,28 @@ const (
 	deniedFailed   = "The approval could not be asked; the call was not run."
 )
 
+// allowedByConfig is the ground of a call allowed under AllowPermissions,
+// as people read it: "approved by parley (permissions = "allow")".
+const allowedByConfig = `permissions = "allow"`
+
+// allowed records in call id's ToolGroup that it was approved without
+// asking people, on ground by (ui.tool_call's approved_by, which only
+// parley's own client may give): the call as shown, with the command
+// asked about.
+func (w *worker) allowed(ctx context.Context, id, tool, cmd, by string) {
+	if tool == "" {
+		tool = "tool"
+	}
+	if c, ok := w.turn.calls[id]; ok {
+		tool = c.tool
+		if cmd == "" {
+			cmd = c.cmd
+		}
+	}
+	w.turn.calls[id] = shownCall{tool: tool, cmd: cmd}
+	w.post(ctx, "ui.tool_call", map[string]any{"call_id": id, "tool": tool, "cmd": cmd, "approved_by": by})
+}
+
 // decision is the outcome of one ui.request_approval.
 type decision struct {
 	requestID string
@@ -33,13 +55,20 @@ type decision struct {
 // worker answers the agent when the decision arrives.
 func (w *worker) ask(ctx context.Context, pr agent.PermissionRequest) {
 	t := w.turn
-	if w.agent == nil || !w.agent.AskPermissions || t.interrupted {
-		w.answer(pr.RequestID, agent.Decision{Message: deniedNoAsk})
-		return
-	}
 	callID := pr.ToolUseID
 	if callID == "" {
 		callID = "permission-" + pr.RequestID
+	}
+	if w.agent != nil && !w.agent.AskPermissions && w.agent.AllowPermissions && !t.interrupted {
+		// Recorded before the agent is answered: a call that runs is
+		// never one the ToolGroup does not say was allowed.
+		w.allowed(ctx, callID, pr.ToolName, pr.Show, allowedByConfig)
+		w.answer(pr.RequestID, agent.Decision{Allow: true})
+		return
+	}
+	if w.agent == nil || !w.agent.AskPermissions || t.interrupted {
+		w.answer(pr.RequestID, agent.Decision{Message: deniedNoAsk})
+		return
 	}
 	actx, cancel := context.WithCancel(ctx)
 	t.approvals[pr.RequestID] = cancel

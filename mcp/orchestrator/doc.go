@@ -122,7 +122,21 @@
 // withdrawn the question — denies; a failure to ask denies and ends the
 // turn. Only people approve. While people decide, or a tool runs, the API
 // deadline does not run. Without AskPermissions a prompt that arrives
-// anyway is denied.
+// anyway is denied — unless the agent is one whose prompts parley answers
+// itself under permissions = "allow" (Agent.AllowPermissions, which serve
+// sets for the ACP kinds: their own settings leave prompts to the
+// client; Claude Code's decide by themselves and prompt for nothing):
+// then the call is allowed once and its ToolGroup records the approval as
+// parley's (ui.tool_call with approved_by, which the MCP server takes from
+// parley's own client alone: actor "parley (permissions = "allow")"),
+// recorded before the agent is answered. A call the driver allowed itself
+// (ToolAllowed: an ACP agent's call of parley's own MCP server) is
+// recorded the same way, on the driver's ground ("parley (its own
+// tools)"). Such a record is no decision of people's: it binds nothing,
+// and a question about the call would still be asked. A turn that ends
+// StopDenied though people chose to continue (the agent ends its turn on
+// any denial: Codex) ends "⏹ AGENT ended the turn when a tool call was
+// denied." — the agent's doing, neither a cancel nor parley's error.
 //
 // Cancel and close (control messages). /cancel stops the agent's work on
 // everything the person sent before it: the running turn is interrupted

@@ -25,8 +25,16 @@ type Agent struct {
 	Kind string
 	// AskPermissions routes the agent's permission prompts to people as
 	// approvals (permissions = "ask"); without it a prompt that arrives
-	// anyway is denied, never allowed.
+	// anyway is denied, never allowed — unless AllowPermissions.
 	AskPermissions bool
+	// AllowPermissions, without AskPermissions, allows every permission
+	// prompt of the agent's once, asking nobody, and records in the
+	// call's ToolGroup that parley did so by its configuration: for
+	// agents whose own settings leave their prompts to their client
+	// (ACP agents, permissions = "allow"). Claude Code with permissions =
+	// "allow" decides by its own settings and prompts for nothing; a
+	// prompt that arrives anyway is denied (AllowPermissions false).
+	AllowPermissions bool
 }
 
 // Options configure an Orchestrator.

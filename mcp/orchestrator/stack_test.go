@@ -250,8 +250,10 @@ type running struct {
 
 func startOrchestrator(t *testing.T, st *stack, fc *fakeClaude, mod func(*Options)) *running {
 	t.Helper()
+	// As cmd/parley does, the orchestrator is the MCP server's own client.
+	name, value := st.srv.OwnClientHeader()
 	opts := Options{Endpoint: "http://parley/mcp", HTTPClient: st.client(), Agents: claudeAgent(fc, true),
-		Logger: testLogger()}
+		Header: http.Header{name: {value}}, Logger: testLogger()}
 	if mod != nil {
 		mod(&opts)
 	}

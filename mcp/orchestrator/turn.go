@@ -146,6 +146,10 @@ func (w *worker) onEvent(ctx context.Context, ev agent.Event) {
 		w.post(ctx, "ui.tool_output", args)
 	case agent.PermissionRequest:
 		w.ask(ctx, e)
+	case agent.ToolAllowed:
+		// The driver allowed the call itself (an ACP agent's call of
+		// parley's own tools): its ToolGroup says so.
+		w.allowed(ctx, e.ToolUseID, "", "", e.By)
 	case agent.PermissionCancel:
 		// The agent withdrew the prompt (an interrupt came while it
 		// waited): ending the ui.request_approval call withdraws the
@@ -273,8 +277,12 @@ func (w *worker) finish(ctx context.Context, r agent.Result) {
 		note = cancelled
 	case t.timedOut:
 		note = "⚠️ Stopped: the model did not answer in time."
-	case t.deniedAbort || r.Stop == agent.StopDenied:
+	case t.deniedAbort || r.Stop == agent.StopDenied && t.interrupted:
 		note = "⏹ Stopped: a tool call was denied."
+	case r.Stop == agent.StopDenied:
+		// The agent ended the turn on a denial nobody asked it to stop
+		// for (Codex's only way to reject a call ends its turn).
+		note = "⏹ " + w.title() + " ended the turn when a tool call was denied."
 	case r.Stop == agent.StopCancelled:
 		note = cancelled
 	case r.Stop == agent.StopRefusal:

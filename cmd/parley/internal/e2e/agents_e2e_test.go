@@ -12,9 +12,9 @@ import (
 )
 
 // Several agents, chosen per session, through parley serve and Telegram.
-// Both are Claude Code (this build runs no ACP agent), each with its own
-// fake Messages API, so that the API a turn reaches says which agent
-// answered.
+// Both are Claude Code here, each with its own fake Messages API, so that
+// the API a turn reaches says which agent answered (a switch between ACP
+// agents: acp_agents_test.go).
 
 // twoAgents is a Telegram stack running Claude Code as the default agent
 // (API main) and as the agent "helper" (API helper).

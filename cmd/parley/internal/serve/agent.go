@@ -35,6 +35,12 @@ type driver struct {
 	// (an ACP agent's one process), once the orchestrator has stopped;
 	// nil when nothing.
 	close func() error
+	// allowPrompts: parley allows the agent's permission prompts itself,
+	// recording that it did (orchestrator.Agent.AllowPermissions) — an
+	// ACP agent under permissions = "allow", whose prompts are its
+	// client's to answer. Claude Code under "allow" decides by its own
+	// settings and prompts for nothing: one that arrives is denied.
+	allowPrompts bool
 }
 
 // protocol builds the driver of one agent of its protocol: name is the
@@ -121,7 +127,7 @@ func acpDriver(m *Main, name string, a config.Agent, stateDir string) (driver, e
 		StateDir: filepath.Join(stateDir, "acp"),
 		Logger:   m.Logger.With("component", "agent", "agent", name),
 	})
-	return driver{Driver: d, close: d.Close}, nil
+	return driver{Driver: d, close: d.Close, allowPrompts: a.Permissions == config.PermissionsAllow}, nil
 }
 
 // commandAgents are the agents parley runs, as the command service tells
@@ -183,7 +189,7 @@ func (m *Main) newOrchestrator() (*orchestrator.Orchestrator, []func() (int, err
 			m.agentClosers = append(m.agentClosers, d.close)
 		}
 		agents[key] = orchestrator.Agent{Driver: d.Driver, Title: agentTitle(na.Name, na.Agent), Kind: na.Agent.Kind,
-			AskPermissions: na.Agent.Permissions == config.PermissionsAsk}
+			AskPermissions: na.Agent.Permissions == config.PermissionsAsk, AllowPermissions: d.allowPrompts}
 	}
 	header := http.Header{}
 	if t := m.Config.HTTP.Token; t != "" {

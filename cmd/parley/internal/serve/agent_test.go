@@ -71,3 +71,27 @@ func TestCommandAgents(t *testing.T) {
 		t.Fatal("agents offered when parley runs none")
 	}
 }
+
+// With permissions = "allow" parley itself allows an ACP agent's prompts
+// (its own settings leave them to the client); Claude Code's own settings
+// decide, so a prompt it sends anyway stays denied. With "ask" people
+// answer every agent's.
+func TestAllowPrompts(t *testing.T) {
+	work, data := t.TempDir(), t.TempDir()
+	m := &Main{Config: config.Config{DataDir: data}, Logger: slog.New(slog.DiscardHandler)}
+	for _, kind := range []string{config.AgentClaudeCode, config.AgentCodex, config.AgentOpenCode, config.AgentGemini, config.AgentACP} {
+		for _, perms := range []string{config.PermissionsAsk, config.PermissionsAllow} {
+			a := config.Agent{Kind: kind, Command: "agent", Workdir: work, Permissions: perms}
+			d, err := protocols[agentProtocol(a)](m, kind, a, filepath.Join(data, kind+perms))
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			if want := a.ACP() && perms == config.PermissionsAllow; d.allowPrompts != want {
+				t.Errorf("kind %s, permissions %s: allowPrompts %v, want %v", kind, perms, d.allowPrompts, want)
+			}
+			if d.close != nil {
+				d.close()
+			}
+		}
+	}
+}
