@@ -46,8 +46,6 @@ func (c *checkup) checkACP(ctx context.Context, keys agentKeys, a config.Agent) 
 	}
 	defer os.RemoveAll(stateDir)
 	timeout := cmp.Or(c.agentTimeout, acpProbeTimeout)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	info, err := acp.Probe(ctx, acp.Options{
 		Name:        a.Command,
 		Command:     path,
@@ -106,6 +104,11 @@ func acpFailure(keys agentKeys, a config.Agent, run string, err error) finding {
 		return finding{Problem: problem, Fix: fmt.Sprintf("run `%s` yourself to see what it waits for; %s", run, commandLine)}
 	case errors.As(pr.Err, &exitErr) || strings.Contains(pr.Cause, "exited"):
 		return finding{Problem: problem, Fix: fmt.Sprintf("run `%s` yourself to see why it exits; %s", run, commandLine)}
+	case errors.Is(pr.Err, syscall.EPIPE):
+		// It closed its standard input, exiting, before initialize was
+		// written to it: the driver then sees the failed write first.
+		return finding{Problem: fmt.Sprintf("`%s` stopped reading its standard input as it started (it exited, or closed it), before ACP's initialize", run),
+			Fix: fmt.Sprintf("run `%s` yourself to see why it exits; %s", run, commandLine)}
 	case pr.Err == nil:
 		// What the agent said is not ACP as parley speaks it (another
 		// protocol version): the driver's own fix says which.

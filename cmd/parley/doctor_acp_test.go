@@ -107,8 +107,10 @@ func TestDoctorACPProblems(t *testing.T) {
 		problem, fix   string
 		started, named bool
 	}{
-		{name: "exits", script: "#!/bin/sh\necho $$ > \"$RECORD/pid\"\necho 'opencode: unknown command' >&2\nexit 3\n",
-			problem: "exited as it started: exit status 3: opencode: unknown command",
+		// It reads initialize before it exits: one that exits before
+		// parley writes it is told apart by the failed write (EPIPE).
+		{name: "exits", script: "#!/bin/sh\necho $$ > \"$RECORD/pid\"\nread line\necho 'opencode: unknown command' >&2\nexit 3\n",
+			problem: "exited as it started: exit status 3",
 			fix:     "yourself to see why it exits; [agents.oc] command (PARLEY_AGENTS_OC_COMMAND) and [agents.oc] args (PARLEY_AGENTS_OC_ARGS) must start the agent speaking ACP on its standard input and output (OpenCode's: opencode acp)",
 			started: true, named: true},
 		{name: "silent", script: "#!/bin/sh\necho $$ > \"$RECORD/pid\"\nexec sleep 60\n", timeout: 300 * time.Millisecond,

@@ -14,11 +14,19 @@ import (
 	"github.com/parley-chat/parley/mcp/agent"
 )
 
+// probeOptions are a's options without the test's logger: the process's
+// watcher logs its end after Probe returned, when the test may be over.
+func probeOptions(t *testing.T, a *fakeAgent) Options {
+	opts := a.options(t)
+	opts.Logger = nil
+	return opts
+}
+
 // TestProbe: the probe does initialize and nothing else, reports what the
 // agent answered, and leaves no process behind.
 func TestProbe(t *testing.T) {
 	a := newFakeAgent(t, fakeCaps{load: true, http: true, close: true})
-	info, err := Probe(t.Context(), a.options(t))
+	info, err := Probe(t.Context(), probeOptions(t, a))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +55,7 @@ func TestProbe(t *testing.T) {
 	}
 
 	b := newFakeAgent(t, fakeCaps{})
-	info, err = Probe(t.Context(), b.options(t))
+	info, err = Probe(t.Context(), probeOptions(t, b))
 	if err != nil || info.LoadSession || info.MCPHTTP || info.Resume || info.Close {
 		t.Fatalf("an agent offering nothing: %+v, %v", info, err)
 	}
@@ -68,6 +76,11 @@ read line
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An agent that exits after reading initialize, with a word on stderr.
+	exits := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(exits, []byte("#!/bin/sh\nread line\necho 'agent: no such mode' >&2\nexit 3\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		caps  fakeCaps
@@ -76,7 +89,7 @@ read line
 		err   string
 	}{
 		{"missing", fakeCaps{}, func(o *Options) { o.Command = "/nonexistent/opencode" }, "is not installed", ""},
-		{"exits", fakeCaps{}, func(o *Options) { o.ExtraEnv = []string{relayEnv + "=/nonexistent/socket"} }, "exited as it started", "relay:"},
+		{"exits", fakeCaps{}, func(o *Options) { o.Command = exits }, "exited as it started", "exit status 3"},
 		{"silent", fakeCaps{silent: true}, func(o *Options) { o.CallTimeout = 200 * time.Millisecond }, "did not answer ACP's initialize within 200ms", ""},
 		{"version", fakeCaps{version: 2}, nil, "speaks ACP version 2", ""},
 		{"error", fakeCaps{}, func(o *Options) { o.Command = script }, "refused ACP's initialize", "no model configured"},
@@ -84,7 +97,7 @@ read line
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newFakeAgent(t, tc.caps)
-			opts := a.options(t)
+			opts := probeOptions(t, a)
 			if tc.edit != nil {
 				tc.edit(&opts)
 			}
@@ -108,6 +121,7 @@ read line
 // its version and what the driver relies on.
 func TestProbeOpenCode(t *testing.T) {
 	oc := newOpenCode(t)
+	oc.opts.Logger = nil
 	info, err := Probe(t.Context(), oc.opts)
 	if err != nil {
 		t.Fatal(err)
