@@ -50,6 +50,13 @@ import (
 // to the text shown), as the Claude Code benchmark does; the pacing of the
 // group's calls is kept out of the measure the same way.
 //
+// The reference's session has no MCP server, parley's has parley's own:
+// what OpenCode does with an MCP server in its session before its model
+// request counts as parley's inbound. Measured with OpenCode 1.18.33 on 2
+// loaded cores, that is most of the inbound part (about 100 ms at p50):
+// with the reference's session given parley's MCP server too, inbound was
+// −16 ms and the overhead −7 ms at p50.
+//
 // sessions=20: memory for 20 sessions on one agent. Twenty topics (Telegram's
 // limits off: this part measures memory, not time), each a session with
 // one turn on the same OpenCode. Then agent-groups counts the process
