@@ -60,7 +60,7 @@ func (c *checkup) checkAgents(ctx context.Context) []finding {
 	run := c.cfg.RunAgents()
 	if len(run) == 0 {
 		return []finding{{Check: "agent", OK: true,
-			Detail: `none run by parley ([agent] kind is empty): agents connect on their own over MCP; kind = "claude-code" (PARLEY_AGENT_KIND) has parley run Claude Code for each session`}}
+			Detail: `none run by parley ([agent] kind is empty): agents connect on their own over MCP; kind = "claude-code", "opencode", "codex", "gemini" or "acp" (PARLEY_AGENT_KIND) has parley run that agent for each session`}}
 	}
 	out := make([]finding, 0, len(run))
 	for _, na := range run {
@@ -71,7 +71,8 @@ func (c *checkup) checkAgents(ctx context.Context) []finding {
 
 // checkAgent checks the agent name (a) as parley would run it: that this
 // build runs its protocol, then what its kind allows to check without
-// starting a conversation (which would cost a model call).
+// starting a conversation (which would cost a model call): Claude Code's
+// version and login, an ACP agent's answer to initialize.
 func (c *checkup) checkAgent(ctx context.Context, name string, a config.Agent) finding {
 	check := "agent"
 	if name != config.DefaultAgentName {
@@ -83,28 +84,12 @@ func (c *checkup) checkAgent(ctx context.Context, name string, a config.Agent) f
 	}
 	var f finding
 	if a.ACP() {
-		f = c.checkACP(keys, a)
+		f = c.checkACP(ctx, keys, a)
 	} else {
 		f = c.checkClaudeCode(ctx, keys, a)
 	}
 	f.Check = check
 	return f
-}
-
-// checkACP checks an ACP agent: that its command is there to run, and
-// where it works. The command is not run: an ACP agent started without a
-// client waits on its standard input, and --version is not every agent's.
-func (c *checkup) checkACP(keys agentKeys, a config.Agent) finding {
-	env := agentEnv(c.env, a.Env)
-	path, err := lookPath(a.Command, env, a.Workdir)
-	if err != nil {
-		return agentFailure(keys, a, "", 0, "", err)
-	}
-	detail := fmt.Sprintf("%s (%s) is installed; works in %s, permissions %s", a.Command, path, a.Workdir, a.Permissions)
-	if a.Workdir == "/" {
-		detail += "; warning: it works in /; set " + keys.key("workdir") + " to the project it should work on"
-	}
-	return finding{OK: true, Detail: detail}
 }
 
 // lookPath finds command as the agent's start would: on the PATH of its
@@ -266,7 +251,7 @@ func agentFailure(keys agentKeys, a config.Agent, args string, timeout time.Dura
 			Fix: fmt.Sprintf("make it executable (chmod +x %s), or %s", command, installFix)}
 	case errors.Is(err, syscall.ENOEXEC):
 		return finding{Check: check, Problem: fmt.Sprintf("the agent command %q is not a program this machine runs (exec format error)", command),
-			Fix: "reinstall Claude Code for this machine (npm install -g @anthropic-ai/claude-code), or set " + keys.key("command") + " to its path"}
+			Fix: "re" + installFix}
 	case errors.Is(err, context.DeadlineExceeded):
 		return finding{Check: check, Problem: fmt.Sprintf("`%s` did not answer within %s", run, timeout),
 			Fix: fmt.Sprintf("run `%s` yourself to see what it waits for; %s", run, installFix)}

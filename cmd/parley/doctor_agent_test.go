@@ -204,28 +204,3 @@ func TestDoctorNamedAgents(t *testing.T) {
 		t.Errorf("a named agent's finding names [agent]'s key: %+v", f)
 	}
 }
-
-// TestDoctorACP: an ACP agent's command is looked for, not run (it would
-// wait for a client on its standard input); a missing one says how to
-// install that agent and where its command is set.
-func TestDoctorACP(t *testing.T) {
-	dir := t.TempDir()
-	oc := writeScript(t, dir, "opencode", "#!/bin/sh\necho ran > \"$RECORD/ran\"\n", 0o755)
-	c := &checkup{cfg: config.Default(), env: []string{"PATH=" + dir}}
-	f := c.checkACP(agentKeys("oc"), config.Agent{Kind: config.AgentOpenCode, Command: "opencode", Workdir: dir, Permissions: "ask"})
-	if !f.OK || !strings.Contains(f.Detail, "opencode ("+oc+") is installed; works in "+dir) {
-		t.Errorf("finding %+v", f)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
-		t.Error("the ACP agent was run")
-	}
-	f = c.checkACP(agentKeys("gem"), config.Agent{Kind: config.AgentGemini, Command: "gemini", Workdir: dir})
-	if f.OK || !strings.Contains(f.Problem, `the agent command "gemini" is not installed`) ||
-		!strings.Contains(f.Fix, "npm install -g @google/gemini-cli, or set [agents.gem] command (PARLEY_AGENTS_GEM_COMMAND)") {
-		t.Errorf("finding %+v", f)
-	}
-	f = c.checkACP(agentKeys("x"), config.Agent{Kind: config.AgentACP, Command: writeScript(t, dir, "plain", "", 0o644), Workdir: dir})
-	if f.OK || !strings.Contains(f.Problem, "cannot be run") {
-		t.Errorf("not executable: %+v", f)
-	}
-}

@@ -54,7 +54,7 @@ type checkup struct {
 	// the agent check runs its command as the orchestrator would.
 	env []string
 	// agentTimeout bounds each command of the agent check; zero is
-	// agentTimeout.
+	// agentTimeout (an ACP agent's start and initialize: acpProbeTimeout).
 	agentTimeout time.Duration
 	// now is the backup check's clock; nil is time.Now.
 	now func() time.Time
