@@ -78,6 +78,9 @@ type Driver struct {
 	// output was read, before it is handled.
 	noResume bool
 	lineRead func(line []byte)
+	// started, when set, is told the pid of each process once it
+	// started, before initialize is written.
+	started func(pid int)
 }
 
 var _ agent.Driver = (*Driver)(nil)
@@ -132,11 +135,12 @@ func (d *Driver) Start(ctx context.Context, req agent.StartRequest) (agent.Conve
 }
 
 // Close stops the agent's process; its conversations end (Err nil), and
-// Start fails from now on.
+// Start fails from now on. It returns once the processes are gone and
+// their watchers returned: nothing of them logs afterwards.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	d.closed = true
-	p := d.cur
+	p, last := d.cur, d.last
 	d.cur = nil
 	if d.idle != nil {
 		d.idle.Stop()
@@ -145,6 +149,13 @@ func (d *Driver) Close() error {
 	if p != nil {
 		<-p.ready
 		p.stop()
+	}
+	// The latest process may have ended on its own (no longer cur) with
+	// its watcher still running; each process's launch waited for the
+	// one before it to be gone.
+	if last != nil {
+		<-last.ready
+		<-last.gone
 	}
 	return nil
 }

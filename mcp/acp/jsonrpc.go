@@ -90,6 +90,9 @@ type conn struct {
 	lineRead func([]byte)
 
 	wmu sync.Mutex // one line at a time
+	// replies counts respondLater's writers, which may log after the
+	// reader ended; none is added once err is set (under mu).
+	replies sync.WaitGroup
 
 	mu      sync.Mutex
 	next    int64
@@ -174,16 +177,28 @@ func (c *conn) respond(id json.RawMessage, result any, rerr *rpcError) error {
 
 // respondLater is respond on a goroutine of its own, for the reader, which
 // must never wait on a write (the agent may be blocked writing to us).
+// Once the connection ended there is nobody to answer: nothing is sent,
+// and no writer is added after the process's watcher waited for them.
 func (c *conn) respondLater(id json.RawMessage, result any, rerr *rpcError) {
-	go func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.replies.Go(func() {
 		if err := c.respond(id, result, rerr); err != nil {
 			c.log.Debug("acp: a response to the agent was not sent", "err", err)
 		}
-	}()
+	})
 }
 
+// errWriteFailed is what a write to the agent's stdin failed with, ctx's
+// end aside: the agent closed it (EPIPE), so its process is ending.
+var errWriteFailed = errors.New("writing to the agent failed")
+
 // write puts one message on the agent's stdin; ctx bounds a write that
-// blocks because the agent does not read.
+// blocks because the agent does not read. A write that failed otherwise
+// wraps errWriteFailed.
 func (c *conn) write(ctx context.Context, m message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -207,7 +222,10 @@ func (c *conn) write(ctx context.Context, m message) error {
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("%w: %w", errWriteFailed, err)
+	}
+	return nil
 }
 
 func (c *conn) closedErr() error {

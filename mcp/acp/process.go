@@ -33,6 +33,10 @@ type agentProc struct {
 
 	ready    chan struct{} // closed when launch ended; then startErr is set
 	startErr error
+	// gone is closed once the process is gone and its watcher returned
+	// (at once after a start that started no process): nothing of it
+	// logs any more.
+	gone chan struct{}
 
 	proc    *agentproc.Proc
 	c       *conn
@@ -48,7 +52,7 @@ type agentProc struct {
 }
 
 func newAgentProc(d *Driver, gen int) *agentProc {
-	return &agentProc{d: d, gen: gen, ready: make(chan struct{}),
+	return &agentProc{d: d, gen: gen, ready: make(chan struct{}), gone: make(chan struct{}),
 		convs: map[string]*conversation{}, opened: map[string]bool{}}
 }
 
@@ -68,11 +72,12 @@ func (p *agentProc) launch(prev *agentProc) {
 	defer close(p.ready)
 	if prev != nil {
 		<-prev.ready
-		if prev.proc != nil {
-			<-prev.proc.Done()
-		}
+		<-prev.gone
 	}
 	p.startErr = p.start()
+	if p.proc == nil {
+		close(p.gone)
+	}
 }
 
 func (p *agentProc) start() error {
@@ -121,38 +126,58 @@ func (p *agentProc) start() error {
 	p.proc = proc
 	go p.watch()
 	p.d.log.Info("acp: started", "pid", proc.PID, "command", o.Command)
+	if p.d.started != nil {
+		p.d.started(proc.PID)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.CallTimeout)
 	defer cancel()
 	if err := p.initialize(ctx); err != nil {
-		exited := p.c.closedErr() != nil
-		p.mu.Lock()
-		p.ended = true
-		tail := strings.TrimSpace(string(p.stderr))
-		p.mu.Unlock()
-		p.proc.Stop()
-		fix := "check [agent] command and args (PARLEY_AGENT_COMMAND, PARLEY_AGENT_ARGS): they must start the agent " +
-			"speaking ACP on stdin and stdout (OpenCode: opencode acp)"
-		var perr *agent.Problem
-		switch {
-		case errors.As(err, &perr):
-			return err
-		case exited:
-			werr := p.proc.ExitErr()
-			if werr == nil {
-				werr = errors.New("exit status 0")
-			}
-			if tail != "" {
-				werr = fmt.Errorf("%w: %s", werr, tail)
-			}
-			return &agent.Problem{Cause: fmt.Sprintf("the agent %s exited as it started", o.Name), Fix: fix, Err: werr}
-		case errors.Is(err, context.DeadlineExceeded):
-			return &agent.Problem{Cause: fmt.Sprintf("the agent %s did not answer ACP's initialize within %s", o.Name, o.CallTimeout),
-				Fix: fix, Err: err}
-		}
-		return &agent.Problem{Cause: fmt.Sprintf("the agent %s refused ACP's initialize", o.Name), Fix: fix, Err: err}
+		return p.initProblem(err)
 	}
 	return nil
+}
+
+// initProblem stops the process whose initialize failed with err and says
+// why it failed. A write that failed (the agent's stdin is closed: EPIPE)
+// or an output that ended means the process is ending, whichever of the
+// two came first; what it said is known only once it is reaped and its
+// stderr drained, which Stop waits for, and its watcher is waited for so
+// that nothing of it logs once the start returned.
+func (p *agentProc) initProblem(err error) error {
+	o := p.d.opts
+	ended := p.c.closedErr() != nil || errors.Is(err, errWriteFailed)
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
+	p.proc.Stop()
+	<-p.gone
+	p.mu.Lock()
+	tail := strings.TrimSpace(string(p.stderr))
+	p.mu.Unlock()
+	fix := "check [agent] command and args (PARLEY_AGENT_COMMAND, PARLEY_AGENT_ARGS): they must start the agent " +
+		"speaking ACP on stdin and stdout (OpenCode: opencode acp)"
+	var perr *agent.Problem
+	var rerr *rpcError
+	switch {
+	case errors.As(err, &perr):
+		return err
+	case errors.As(err, &rerr):
+		// It answered: whatever it did next, it refused.
+	case ended:
+		werr := p.proc.ExitErr()
+		if werr == nil {
+			werr = errors.New("exit status 0")
+		}
+		if tail != "" {
+			werr = fmt.Errorf("%w: %s", werr, tail)
+		}
+		return &agent.Problem{Cause: fmt.Sprintf("the agent %s exited as it started", o.Name), Fix: fix, Err: werr}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &agent.Problem{Cause: fmt.Sprintf("the agent %s did not answer ACP's initialize within %s", o.Name, o.CallTimeout),
+			Fix: fix, Err: err}
+	}
+	return &agent.Problem{Cause: fmt.Sprintf("the agent %s refused ACP's initialize", o.Name), Fix: fix, Err: err}
 }
 
 // reapLeftover stops a process a crashed run of parley left in StateDir.
@@ -220,9 +245,13 @@ func (p *agentProc) startProblem(err error) error {
 }
 
 // watch ends the process's conversations once it exited and everything
-// it left was stopped.
+// it left was stopped, then closes gone.
 func (p *agentProc) watch() {
+	defer close(p.gone)
 	<-p.proc.Done()
+	// The reader ended before Done; its answers still being written fail
+	// at once on the closed stdin, and may log.
+	p.c.replies.Wait()
 	werr := p.proc.ExitErr()
 	p.mu.Lock()
 	stopped := p.ended
@@ -265,7 +294,8 @@ func (p *agentProc) end(err error) {
 	}
 }
 
-// stop ends the process and its conversations (Err nil).
+// stop ends the process and its conversations (Err nil), and returns once
+// its watcher did: nothing of the process logs afterwards.
 func (p *agentProc) stop() {
 	if p.proc == nil {
 		return
@@ -275,6 +305,7 @@ func (p *agentProc) stop() {
 	p.mu.Unlock()
 	p.proc.Stop()
 	p.end(nil)
+	<-p.gone
 }
 
 // stderrTail keeps the end of stderr for exit errors and logs each chunk.
