@@ -87,4 +87,3 @@ func (s *stderrTail) Write(b []byte) (int, error) {
 	s.p.mu.Unlock()
 	return len(b), nil
 }
-
