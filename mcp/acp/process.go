@@ -197,23 +197,27 @@ func (p *agentProc) env(marker string) []string {
 }
 
 // startProblem turns an error of starting the command into a Problem
-// when people can fix it.
+// when people can fix it, naming Options.CommandKey.
 func (p *agentProc) startProblem(err error) error {
 	o := p.d.opts
 	install := o.Install
 	if install == "" {
 		install = "install the agent"
 	}
+	key := o.CommandKey
+	if key == "" {
+		key = "[agent] command (PARLEY_AGENT_COMMAND)"
+	}
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return &agent.Problem{
 			Cause: fmt.Sprintf("the agent command %q is not installed (not found on PATH)", o.Command),
-			Fix:   install + ", or set [agent] command (PARLEY_AGENT_COMMAND)", Err: err,
+			Fix:   install + ", or set " + key, Err: err,
 		}
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
 		return &agent.Problem{
 			Cause: fmt.Sprintf("the agent command %q cannot be run", o.Command),
-			Fix:   "make it an executable ACP agent, or set [agent] command (PARLEY_AGENT_COMMAND)", Err: err,
+			Fix:   "make it an executable ACP agent, or set " + key, Err: err,
 		}
 	}
 	return fmt.Errorf("acp: start %s: %w", o.Command, err)
