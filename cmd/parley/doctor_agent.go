@@ -40,19 +40,8 @@ func installFix(kind, key string) string {
 // [agents.NAME], and their variables.
 type agentKeys string
 
-// key is where key k of the agent is set: "[agent] command
-// (PARLEY_AGENT_COMMAND)", "[agents.codex] workdir
-// (PARLEY_AGENTS_CODEX_WORKDIR)".
-func (n agentKeys) key(k string) string {
-	if n == config.DefaultAgentName {
-		return "[agent] " + k + " (PARLEY_AGENT_" + strings.ToUpper(k) + ")"
-	}
-	name := string(n)
-	if strings.Contains(name, "-") {
-		return "[agents." + name + "] " + k // a variable cannot name it
-	}
-	return "[agents." + name + "] " + k + " (PARLEY_AGENTS_" + strings.ToUpper(name) + "_" + strings.ToUpper(k) + ")"
-}
+// key is where key k of the agent is set (config.AgentKey).
+func (n agentKeys) key(k string) string { return config.AgentKey(string(n), k) }
 
 // checkAgents checks every agent parley runs, one finding each: "agent"
 // for [agent], "agent NAME" for a named one; and says when it runs none.

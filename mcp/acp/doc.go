@@ -62,7 +62,9 @@
 // SERVER/TOOL and arguments, else the title; Name the first title, or the
 // kind where that title is the command, as Codex's is); tool_call_update
 // ToolUpdate when what people read or the status changes (OpenCode
-// 1.18.33 tells the command only in its first update), and ToolResult
+// 1.18.33 tells the command only in its first update; an update that
+// ends a call and changes what people read is a ToolUpdate too, before
+// the result), and ToolResult
 // once completed or failed (the content's text; rawOutput's stdout,
 // stderr and exit code where it has them, as Codex's shell calls have,
 // with no content; OpenCode's exit code is rawOutput.metadata.exit); plan
@@ -70,7 +72,11 @@
 // (Codex does, for its shell calls): the call is then reported from the
 // request's toolCall, ToolUse before the PermissionRequest, so people read
 // the command they decide on, and the tool_call that follows is the same
-// call (a ToolUpdate at most). A call that was denied, or whose request
+// call (a ToolUpdate at most). OpenCode 1.18.33 under load asks about a
+// call it reported without its command before the update that tells it,
+// and may end the denied call with no command: the request's command
+// updates the reported call (a ToolUpdate before the PermissionRequest).
+// A call that was denied, or whose request
 // was withdrawn, and that the agent never reports as ended (Codex reports
 // no rejected call) gets an error ToolResult saying it did not run when
 // its turn ends, so no call is left shown as running. Other updates (usage, commands,

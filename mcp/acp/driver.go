@@ -36,6 +36,10 @@ type Options struct {
 	// Install says how to install the command, for the Problem of a
 	// missing one ("install OpenCode: npm install -g opencode-ai").
 	Install string
+	// CommandKey is where people set Command, for the Problem of a
+	// missing one ("[agents.codex] command (PARLEY_AGENTS_CODEX_COMMAND)");
+	// default: [agent]'s.
+	CommandKey string
 	// Workdir is the process's working directory, its PWD and every
 	// session's cwd; empty: parley's own.
 	Workdir string

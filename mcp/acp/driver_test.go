@@ -546,7 +546,13 @@ func TestStartProblems(t *testing.T) {
 	}{
 		{"missing", fakeCaps{}, func(o *Options) {
 			o.Command, o.Install = "/nonexistent/opencode", "install OpenCode: npm install -g opencode-ai"
-		}, `the agent command "/nonexistent/opencode" is not installed`, "install OpenCode: npm install -g opencode-ai, or set [agent] command"},
+		}, `the agent command "/nonexistent/opencode" is not installed`, "install OpenCode: npm install -g opencode-ai, or set [agent] command (PARLEY_AGENT_COMMAND)"},
+		{"missing named", fakeCaps{}, func(o *Options) {
+			o.Command, o.CommandKey = "/nonexistent/codex-acp", "[agents.codex] command (PARLEY_AGENTS_CODEX_COMMAND)"
+		}, "is not installed", "install the agent, or set [agents.codex] command (PARLEY_AGENTS_CODEX_COMMAND)"},
+		{"not executable", fakeCaps{}, func(o *Options) {
+			o.Command, o.CommandKey = "/etc/hostname", "[agents.my-agent] command"
+		}, "cannot be run", "make it an executable ACP agent, or set [agents.my-agent] command"},
 		{"workdir", fakeCaps{}, func(o *Options) { o.Workdir = "/nonexistent/dir" }, "working directory", "create it"},
 		{"exits", fakeCaps{}, func(o *Options) { o.ExtraEnv = []string{relayEnv + "=/nonexistent/socket"} }, "exited as it started", "ACP"},
 		{"silent", fakeCaps{silent: true}, func(o *Options) { o.CallTimeout = 100 * time.Millisecond }, "did not answer ACP's initialize", "opencode acp"},

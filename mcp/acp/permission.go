@@ -54,8 +54,9 @@ const ownTools = "its own tools"
 // false when the conversation cannot take it (it ended or loads). A call
 // the agent asks about before it reported it (Codex) is reported first,
 // from the request's toolCall, so people read the call they decide on and
-// the tool_call that follows is the same call. A call of parley's own MCP
-// server is allowed at once (ToolAllowed; see ownServerCall).
+// the tool_call that follows is the same call. A request that tells the
+// command of a call reported without it updates the call (ToolUpdate). A
+// call of parley's own MCP server is allowed at once (ToolAllowed; see ownServerCall).
 func (c *conversation) permission(id json.RawMessage, r permissionParams) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,6 +77,12 @@ func (c *conversation) permission(id json.RawMessage, r permissionParams) bool {
 			return true
 		}
 	}
+	if known != nil && hasCommand(tc.RawInput) {
+		// The request tells the command of a call reported without it
+		// (OpenCode 1.18.33 under load asks before the update that
+		// tells it): the call shows it from now on, whatever follows.
+		c.toolCall(sessionUpdate{Kind: "tool_call_update", ToolCallID: tc.ToolCallID, RawInput: tc.RawInput})
+	}
 	reqID := fmt.Sprintf("%d:%s", c.p.gen, id)
 	c.pending[reqID] = &permission{id: id, call: tc.ToolCallID, options: r.Options}
 	title := ""
@@ -86,10 +93,7 @@ func (c *conversation) permission(id json.RawMessage, r permissionParams) bool {
 	if known != nil {
 		// The call as reported: Codex titles an MCP call's request
 		// "Approve MCP tool call", its call "Tool: SERVER/TOOL".
-		name = known.toolName()
-		if !hasCommand(tc.RawInput) {
-			show = known.show
-		}
+		name, show = known.toolName(), known.show
 	} else if title != "" {
 		name = title
 	}

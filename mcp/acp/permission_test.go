@@ -196,3 +196,75 @@ func TestInterruptWithdraws(t *testing.T) {
 		t.Fatalf("session/cancel at %d, the answer at %d", cancelAt, answerAt)
 	}
 }
+
+// TestPermissionTellsCommand: OpenCode 1.18.33 under load asks about a
+// shell call before the update that tells its command, and ends the
+// denied call failed with no command: the request's command is what the
+// call shows from then on (a ToolUpdate before the question), so people
+// never read "bash" for the call they denied.
+func TestPermissionTellsCommand(t *testing.T) {
+	a := newFakeAgent(t, fakeCaps{})
+	outcomes := make(chan map[string]string, 1)
+	a.script(func(t *fakeTurn) string {
+		t.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "call1", "title": "bash", "kind": "execute",
+			"status": "pending", "rawInput": map[string]any{}})
+		out := t.ask("call1", "touch denied.txt")
+		outcomes <- out
+		t.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call1", "status": "failed",
+			"content": []any{map[string]any{"type": "content", "content": map[string]string{"type": "text",
+				"text": "The user rejected permission to use this specific tool call."}}}})
+		return "end_turn"
+	})
+	d, _ := newDriver(t, a, nil)
+	c := start(t, d, agent.StartRequest{Session: "s1"})
+	if err := c.Send(t.Context(), "touch"); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, c, isPermission)
+	pr := got[len(got)-1].(agent.PermissionRequest)
+	if err := c.Answer(pr.RequestID, agent.Decision{Message: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := <-outcomes; out["optionId"] != "reject" {
+		t.Fatalf("outcome %v", out)
+	}
+	got = append(got, collect(t, c, isResult)...)
+	want := []agent.Event{
+		agent.ToolUse{ID: "call1", Name: "bash", Kind: "execute", Show: "bash", Input: json.RawMessage(`{}`)},
+		agent.ToolUpdate{ID: "call1", Show: "touch denied.txt", Status: "pending"},
+		agent.PermissionRequest{RequestID: pr.RequestID, ToolName: "bash", ToolUseID: "call1", Description: "touch denied.txt",
+			Show: "touch denied.txt", Input: json.RawMessage(`{"command":"touch denied.txt"}`), CanAlways: true},
+		agent.ToolResult{ToolUseID: "call1", IsError: true, Stderr: "The user rejected permission to use this specific tool call."},
+		agent.Result{Stop: agent.StopEndTurn},
+	}
+	if got = got[len(got)-len(want):]; !reflect.DeepEqual(got, want) {
+		t.Fatalf("events\n got %#v\nwant %#v", got, want)
+	}
+}
+
+// TestEndingUpdateTellsShow: an update that ends a call and tells what
+// people read of it for the first time (its command) is a ToolUpdate
+// before the ToolResult: the end of a call does not hide its command.
+func TestEndingUpdateTellsShow(t *testing.T) {
+	a := newFakeAgent(t, fakeCaps{})
+	d, _ := newDriver(t, a, nil)
+	a.script(func(t *fakeTurn) string {
+		t.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "call1", "title": "bash", "kind": "execute",
+			"status": "pending", "rawInput": map[string]any{}})
+		t.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call1", "status": "failed",
+			"rawInput": map[string]string{"command": "false"}, "rawOutput": map[string]any{"output": "", "metadata": map[string]any{"exit": 1}}})
+		return "end_turn"
+	})
+	c := start(t, d, agent.StartRequest{Session: "s1"})
+	got := runTurn(t, c, "run")[1:]
+	one := 1
+	want := []agent.Event{
+		agent.ToolUse{ID: "call1", Name: "bash", Kind: "execute", Show: "bash", Input: json.RawMessage(`{}`)},
+		agent.ToolUpdate{ID: "call1", Show: "false", Status: "failed"},
+		agent.ToolResult{ToolUseID: "call1", IsError: true, ExitCode: &one},
+		agent.Result{Stop: agent.StopEndTurn},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events\n got %#v\nwant %#v", got, want)
+	}
+}

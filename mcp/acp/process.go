@@ -155,7 +155,7 @@ func (p *agentProc) initProblem(err error) error {
 	p.mu.Lock()
 	tail := strings.TrimSpace(string(p.stderr))
 	p.mu.Unlock()
-	fix := "check [agent] command and args (PARLEY_AGENT_COMMAND, PARLEY_AGENT_ARGS): they must start the agent " +
+	fix := "check " + p.d.commandKey() + " and the args beside it: they must start the agent " +
 		"speaking ACP on stdin and stdout (OpenCode: opencode acp)"
 	var perr *agent.Problem
 	var rerr *rpcError
@@ -221,24 +221,33 @@ func (p *agentProc) env(marker string) []string {
 	return append(env, "TMPDIR="+p.tmpdir(), "PWD="+p.workdir, marker)
 }
 
+// commandKey is where people set the agent's command, for its Problems.
+func (d *Driver) commandKey() string {
+	if d.opts.CommandKey == "" {
+		return "[agent] command (PARLEY_AGENT_COMMAND)"
+	}
+	return d.opts.CommandKey
+}
+
 // startProblem turns an error of starting the command into a Problem
-// when people can fix it.
+// when people can fix it, naming Options.CommandKey.
 func (p *agentProc) startProblem(err error) error {
 	o := p.d.opts
 	install := o.Install
 	if install == "" {
 		install = "install the agent"
 	}
+	key := p.d.commandKey()
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return &agent.Problem{
 			Cause: fmt.Sprintf("the agent command %q is not installed (not found on PATH)", o.Command),
-			Fix:   install + ", or set [agent] command (PARLEY_AGENT_COMMAND)", Err: err,
+			Fix:   install + ", or set " + key, Err: err,
 		}
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
 		return &agent.Problem{
 			Cause: fmt.Sprintf("the agent command %q cannot be run", o.Command),
-			Fix:   "make it an executable ACP agent, or set [agent] command (PARLEY_AGENT_COMMAND)", Err: err,
+			Fix:   "make it an executable ACP agent, or set " + key, Err: err,
 		}
 	}
 	return fmt.Errorf("acp: start %s: %w", o.Command, err)

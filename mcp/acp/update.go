@@ -161,14 +161,16 @@ func (c *conversation) toolCall(u sessionUpdate) {
 	if tc.done {
 		return
 	}
-	if tc.status == "completed" || tc.status == "failed" {
-		tc.done = true
-		c.push(toolResult(u.ToolCallID, tc.status == "failed", u.Content, u.RawOutput))
-		return
-	}
-	if !isNew && (show != tc.show || statusChanged) {
+	ended := tc.status == "completed" || tc.status == "failed"
+	if !isNew && (show != tc.show || statusChanged && !ended) {
+		// A changed Show is told even by the update that ends the call:
+		// the result does not carry what people read of it.
 		tc.show = show
 		c.push(agent.ToolUpdate{ID: u.ToolCallID, Show: show, Status: tc.status})
+	}
+	if ended {
+		tc.done = true
+		c.push(toolResult(u.ToolCallID, tc.status == "failed", u.Content, u.RawOutput))
 	}
 }
 

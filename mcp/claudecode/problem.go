@@ -23,21 +23,26 @@ var ErrNoConversation = agent.ErrNoConversation
 // orchestrator posts as it is, whatever the driver.
 type Problem = agent.Problem
 
-const fixCommand = "install Claude Code: npm install -g @anthropic-ai/claude-code, or set [agent] command (PARLEY_AGENT_COMMAND)"
+// defaultCommandKey is where [agent]'s command is set: Options.CommandKey's
+// default.
+const defaultCommandKey = "[agent] command (PARLEY_AGENT_COMMAND)"
 
 // startProblem turns an error of exec.Cmd.Start into a Problem when it is
-// one people can fix.
-func startProblem(command string, err error) error {
+// one people can fix: its Fix names key, where the command is set.
+func startProblem(command, key string, err error) error {
+	if key == "" {
+		key = defaultCommandKey
+	}
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return &Problem{
 			Cause: fmt.Sprintf("the agent command %q is not installed (not found on PATH)", command),
-			Fix:   fixCommand, Err: err,
+			Fix:   "install Claude Code: npm install -g @anthropic-ai/claude-code, or set " + key, Err: err,
 		}
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
 		return &Problem{
 			Cause: fmt.Sprintf("the agent command %q cannot be run", command),
-			Fix:   "make it an executable Claude Code binary, or set [agent] command (PARLEY_AGENT_COMMAND)",
+			Fix:   "make it an executable Claude Code binary, or set " + key,
 			Err:   err,
 		}
 	}

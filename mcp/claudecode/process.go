@@ -118,7 +118,7 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 		inW.Close()
 		outR.Close()
 		os.RemoveAll(p.tmpdir)
-		return startProblem(p.r.opts.Command, err)
+		return startProblem(p.r.opts.Command, p.r.opts.CommandKey, err)
 	}
 	p.cmd, p.stdin, p.stdout, p.pgid = cmd, inW, outR, cmd.Process.Pid
 	// The pidfile is written before wait runs: until then the process,

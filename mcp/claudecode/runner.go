@@ -24,6 +24,10 @@ type Options struct {
 	Args []string
 	// Workdir is the process's working directory; empty: parley's own.
 	Workdir string
+	// CommandKey is where people set Command, for the Problem of a
+	// missing one ("[agents.cc] command (PARLEY_AGENTS_CC_COMMAND)");
+	// default: [agent]'s.
+	CommandKey string
 	// Env is the base environment (nil: os.Environ()). Every CLAUDE*
 	// variable is stripped from it: parley running inside Claude Code must
 	// not hand its own session's settings to the agents it runs; so is

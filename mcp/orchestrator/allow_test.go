@@ -113,3 +113,52 @@ func TestAgentEndsTurnOnDenial(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentEndsTurnAfterDenyContinue: a turn whose call people denied and
+// let go on, and that then ends with no text after the denial (OpenCode
+// 1.18.33 ends it end_turn without asking its model again), says the
+// agent ended it, whether it ended end_turn or cancelled (a refusal, a
+// limit or an error keeps its own note); one whose agent answers after
+// the denial (Claude Code's model goes on) says nothing more.
+func TestAgentEndsTurnAfterDenyContinue(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before bool
+		after  string
+		stop   agent.StopReason
+		final  string
+	}{
+		{"quiet end_turn", true, "", agent.StopEndTurn, "before\n\n⏹ OpenCode ended the turn when a tool call was denied."},
+		{"no text at all", false, "", agent.StopEndTurn, "⏹ OpenCode ended the turn when a tool call was denied."},
+		{"quiet cancelled", true, "", agent.StopCancelled, "before\n\n⏹ OpenCode ended the turn when a tool call was denied."},
+		{"goes on", true, "I left it.", agent.StopEndTurn, "before\n\nI left it."},
+		{"refusal says more", true, "", agent.StopRefusal, "before\n\n⏹ The model refused to go on with this request."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newStack(t, t.TempDir())
+				id := st.create()
+				fc := newFakeClaude(func(ft *fakeTurn) {
+					if tc.before {
+						ft.Say("before")
+					}
+					ft.bash("call_1", map[string]any{"command": "touch f"}, true, false, "")
+					if tc.after != "" {
+						ft.Say(tc.after)
+					}
+					ft.end(agent.Result{Stop: tc.stop})
+				})
+				startOrchestrator(t, st, fc, func(o *Options) {
+					o.Agents = map[string]Agent{"": {Driver: fc, Title: "OpenCode", Kind: "opencode", AskPermissions: true}}
+				})
+				st.say(id, ann, "make f")
+				settle(time.Second)
+				st.decide(id, 2)
+				settle(time.Second)
+				if _, finals := st.outputs(id); !slices.Equal(finals, []string{tc.final}) {
+					t.Fatalf("final outputs %q, want %q", finals, tc.final)
+				}
+			})
+		})
+	}
+}

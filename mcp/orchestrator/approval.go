@@ -152,6 +152,7 @@ func (w *worker) onDecision(ctx context.Context, d decision) {
 		dec = agent.Decision{Allow: true, Always: true}
 	case d.decision == core.DecisionDenyContinue:
 		dec = agent.Decision{Message: deniedContinue}
+		t.deniedGoOn, t.atDenial = true, t.answer()
 	case d.decision == core.DecisionDenyAbort:
 		dec = agent.Decision{Message: deniedAbort, Interrupt: true}
 		t.deniedAbort = true

@@ -136,7 +136,12 @@
 // and a question about the call would still be asked. A turn that ends
 // StopDenied though people chose to continue (the agent ends its turn on
 // any denial: Codex) ends "⏹ AGENT ended the turn when a tool call was
-// denied." — the agent's doing, neither a cancel nor parley's error.
+// denied." — the agent's doing, neither a cancel nor parley's error. So
+// does a turn people let go on after a denial that ends (end_turn or
+// cancelled) with no text after it (OpenCode 1.18.33 ends the turn
+// without asking its model again): else the topic would end at the
+// answered question. An agent whose model goes on and answers (Claude
+// Code) gets no note.
 //
 // Cancel and close (control messages). /cancel stops the agent's work on
 // everything the person sent before it: the running turn is interrupted

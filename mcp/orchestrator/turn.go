@@ -44,6 +44,11 @@ type turn struct {
 	flush        alarm
 	deadline     alarm
 	grace        alarm
+	// deniedGoOn: people denied a call and let the turn go on (Deny and
+	// continue); atDenial is the answer then, to tell whether the agent
+	// said anything after.
+	deniedGoOn bool
+	atDenial   string
 }
 
 func newTurn(msgs []message, upTo core.MessageID) *turn {
@@ -257,6 +262,12 @@ func (w *worker) sendOutput(ctx context.Context, final bool) {
 	}
 }
 
+// endedOnDenial says the agent ended the turn on a denial people let it
+// go on after.
+func (w *worker) endedOnDenial() string {
+	return "⏹ " + w.title() + " ended the turn when a tool call was denied."
+}
+
 // finish ends the turn on its Result: the whole answer as the final
 // output, the watermark saved (the agent has the messages), then the turn
 // yielded — the answer is shown once, in the output message, never posted
@@ -282,7 +293,14 @@ func (w *worker) finish(ctx context.Context, r agent.Result) {
 	case r.Stop == agent.StopDenied:
 		// The agent ended the turn on a denial nobody asked it to stop
 		// for (Codex's only way to reject a call ends its turn).
-		note = "⏹ " + w.title() + " ended the turn when a tool call was denied."
+		note = w.endedOnDenial()
+	case t.deniedGoOn && answer == t.atDenial && (r.Stop == agent.StopEndTurn || r.Stop == agent.StopCancelled):
+		// Deny and continue, and the agent said nothing more: it ended
+		// the turn (OpenCode 1.18.33 ends it end_turn without asking
+		// its model again). Said plainly, or the topic would end at the
+		// answered question. A refusal, a limit or an error has its own
+		// note, which says more.
+		note = w.endedOnDenial()
 	case r.Stop == agent.StopCancelled:
 		note = cancelled
 	case r.Stop == agent.StopRefusal:

@@ -90,6 +90,21 @@ const (
 // DefaultAgentName is the name people use for [agent], the default agent.
 const DefaultAgentName = "default"
 
+// AgentKey is where key k of the agent name is set, as people are told to
+// set it: "[agent] command (PARLEY_AGENT_COMMAND)", "[agents.codex]
+// command (PARLEY_AGENTS_CODEX_COMMAND)"; a name with "-" is set in the
+// file only ("[agents.my-agent] command"), since a variable's name cannot
+// hold one.
+func AgentKey(name, k string) string {
+	if name == DefaultAgentName {
+		return "[agent] " + k + " (" + envName([]string{"agent", k}) + ")"
+	}
+	if strings.Contains(name, "-") {
+		return "[agents." + name + "] " + k
+	}
+	return "[agents." + name + "] " + k + " (" + envName([]string{"agents", name, k}) + ")"
+}
+
 // agentPresets are the kinds' command lines: the command, then the args.
 var agentPresets = map[string][]string{
 	AgentClaudeCode: {"claude"},

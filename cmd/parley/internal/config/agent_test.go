@@ -228,3 +228,18 @@ func TestNamedAgentValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentKey: where an agent's key is set, as people are told: a named
+// agent's section and variable, none for a name a variable cannot hold.
+func TestAgentKey(t *testing.T) {
+	for _, tc := range []struct{ name, key, want string }{
+		{DefaultAgentName, "command", "[agent] command (PARLEY_AGENT_COMMAND)"},
+		{"codex", "command", "[agents.codex] command (PARLEY_AGENTS_CODEX_COMMAND)"},
+		{"oc_2", "workdir", "[agents.oc_2] workdir (PARLEY_AGENTS_OC_2_WORKDIR)"},
+		{"my-agent", "command", "[agents.my-agent] command"},
+	} {
+		if got := AgentKey(tc.name, tc.key); got != tc.want {
+			t.Errorf("AgentKey(%q, %q) = %q, want %q", tc.name, tc.key, got, tc.want)
+		}
+	}
+}

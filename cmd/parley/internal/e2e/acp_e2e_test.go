@@ -133,6 +133,13 @@ func TestACPApprovals(t *testing.T) {
 		st.model.Say(ag.shell("touch denied.txt"))
 		st.srv.SendText(st.forum, topic, ann, "Make another.")
 		deniedGroup := st.deny(topic, session, "denied.txt", 1, "deny_continue (deny_continue by telegram 42)")
+		// The agent ends the turn on the denial without more text
+		// (OpenCode asks its model nothing more; Codex's only reject
+		// ends the turn): said plainly, as the agent's doing.
+		ended := st.showing(topic, "⏹ "+ag.title+" ended the turn when a tool call was denied.")
+		if strings.Contains(ended.Text, "⚠️") {
+			t.Errorf("the denied turn's end is told as an error: %q", ended.Text)
+		}
 		st.model.Say(modeltest.Text("Understood, I did not create it."))
 		st.srv.SendText(st.forum, topic, ann, "Did you?")
 		st.answeredOnce(topic, "Understood, I did not create it.")
@@ -166,8 +173,9 @@ func TestACPApprovals(t *testing.T) {
 
 		// The page shows each denied call's command, as the question did.
 		for _, g := range []struct{ group, command string }{{deniedGroup, "touch denied.txt"}, {abortedGroup, "touch aborted.txt"}} {
-			st.step("denied-command-shown", !strings.Contains(g.group, `"`+g.command+`"`),
-				"the page's ToolGroup of the denied call does not show its command %q: %q", g.command, g.group)
+			if !strings.Contains(g.group, `"`+g.command+`"`) {
+				t.Errorf("the page's ToolGroup of the denied call does not show its command %q: %q", g.command, g.group)
+			}
 		}
 	})
 }
@@ -264,7 +272,8 @@ func TestACPMissingCommandNamed(t *testing.T) {
 		if !strings.Contains(notice.Text, serve.InstallHints[ag.kind]) {
 			t.Errorf("the notice does not say how to install it: %q", notice.Text)
 		}
-		st.step("named-missing-fix", !strings.Contains(notice.Text, "[agents.helper] command (PARLEY_AGENTS_HELPER_COMMAND)"),
-			"the notice of a named agent does not say its section and variable: %q", notice.Text)
+		if !strings.Contains(notice.Text, "[agents.helper] command (PARLEY_AGENTS_HELPER_COMMAND)") {
+			t.Errorf("the notice of a named agent does not say its section and variable: %q", notice.Text)
+		}
 	})
 }

@@ -70,45 +70,6 @@ var acpAgents = []acpAgent{
 	},
 }
 
-// driverDefects are story steps that fail for an agent because of a
-// defect of the ACP driver (package acp), by "agent/step": the step skips
-// that agent, saying why.
-var driverDefects = map[string]string{
-	// Under load, OpenCode 1.18.33 may send session/request_permission
-	// (whose toolCall has rawInput {command}) before the tool_call_update
-	// in_progress that tells the command; denied, the call ends with
-	// status failed. acp's permission() keeps the reported call's Show
-	// ("bash") when the request carries the command, and toolCall()
-	// returns at a failed/completed update before pushing the ToolUpdate
-	// of a changed Show: the page's ToolGroup shows "bash" for ever.
-	"opencode/denied-command-shown": "acp driver defect: a call OpenCode asks about before its in_progress update keeps the command " +
-		"\"bash\" on the page (permission() does not update the reported call's Show from the request's rawInput.command)",
-	// The Fix of acp's Problem for a missing or unrunnable command
-	// always says "[agent] command (PARLEY_AGENT_COMMAND)" (process.go,
-	// startProblem): acp.Options has no field for the agent's section,
-	// so a named agent's notice names the wrong key.
-	"opencode/named-missing-fix": namedFixDefect,
-	"codex/named-missing-fix":    namedFixDefect,
-}
-
-const namedFixDefect = "acp driver defect: a named agent's missing command is told with the fix \"set [agent] command " +
-	"(PARLEY_AGENT_COMMAND)\", not its [agents.NAME] command (acp.Options has no section for startProblem)"
-
-// step checks a story step that failed when failed is set: an error, or
-// for an agent with a known driver defect in that step, a skip naming it.
-// Call it after the test's other checks.
-func (st *acpStack) step(name string, failed bool, format string, args ...any) {
-	st.t.Helper()
-	if !failed {
-		return
-	}
-	if why, ok := driverDefects[st.ag.name+"/"+name]; ok {
-		st.t.Logf(format, args...)
-		st.t.Skip(why)
-	}
-	st.t.Errorf(format, args...)
-}
-
 // forEachACPAgent runs story as a parallel subtest for each agent.
 func forEachACPAgent(t *testing.T, story func(t *testing.T, ag acpAgent)) {
 	t.Parallel()

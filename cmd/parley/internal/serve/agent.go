@@ -95,6 +95,7 @@ func claudeCodeDriver(m *Main, name string, a config.Agent, stateDir string) (dr
 		Command:        a.Command,
 		Args:           a.Args,
 		Workdir:        a.Workdir,
+		CommandKey:     config.AgentKey(name, "command"),
 		ExtraEnv:       a.Env,
 		StateDir:       stateDir,
 		AskPermissions: a.Permissions == config.PermissionsAsk,
@@ -118,14 +119,15 @@ var InstallHints = map[string]string{
 // Claude Code's, so that one's reaping never stops the other's process.
 func acpDriver(m *Main, name string, a config.Agent, stateDir string) (driver, error) {
 	d := acp.New(acp.Options{
-		Name:     agentTitle(name, a),
-		Command:  a.Command,
-		Args:     a.Args,
-		Install:  InstallHints[a.Kind],
-		Workdir:  a.Workdir,
-		ExtraEnv: a.Env,
-		StateDir: filepath.Join(stateDir, "acp"),
-		Logger:   m.Logger.With("component", "agent", "agent", name),
+		Name:       agentTitle(name, a),
+		Command:    a.Command,
+		Args:       a.Args,
+		Install:    InstallHints[a.Kind],
+		CommandKey: config.AgentKey(name, "command"),
+		Workdir:    a.Workdir,
+		ExtraEnv:   a.Env,
+		StateDir:   filepath.Join(stateDir, "acp"),
+		Logger:     m.Logger.With("component", "agent", "agent", name),
 	})
 	return driver{Driver: d, close: d.Close, allowPrompts: a.Permissions == config.PermissionsAllow}, nil
 }
