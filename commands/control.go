@@ -32,7 +32,7 @@ func (s *Service) createSession(ctx context.Context, cmd core.Command) (core.Res
 	}
 	cmd.Agent = agent
 	now := s.opts.Now()
-	id := core.NewSessionID(now)
+	id := s.ids.New(now)
 	dup := false
 	if key := dedupKey(cmd); key != "" {
 		cursor := ReservationPrefix + key

@@ -97,7 +97,7 @@ func (s *Service) startAt(ctx context.Context, cmd core.Command) (core.Session, 
 		return sess, err
 	}
 	now := s.opts.Now()
-	sess, events, err := s.create(ctx, core.NewSessionID(now), core.Command{Origin: cmd.Origin, Place: cmd.Place}, now)
+	sess, events, err := s.create(ctx, s.ids.New(now), core.Command{Origin: cmd.Origin, Place: cmd.Place}, now)
 	if err != nil {
 		return core.Session{}, err
 	}

@@ -44,6 +44,9 @@ type Service struct {
 	placeLocks [64]sync.Mutex
 	// pairing is nil when the store keeps no pairings.
 	pairing *pairing
+	// ids makes the ids of the sessions created here, ordered by the
+	// Service's clock (opts.Now) alone.
+	ids core.SessionIDs
 }
 
 var (

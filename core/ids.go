@@ -75,27 +75,55 @@ func EncodeID(ms uint64, entropy [10]byte) string {
 	return string(out[:])
 }
 
-var sessionIDs struct {
-	sync.Mutex
+// SessionIDs makes time-ordered session ids from the readings of one
+// clock. Ids it makes in the same millisecond increase monotonically, and a
+// clock that steps back (NTP) does not make a later session sort first: the
+// id keeps the last millisecond and counts up.
+//
+// That state belongs to the clock, so whoever owns a clock keeps its own
+// SessionIDs (commands.Service, each store) rather than one shared by the
+// process: a shared one would carry one clock's time into the ids another
+// makes — a test's fake clock, or a synctest bubble's, running ahead or
+// behind the real one — and an id's time is what decides when its
+// reservation is pruned (IDMillis).
+//
+// The zero value is ready to use. It is safe for concurrent use.
+type SessionIDs struct {
+	mu      sync.Mutex
 	lastMS  uint64
 	entropy [10]byte
 }
 
-// NewSessionID returns a new time-ordered session id. Ids made in the same
-// millisecond by this process increase monotonically.
-func NewSessionID(now time.Time) SessionID {
-	ms := uint64(now.UnixMilli())
-	sessionIDs.Lock()
-	defer sessionIDs.Unlock()
-	if ms <= sessionIDs.lastMS {
-		ms = sessionIDs.lastMS
-		incr(&sessionIDs.entropy)
+// New returns a new session id of now, after every id g made before.
+func (g *SessionIDs) New(now time.Time) SessionID {
+	ms := uint64(max(now.UnixMilli(), 0))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ms <= g.lastMS {
+		ms = g.lastMS
+		incr(&g.entropy)
 	} else {
-		sessionIDs.lastMS = ms
-		_, _ = rand.Read(sessionIDs.entropy[:])
-		sessionIDs.entropy[0] &= 0x7f // leave room to increment
+		g.lastMS = ms
+		freshEntropy(&g.entropy)
 	}
-	return SessionID(EncodeID(ms, sessionIDs.entropy))
+	return SessionID(EncodeID(ms, g.entropy))
+}
+
+// NewSessionID returns a session id of now with fresh entropy, for an id
+// made on its own (a tool, a test). It keeps no state, so ids it makes in
+// the same millisecond come in no particular order; code that makes ids
+// one after another keeps a SessionIDs.
+func NewSessionID(now time.Time) SessionID {
+	var e [10]byte
+	freshEntropy(&e)
+	return SessionID(EncodeID(uint64(max(now.UnixMilli(), 0)), e))
+}
+
+// freshEntropy fills e with random bytes, leaving the top bit clear so that
+// many increments fit before it would wrap.
+func freshEntropy(e *[10]byte) {
+	_, _ = rand.Read(e[:]) // never fails since Go 1.24
+	e[0] &= 0x7f
 }
 
 func incr(e *[10]byte) {

@@ -132,33 +132,29 @@ func TestValidID(t *testing.T) {
 	}
 }
 
-// freshTime returns a time later than any NewSessionID has seen in this
-// process, so that a test does not depend on the generator's state that
-// earlier tests left behind.
-func freshTime(t *testing.T) time.Time {
-	t.Helper()
-	ms, _ := decodeID(t, string(core.NewSessionID(time.Now())))
-	return time.UnixMilli(int64(ms) + 1000)
-}
-
 func TestNewSessionIDCarriesItsTime(t *testing.T) {
-	now := freshTime(t).Add(123 * time.Microsecond) // sub-millisecond parts are dropped
-	id := core.NewSessionID(now)
-	if !core.ValidID(string(id)) {
-		t.Fatalf("NewSessionID = %q, not a valid id", id)
-	}
-	ms, entropy := decodeID(t, string(id))
-	if int64(ms) != now.UnixMilli() {
-		t.Errorf("NewSessionID(%v) carries millisecond %d, want %d", now, ms, now.UnixMilli())
-	}
-	// The first id of a millisecond leaves room to count up within it.
-	if entropy[0]&0x80 != 0 {
-		t.Errorf("first id of a millisecond has entropy %x with the top bit set", entropy)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 123_456, time.UTC) // sub-millisecond parts are dropped
+	for name, id := range map[string]core.SessionID{
+		"NewSessionID":   core.NewSessionID(now),
+		"SessionIDs.New": new(core.SessionIDs).New(now),
+	} {
+		if !core.ValidID(string(id)) {
+			t.Fatalf("%s = %q, not a valid id", name, id)
+		}
+		ms, entropy := decodeID(t, string(id))
+		if int64(ms) != now.UnixMilli() {
+			t.Errorf("%s(%v) carries millisecond %d, want %d", name, now, ms, now.UnixMilli())
+		}
+		// The first id of a millisecond leaves room to count up within it.
+		if entropy[0]&0x80 != 0 {
+			t.Errorf("%s: first id of a millisecond has entropy %x with the top bit set", name, entropy)
+		}
 	}
 }
 
-func TestNewSessionIDMonotonic(t *testing.T) {
-	base := freshTime(t)
+func TestSessionIDsMonotonic(t *testing.T) {
+	var ids core.SessionIDs
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
 		at   []time.Duration // offsets from base, in call order
@@ -174,9 +170,9 @@ func TestNewSessionIDMonotonic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, d := range tt.at {
-				id := core.NewSessionID(base.Add(d))
+				id := ids.New(base.Add(d))
 				if id <= prev {
-					t.Fatalf("NewSessionID(base%+v) = %q, not after the previous %q", d, id, prev)
+					t.Fatalf("New(base%+v) = %q, not after the previous %q", d, id, prev)
 				}
 				prev = id
 			}
@@ -186,15 +182,38 @@ func TestNewSessionIDMonotonic(t *testing.T) {
 	}
 }
 
-func TestNewSessionIDConcurrent(t *testing.T) {
-	now := freshTime(t)
+// Two generators are two clocks: one that ran ahead (a test's fake clock, a
+// synctest bubble's) does not carry its time into the other's ids, which
+// is what the process-wide generator did, so that a session made on one
+// clock could carry another's time and its reservation outlive the
+// retention (IDMillis).
+func TestSessionIDsKeepTheirOwnClock(t *testing.T) {
+	wall := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	ahead := wall.Add(48 * time.Hour)
+	var fake, own core.SessionIDs
+	fake.New(ahead)
+	id := own.New(wall)
+	if ms, _ := decodeID(t, string(id)); int64(ms) != wall.UnixMilli() {
+		t.Errorf("an id of %v carries %v after another generator made one of %v", wall, time.UnixMilli(int64(ms)).UTC(), ahead)
+	}
+	if id := core.NewSessionID(wall); id >= fake.New(ahead) {
+		t.Errorf("NewSessionID(%v) = %q, not before an id of %v", wall, id, ahead)
+	}
+	if ms, _ := decodeID(t, string(core.NewSessionID(wall))); int64(ms) != wall.UnixMilli() {
+		t.Errorf("NewSessionID(%v) carries %v after an id of %v", wall, time.UnixMilli(int64(ms)).UTC(), ahead)
+	}
+}
+
+func TestSessionIDsConcurrent(t *testing.T) {
+	var gen core.SessionIDs
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	const goroutines, each = 8, 200
 	ids := make([][]core.SessionID, goroutines)
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
 			for range each {
-				ids[g] = append(ids[g], core.NewSessionID(now))
+				ids[g] = append(ids[g], gen.New(now))
 			}
 		})
 	}
@@ -215,6 +234,19 @@ func TestNewSessionIDConcurrent(t *testing.T) {
 		if ms, _ := decodeID(t, string(id)); int64(ms) != now.UnixMilli() {
 			t.Fatalf("id %q carries millisecond %d, want %d", id, ms, now.UnixMilli())
 		}
+	}
+}
+
+// NewSessionID keeps no order, but its ids are distinct.
+func TestNewSessionIDDistinct(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	seen := map[core.SessionID]bool{}
+	for range 1000 {
+		id := core.NewSessionID(now)
+		if seen[id] {
+			t.Fatalf("NewSessionID made %q twice", id)
+		}
+		seen[id] = true
 	}
 }
 

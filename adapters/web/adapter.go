@@ -58,6 +58,13 @@ type Options struct {
 	// "default"), which the page's new-session form offers (GET
 	// /api/agents/run); none when it runs none.
 	Agents []Agent
+	// StreamLifetime is how long an /api/events stream lasts before the
+	// server ends it and its client reconnects with Last-Event-ID
+	// (lifetime.go); DefaultStreamLifetime when 0.
+	StreamLifetime time.Duration
+	// MaxStreams bounds the open /api/events streams: a new one past it
+	// ends the oldest, which reconnects; DefaultMaxStreams when 0.
+	MaxStreams int
 	// SSEBuffer is each SSE client's live event buffer; past it events
 	// are dropped from the bus feed and re-read from the store. It is
 	// allocated whole for every open stream (an event takes about 260
@@ -82,6 +89,7 @@ type Adapter struct {
 	sent     atomic.Uint64
 	idPrefix string
 	clients  atomic.Int64
+	streams  streamSet                   // lifetime.go
 	presence atomic.Pointer[presenceBox] // presence.go
 	cluster  atomic.Pointer[clusterBox]  // health.go
 	// platforms is what the health probe reports (health.go).
@@ -116,6 +124,12 @@ func New(opts Options) *Adapter {
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.StreamLifetime <= 0 {
+		opts.StreamLifetime = DefaultStreamLifetime
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
 	}
 	if opts.SSEBuffer <= 0 {
 		opts.SSEBuffer = DefaultSSEBuffer

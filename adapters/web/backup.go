@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -76,11 +77,21 @@ func (a *Adapter) serveBackup(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case box.busy <- struct{}{}:
-		defer func() { <-box.busy }()
+		// Released before the copy's last bytes go out, so a client that
+		// has the whole copy can take the next backup at once.
+		release := sync.OnceFunc(func() { <-box.busy })
+		defer release()
+		a.sendBackup(w, r, box, release)
+		return
 	default:
 		writeJSON(w, http.StatusConflict, errorBody{"another backup is being taken; try again when it is done"})
 		return
 	}
+}
+
+// sendBackup takes the backup and sends it; release is called once the
+// copy is read whole, before its last bytes are written.
+func (a *Adapter) sendBackup(w http.ResponseWriter, r *http.Request, box *backupBox, release func()) {
 	body, size, err := box.b.Backup(r.Context())
 	if err != nil {
 		a.log.Error("backup failed", "err", err)
@@ -100,6 +111,9 @@ func (a *Adapter) serveBackup(w http.ResponseWriter, r *http.Request) {
 	for sent < size {
 		n, err := body.Read(buf[:min(int64(len(buf)), size-sent)])
 		if n > 0 {
+			if sent+int64(n) == size {
+				release()
+			}
 			if err := rc.SetWriteDeadline(time.Now().Add(a.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 				return
 			}

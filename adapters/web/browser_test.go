@@ -30,20 +30,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("browser: %v\nconsole: %v", err, console())
 		}
 	}
-	poll := func(expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v\nconsole: %v", expr, err, console())
-		}
-	}
-	eval := func(expr string) []string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](expr))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", expr, err)
-		}
-		return v
-	}
+	poll, eval := pageChecks(t, ctx, console)
 
 	// A session that exists already shows in the list.
 	s.newSession("Earlier session")
@@ -155,6 +142,27 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("console %s: %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1)
 		}
 	}
+}
+
+// pageChecks are what a browser test asks of the tab: poll waits, 30 s at
+// most, until expr is true; eval returns what expr evaluates to, strings.
+// Both fail the test when the browser does not answer.
+func pageChecks(t *testing.T, ctx context.Context, console func() []chromedp.ConsoleMessage) (poll func(expr string), eval func(expr string) []string) {
+	poll = func(expr string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v\nconsole: %v", expr, err, console())
+		}
+	}
+	eval = func(expr string) []string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](expr))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", expr, err)
+		}
+		return v
+	}
+	return poll, eval
 }
 
 // guarded serves h behind httpguard as cmd mounts the adapter: everything

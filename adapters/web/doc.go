@@ -64,9 +64,28 @@
 // live events (seq not above the last sent) are dropped, and a jump in seq or
 // a grown Subscription.Dropped sends the stream back to the store, so there
 // is no gap and no duplicate, and a slow client never holds up the daemon.
-// When the log no longer reaches back far enough, an "event: resync" message
-// (its id the seq the stream continues after) tells the client to reload its
-// snapshots. Idle streams get a ": ping" comment every Options.Heartbeat.
+// When the log no longer reaches back far enough, or the id is past the
+// newest event (the data was restored from a backup), an "event: resync"
+// message (its id the seq the stream continues after) tells the client to
+// reload its snapshots. Idle streams get a ": ping" comment every
+// Options.Heartbeat.
+//
+// Every stream ends by design and its client reconnects (lifetime.go):
+// after Options.StreamLifetime, 25 s, or earlier when Options.MaxStreams
+// (1024) are open and a new one comes, which ends the oldest, as MCP's
+// max_sessions does. The stream begins with "retry: 1000" and an id (the
+// seq it starts after, in a message with no data), and ends with
+//
+//	id: <the seq it continues after>
+//	event: reconnect
+//	data: {"kind":"reconnect","resume":N,"reason":"…"}
+//
+// and its connection ("Connection: close"), so EventSource, or any client
+// that reconnects with Last-Event-ID, resumes a second later where it was,
+// losing nothing; a resumed stream with nothing new sends no event and no
+// state, only its "agents" message. Without ?ui=delta the states still
+// due are sent before the end. The page stays "live" through such a
+// reconnect and reloads nothing.
 //
 // A client that does not read costs little and not for long. Every write
 // has Options.WriteTimeout; the stream's connection has a fixed send
@@ -77,11 +96,15 @@
 // events) and past it are dropped and read again from the store, so a
 // stalled stream holds no more. A client that was only slow reconnects
 // with Last-Event-ID and loses nothing. A client that reads nothing while
-// nothing happens cannot be told apart from one that reads: TCP
+// nothing happens cannot be told apart from one that reads — TCP
 // acknowledges what reaches the client's system whether or not the client
-// reads it, and the pings are far too small to fill its buffers; such a
-// stream holds its goroutines and buffers, about 35 KiB, until it is sent
-// enough to block.
+// reads it, and the pings are far too small to fill its buffers — and SSE
+// has no way back from the client to say it reads: the lifetime is what
+// ends such a stream, within 30 s of its start, and frees what it held,
+// about 35 KiB. When a stream ends by design its connection closes in good
+// order if the client acknowledged everything, and is reset if not
+// (httpguard.Settled), so the kernel does not go on trying to deliver to a
+// client that does not read.
 //
 // # Pairing
 //

@@ -55,6 +55,9 @@ type stream struct {
 	dirty      map[core.SessionID]bool
 	stateTimer *time.Timer
 	timeout    time.Duration
+	// ended is closed when the stream is to end to make room for a new
+	// one (lifetime.go).
+	ended <-chan struct{}
 	// last is the seq of the last event handled (sent, or skipped by the
 	// filter): everything up to it is done.
 	last uint64
@@ -73,7 +76,9 @@ type stream struct {
 // count, means events were missed, and they are read from the store again.
 // When the store no longer has them (ErrEventsTruncated) the stream says
 // "resync" and carries on from the oldest event kept. Without a resume
-// point the stream starts at the newest event.
+// point the stream starts at the newest event. Each stream ends after
+// Options.StreamLifetime, or earlier to make room, and is reconnected
+// (lifetime.go).
 func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 	ctx := r.Context()
 	from := r.Header.Get("Last-Event-ID")
@@ -91,32 +96,60 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 	}
 	sub, cancel := c.back.bus.Subscribe(a.opts.SSEBuffer, true)
 	defer cancel()
+	last, err := c.back.store.LastEventSeq(ctx)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	// A resume point past the newest event: the data was restored from a
+	// backup, or replaced. Live events up to it would be taken for ones
+	// the client has; it must reload instead.
+	ahead := from != "" && after > last
 	if from == "" {
-		last, err := c.back.store.LastEventSeq(ctx)
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
 		after = last
 	}
 	a.clients.Add(1)
 	defer a.clients.Add(-1)
+	ended, evicted, leave := a.streams.join(a.opts.MaxStreams)
+	defer leave()
+	if evicted > 0 {
+		a.log.Info("SSE streams at their bound: ending the oldest to make room; it reconnects",
+			"max_streams", a.opts.MaxStreams)
+	}
 
-	defer httpguard.BoundStream(r)()
+	// Until the stream ends by design and its client took everything, a
+	// close resets the connection (lifetime.go).
+	end := httpguard.BoundStream(r)
+	reset := false
+	defer func() {
+		if !reset {
+			end()
+		}
+	}()
 	s := &stream{w: w, rc: http.NewResponseController(w), back: c.back,
 		filter: core.SessionID(r.URL.Query().Get("session")), timeout: a.opts.WriteTimeout, last: after,
-		delta: r.URL.Query().Get("ui") == "delta"}
+		delta: r.URL.Query().Get("ui") == "delta", ended: ended}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	// The stream ends by design and the client reconnects: its connection
+	// is not kept for another request.
+	h.Set("Connection", "close")
 	w.WriteHeader(http.StatusOK)
-	s.buf.WriteString("retry: 2000\n: connected\n\n")
-	err := s.flush()
+	fmt.Fprintf(&s.buf, "retry: %d\nid: %d\n: connected\n\n", retryMillis, after)
+	if ahead {
+		err = s.resync(after, last, "the event log has no event after the last one received: "+
+			"its data was restored or replaced; reload the snapshots")
+	} else {
+		err = s.flush()
+	}
 	if err == nil {
 		err = a.follow(ctx, s, sub, from != "")
 	}
 	switch {
+	case errors.Is(err, errLifetime) || errors.Is(err, errCrowded):
+		reset = !s.finish(ctx, r, err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The client does not read. net/http has closed the connection,
 		// reset (BoundStream): what the kernel held for the client went
@@ -131,8 +164,13 @@ func (a *Adapter) events(w http.ResponseWriter, r *http.Request, c call) {
 var errDetached = errors.New("adapter detached")
 
 // follow replays (when asked) and then streams live events until the
-// client goes, a write fails or the adapter is detached.
+// client goes, a write fails, the adapter is detached or the stream is to
+// end by design (errLifetime, errCrowded).
 func (a *Adapter) follow(ctx context.Context, s *stream, sub *core.Subscription, replay bool) error {
+	// The replay counts: a stream that was far behind ends once it caught
+	// up, and its client resumes from there.
+	life := time.NewTimer(a.opts.StreamLifetime)
+	defer life.Stop()
 	dropped := sub.Dropped()
 	if replay {
 		if err := s.catchUp(ctx); err != nil {
@@ -176,6 +214,10 @@ func (a *Adapter) follow(ctx context.Context, s *stream, sub *core.Subscription,
 			if err := s.flush(); err != nil {
 				return err
 			}
+		case <-life.C:
+			return errLifetime
+		case <-s.ended:
+			return errCrowded
 		case <-s.back.done:
 			return errDetached
 		case <-ctx.Done():
@@ -195,7 +237,9 @@ func (a *Adapter) follow(ctx context.Context, s *stream, sub *core.Subscription,
 // catchUp sends every logged event after s.last, up to the newest.
 func (s *stream) catchUp(ctx context.Context) error {
 	return scanLog(ctx, s.back.store, s.last, func(e core.Event) error { return s.send(ctx, e) },
-		func(from, to uint64) error { return s.resync(from, to) })
+		func(from, to uint64) error {
+			return s.resync(from, to, "events after the last one received are no longer in the event log; reload the snapshots")
+		})
 }
 
 // send writes one event (unless filtered out) and marks it handled.
@@ -215,19 +259,21 @@ func (s *stream) send(ctx context.Context, e core.Event) error {
 	return s.flush()
 }
 
-// resync tells the client that events after from are gone from the log and
+// resync tells the client that events after from are not in the log and
 // the stream goes on after to: its states must be reloaded.
-func (s *stream) resync(from, to uint64) error {
-	data, _ := json.Marshal(resyncMessage{Kind: "resync", After: from, Resume: to,
-		Reason: "events after the last one received are no longer in the event log; reload the snapshots"})
+func (s *stream) resync(from, to uint64, reason string) error {
+	data, _ := json.Marshal(resyncMessage{Kind: "resync", After: from, Resume: to, Reason: reason})
 	fmt.Fprintf(&s.buf, "id: %d\nevent: resync\ndata: %s\n\n", to, data)
 	s.last = to
 	return s.flush()
 }
 
 // flush writes the buffered message within the write timeout.
-func (s *stream) flush() error {
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+func (s *stream) flush() error { return s.flushBy(time.Now().Add(s.timeout)) }
+
+// flushBy writes the buffered message by deadline.
+func (s *stream) flushBy(deadline time.Time) error {
+	if err := s.rc.SetWriteDeadline(deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	_, err := s.w.Write(s.buf.Bytes())

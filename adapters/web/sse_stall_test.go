@@ -47,22 +47,11 @@ import (
 // pages to the system.
 func TestSSEStalledStreamsClosed(t *testing.T) {
 	const streams = 400
-	// The server says when it has closed each stalled client's connection
-	// (known by its address), so the client need not read to find out,
-	// which would open its window.
-	var mu sync.Mutex
-	stalled := map[string]bool{}
-	closed := make(chan struct{}, streams)
+	stalled := newNonReaders(streams)
 	s := newStack(t, func(o *stackOptions) {
 		o.web.WriteTimeout = time.Second
-		o.connState = func(c net.Conn, st http.ConnState) {
-			mu.Lock()
-			mine := stalled[c.RemoteAddr().String()]
-			mu.Unlock()
-			if mine && st == http.StateClosed {
-				closed <- struct{}{}
-			}
-		}
+		o.web.StreamLifetime = time.Hour // the deadline ends them, not the lifetime
+		o.connState = stalled.connState
 	})
 	id := s.newSession("stalled")
 	s.snapshot(id) // the session's UiState in memory: its events carry deltas
@@ -89,67 +78,20 @@ func TestSSEStalledStreamsClosed(t *testing.T) {
 	s.idle()
 	before := liveHeap()
 
-	dialer := smallReceiver()
-	addr := s.srv.Listener.Addr().String()
-	conns := make([]net.Conn, 0, streams)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for range streams {
-		c, err := dialer.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		mu.Lock()
-		stalled[c.LocalAddr().String()] = true
-		mu.Unlock()
-		if _, err := fmt.Fprintf(c, "GET /api/events?ui=delta HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	defer stalled.close()
+	stalled.open(t, s, "?ui=delta")
 	waitClients(t, s, streams, time.Minute)
 	peak := liveHeap()
 
 	began := time.Now()
 	post(16) // a 16 KiB event each (the message, and its UiUpdate)
-	guard := time.After(2 * time.Minute)
-	for n := 0; n < streams; {
-		select {
-		case <-closed:
-			n++
-		case <-guard:
-			t.Fatalf("%d of %d connections whose streams are never read still open after 2 minutes (%d streams)",
-				streams-n, streams, s.web.SSEClients())
-		}
-	}
+	stalled.awaitClosed(t, s)
 	t.Logf("%d streams that never read closed %s after their events", streams, time.Since(began).Round(time.Millisecond))
 	waitClients(t, s, 0, wait)
 
 	// Their clients see the end: after what their buffer holds, the reset.
-	var wg sync.WaitGroup
-	open := 0
-	for _, c := range conns {
-		wg.Go(func() {
-			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			_, err := io.Copy(io.Discard, c)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				mu.Lock()
-				open++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if open > 0 {
-		t.Fatalf("%d connections the server closed are still open for their clients", open)
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-	conns = nil
+	stalled.drain(t)
+	stalled.close()
 	after := liveHeap()
 	t.Logf("live heap: %.1f MiB before, %.1f MiB with %d idle streams, %.1f MiB after", mib(before), mib(peak), streams, mib(after))
 	if float64(after) > 1.1*float64(before) {
@@ -163,7 +105,10 @@ func TestSSEStalledStreamsClosed(t *testing.T) {
 // (Last-Event-ID, as EventSource does) brings every later event once, in
 // order.
 func TestSSECutClientResumes(t *testing.T) {
-	s := newStack(t, func(o *stackOptions) { o.web.WriteTimeout = 300 * time.Millisecond })
+	s := newStack(t, func(o *stackOptions) {
+		o.web.WriteTimeout = 300 * time.Millisecond
+		o.web.StreamLifetime = time.Hour // the deadline ends it, not the lifetime
+	})
 	id := s.newSession("cut")
 	start, err := s.store.LastEventSeq(context.Background())
 	if err != nil {
@@ -212,6 +157,104 @@ func TestSSECutClientResumes(t *testing.T) {
 	if !reader.quiet(100 * time.Millisecond) {
 		t.Fatal("duplicates after the resume")
 	}
+}
+
+// nonReaders are raw TCP clients of /api/events that never read, with a
+// 4 KiB receive buffer. The server says when it has closed each one's
+// connection (known by its address: connState is the server's), so the
+// client need not read to find out, which would open its window.
+type nonReaders struct {
+	mu     sync.Mutex
+	mine   map[string]bool
+	closed chan struct{}
+	conns  []net.Conn
+	n      int
+}
+
+func newNonReaders(n int) *nonReaders {
+	return &nonReaders{mine: map[string]bool{}, closed: make(chan struct{}, n), n: n}
+}
+
+// connState is the server's http.Server.ConnState.
+func (nr *nonReaders) connState(c net.Conn, st http.ConnState) {
+	nr.mu.Lock()
+	mine := nr.mine[c.RemoteAddr().String()]
+	nr.mu.Unlock()
+	if mine && st == http.StateClosed {
+		nr.closed <- struct{}{}
+	}
+}
+
+// open connects them, each asking for /api/events with query.
+func (nr *nonReaders) open(t *testing.T, s *stack, query string) {
+	t.Helper()
+	dialer := smallReceiver()
+	addr := s.srv.Listener.Addr().String()
+	for range nr.n {
+		c, err := dialer.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nr.mu.Lock()
+		nr.conns = append(nr.conns, c)
+		nr.mine[c.LocalAddr().String()] = true
+		nr.mu.Unlock()
+		if _, err := fmt.Fprintf(c, "GET /api/events%s HTTP/1.1\r\nHost: %s\r\n\r\n", query, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// awaitClosed waits until the server has closed every connection; two
+// minutes guard against a hang.
+func (nr *nonReaders) awaitClosed(t *testing.T, s *stack) {
+	t.Helper()
+	guard := time.After(2 * time.Minute)
+	for n := 0; n < nr.n; {
+		select {
+		case <-nr.closed:
+			n++
+		case <-guard:
+			t.Fatalf("%d of %d connections whose streams are never read still open after 2 minutes (%d streams)",
+				nr.n-n, nr.n, s.web.SSEClients())
+		}
+	}
+}
+
+// drain reads each connection to its end, which its client must see: what
+// it holds, then the close. It returns what each received and how it
+// ended.
+func (nr *nonReaders) drain(t *testing.T) (got [][]byte, errs []error) {
+	t.Helper()
+	got, errs = make([][]byte, len(nr.conns)), make([]error, len(nr.conns))
+	var wg sync.WaitGroup
+	for i, c := range nr.conns {
+		wg.Go(func() {
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got[i], errs[i] = io.ReadAll(c)
+		})
+	}
+	wg.Wait()
+	open := 0
+	for _, err := range errs {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			open++
+		}
+	}
+	if open > 0 {
+		t.Fatalf("%d connections the server closed are still open for their clients", open)
+	}
+	return got, errs
+}
+
+// close closes the client ends and forgets them.
+func (nr *nonReaders) close() {
+	nr.mu.Lock()
+	defer nr.mu.Unlock()
+	for _, c := range nr.conns {
+		c.Close()
+	}
+	nr.conns = nil
 }
 
 // smallReceiver dials with a 4 KiB receive buffer, set before connecting

@@ -66,8 +66,17 @@ func (s *stream) stateDue() <-chan time.Time {
 	return s.stateTimer.C
 }
 
-// sendStates writes the state of every session marked since the last round.
+// sendStates sends the state of every session marked since the last round.
 func (s *stream) sendStates(ctx context.Context) error {
+	if err := s.writeStates(ctx); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// writeStates buffers the state of every session marked since the last
+// round.
+func (s *stream) writeStates(ctx context.Context) error {
 	s.stateTimer = nil
 	ids := make([]core.SessionID, 0, len(s.dirty))
 	for id := range s.dirty {
@@ -86,7 +95,7 @@ func (s *stream) sendStates(ctx context.Context) error {
 		}
 		fmt.Fprintf(&s.buf, "event: %s\ndata: %s\n\n", uistate.UIUpdateType, data)
 	}
-	return s.flush()
+	return nil
 }
 
 // stopStates releases the timer of a stream that ends.

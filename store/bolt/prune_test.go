@@ -19,8 +19,7 @@ func TestIDMillis(t *testing.T) {
 	}
 }
 
-// idAt is a time-ordered id of time at. core.NewSessionID would not do: it
-// never goes back in time within a process, and other tests' clocks ran ahead.
+// idAt is the time-ordered id of time at, the same for the same time.
 func idAt(at time.Time) string { return core.EncodeID(uint64(at.UnixMilli()), [10]byte{1}) }
 
 func must(tb testing.TB, err error) {

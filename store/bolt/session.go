@@ -17,7 +17,7 @@ import (
 )
 
 // CreateSession stores a new session and its events. An empty ID gets a new
-// core.NewSessionID, zero Created and Updated get now and an empty Status
+// id of the store's clock (core.SessionIDs), zero Created and Updated get now and an empty Status
 // becomes idle. It returns an error wrapping core.ErrExists when the id is
 // taken. A binding whose place another session is bound at takes that place
 // over in the place index: the newest binding wins.
@@ -25,7 +25,7 @@ func (s *Store) CreateSession(ctx context.Context, sess core.Session, events ...
 	now := s.clock()
 	sess = cloneSession(sess)
 	if sess.ID == "" {
-		sess.ID = core.NewSessionID(now)
+		sess.ID = s.ids.New(now)
 	}
 	if sess.Created.IsZero() {
 		sess.Created = now

@@ -92,6 +92,7 @@ type Store struct {
 	path      string   // for errors
 	file      *os.File // bbolt's, closed by Close when broken
 	now       func() time.Time
+	ids       core.SessionIDs // for CreateSession without an id, ordered by now
 	maxEvents uint64
 	slack     uint64 // how far the event log may grow past maxEvents before a trim
 	foldAt    uint64 // how many entries inbox_recent collects before a fold

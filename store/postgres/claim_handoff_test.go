@@ -46,7 +46,7 @@ func startShared(t *testing.T, name, url string, adapters ...core.Adapter) *shar
 		},
 		// Debug: each hand-off and takeover is logged, shown when a test fails.
 		Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("instance", name),
-		Claims: delivery.ClaimOptions{Store: n.st, Instance: core.InstanceID(name), TTL: claimTTL, Renew: claimTTL / 4, Scan: claimTTL / 10,
+		Claims: delivery.ClaimOptions{Store: n.st, Instance: core.InstanceID(name), TTL: claimTTL, Renew: claimRenew, Scan: claimScan,
 			Shared: true, Seen: f.Position}})
 	sub, unsubscribe := n.bus.Subscribe(4096, false)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -173,19 +173,25 @@ func TestClaimExpiresWithItsHolder(t *testing.T) {
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
 	seqs := journalEvents(t, a, 2)
 	const ttl = time.Second
-	// The claims expire no sooner than ttl after this, by the database's
-	// clock (on this machine, the same clock).
-	claimed := time.Now()
+	// Claimed for a minute first, so that b's attempt meets them held
+	// however slowly this runs.
 	for _, seq := range seqs {
-		if ok, err := a.ClaimDelivery(ctx, seq, "a", ttl); !ok || err != nil {
+		if ok, err := a.ClaimDelivery(ctx, seq, "a", time.Minute); !ok || err != nil {
 			t.Fatalf("claim %d: %v, %v", seq, ok, err)
 		}
 	}
 	storetest.Must(t, a.ConfirmDelivery(ctx, seqs[0], "telegram/msg/0", false))
-	storetest.Must(t, a.Close())
 	if page, err := b.ClaimDeliveries(ctx, 0, seqs[1], 0, "b", ttl); len(page) != 0 || err != nil {
 		t.Fatalf("b took %d events held by a (%v)", len(page), err)
 	}
+	// a's last renewal is for ttl: the claims expire no sooner than ttl
+	// after this, by the database's clock (on this machine, the same
+	// clock).
+	claimed := time.Now()
+	if held, err := a.RenewClaims(ctx, "a", seqs, ttl); len(held) != len(seqs) || err != nil {
+		t.Fatalf("a's renewal: %v, %v; want both held", held, err)
+	}
+	storetest.Must(t, a.Close())
 	// One claim may expire a moment before the other: b takes each as it
 	// does.
 	var page []core.Delivery

@@ -96,7 +96,9 @@ func TestCleanupClaimTakeoverAfterExpiry(t *testing.T) {
 	srv := pgtest.Start(t)
 	a, b := openURL(t, srv.URL, storetest.Options{}), openURL(t, srv.URL, storetest.Options{})
 	rows := dueRows("s", 2, false)
-	got, err := a.ClaimDueCleanup(ctx, "a", 300*time.Millisecond, rows[0])
+	// Held for an hour first, so that b's attempts meet the row held
+	// however slowly this runs; then a's last renewal, for 300 ms.
+	got, err := a.ClaimDueCleanup(ctx, "a", time.Hour, rows[0])
 	storetest.Must(t, err)
 	if len(got) != 1 {
 		t.Fatalf("a holds %v after marking its row due", got)
@@ -108,6 +110,9 @@ func TestCleanupClaimTakeoverAfterExpiry(t *testing.T) {
 	}
 	if page, err := b.ClaimPendingCleanup(ctx, "b", 0, time.Hour); err != nil || len(page) != 0 {
 		t.Errorf("b's scan while a holds its row took %v (%v); want nothing", entryIDs(page), err)
+	}
+	if held, err := a.RenewCleanupClaims(ctx, "a", []core.MessageRef{rows[0].Ref}, 300*time.Millisecond); err != nil || len(held) != 1 {
+		t.Fatalf("a renews %v (%v); want its row", refIDs(held), err)
 	}
 	var page []core.CleanupEntry
 	deadline := time.Now().Add(10 * time.Second)

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,10 +46,6 @@ const paceTimeout = 5 * time.Second
 // pacePruneEvery is how often a take also deletes idle rows.
 const pacePruneEvery = time.Minute
 
-// pacePrune is when this process's next take prunes (unix nanoseconds);
-// one per process is enough, the rows are everyone's.
-var pacePrune atomic.Int64
-
 // TakePace implements core.PaceLedger.
 func (s *Store) TakePace(ctx context.Context, windows []core.PaceWindow, pauses []string) (core.PaceTake, error) {
 	var take core.PaceTake
@@ -71,8 +66,8 @@ func (s *Store) TakePace(ctx context.Context, windows []core.PaceWindow, pauses 
 		ps[i] = []byte(p)
 	}
 	prune := false
-	if now, at := time.Now().UnixNano(), pacePrune.Load(); now >= at {
-		prune = pacePrune.CompareAndSwap(at, now+int64(pacePruneEvery))
+	if now, at := time.Now().UnixNano(), s.pacePrune.Load(); now >= at {
+		prune = s.pacePrune.CompareAndSwap(at, now+int64(pacePruneEvery))
 	}
 	ctx, cancel := context.WithTimeout(ctx, paceTimeout)
 	defer cancel()

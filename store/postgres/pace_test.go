@@ -155,7 +155,7 @@ func TestPacePrunesIdleRows(t *testing.T) {
 	_, err := s.TakePace(ctx, []core.PaceWindow{{Key: "busy", Rate: core.Rate{N: 5, Per: time.Hour}}}, nil)
 	storetest.Must(t, err)
 	time.Sleep(5 * time.Millisecond)
-	pacePrune.Store(0)
+	s.pacePrune.Store(0)
 	_, err = s.TakePace(ctx, []core.PaceWindow{{Key: "busy", Rate: core.Rate{N: 5, Per: time.Hour}}}, nil)
 	storetest.Must(t, err)
 	var kept []string
@@ -170,7 +170,7 @@ func TestPacePrunesIdleRows(t *testing.T) {
 	if want := []string{"busy", "pause on"}; !slices.Equal(kept, want) {
 		t.Errorf("rows kept %q, want %q", kept, want)
 	}
-	if next := time.Unix(0, pacePrune.Load()); time.Until(next) < 50*time.Second {
+	if next := time.Unix(0, s.pacePrune.Load()); time.Until(next) < 50*time.Second {
 		t.Errorf("the next prune is due at %s, want about a minute from now", next)
 	}
 }

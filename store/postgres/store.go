@@ -46,6 +46,7 @@ type Options struct {
 type Store struct {
 	pool      *pgxpool.Pool
 	now       func() time.Time
+	ids       core.SessionIDs // for CreateSession without an id, ordered by now
 	maxEvents uint64
 	slack     uint64
 	instance  core.InstanceID
@@ -60,6 +61,10 @@ type Store struct {
 	closeOnce sync.Once
 
 	presenceGen atomic.Uint64 // numbers this instance's announcements (notify_presence.go)
+	// pacePrune is when this store's next take prunes idle pacing rows
+	// (unix nanoseconds, pace.go); one per instance is enough, the rows
+	// are everyone's.
+	pacePrune atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)

@@ -190,9 +190,7 @@ func Bind(adapter core.AdapterName, chat, thread string) core.Binding {
 	return core.Binding{Adapter: adapter, Place: core.Place{Chat: chat, Thread: thread}}
 }
 
-// IDAt is a time-ordered id of time at. core.NewSessionID would not do: it
-// never goes back in time within a process, and other tests' clocks ran
-// ahead.
+// IDAt is the time-ordered id of time at, the same for the same time.
 func IDAt(at time.Time) string { return core.EncodeID(uint64(at.UnixMilli()), [10]byte{1}) }
 
 // Must fails the test on err.

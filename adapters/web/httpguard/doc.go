@@ -38,9 +38,12 @@
 // a write, and meets the write's deadline, after StreamSendBuffer rather
 // than after megabytes, and makes the close that follows a reset, which
 // drops what the client did not take; it finds the connection through
-// ConnContext, which the server sets.
+// ConnContext, which the server sets. A stream that ends by design asks
+// Settled whether its client acknowledged everything (Linux's SIOCOUTQ):
+// then it closes in good order, and otherwise with the reset.
 //
 // It is a package of its own, under the web adapter that owns /api, because
-// it imports only the standard library while the adapter imports core: cmd
-// guards /mcp and /metrics with it without linking the page to them.
+// it imports only the standard library (and golang.org/x/sys on Linux)
+// while the adapter imports core: cmd guards /mcp and /metrics with it
+// without linking the page to them.
 package httpguard

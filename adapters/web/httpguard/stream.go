@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"time"
 )
 
 // StreamSendBuffer is the kernel send buffer (SO_SNDBUF) of a long-lived
@@ -49,12 +50,8 @@ func ConnOf(r *http.Request) net.Conn {
 // for another request, closes gracefully again. On a connection that is
 // not TCP, or that the server does not keep, both do nothing.
 func BoundStream(r *http.Request) (end func()) {
-	c := ConnOf(r)
-	if u, ok := c.(interface{ NetConn() net.Conn }); ok {
-		c = u.NetConn() // under TLS
-	}
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
+	tc := tcpConn(r)
+	if tc == nil {
 		return func() {}
 	}
 	_ = tc.SetWriteBuffer(StreamSendBuffer)
@@ -62,4 +59,56 @@ func BoundStream(r *http.Request) (end func()) {
 	// After a failed write the connection is closed already, and this
 	// fails: nothing to undo.
 	return func() { _ = tc.SetLinger(-1) }
+}
+
+// Settled waits, until the time given at the latest, for r's client to
+// have acknowledged every byte written on r's connection, and reports
+// whether it has. A stream that ends by design (a lifetime, a bound on
+// their number) calls it after its last write to choose how its
+// connection closes: when everything was taken, in good order (end, then
+// return); when not, the client does not read, and leaving the reset of
+// BoundStream armed drops what it did not take. The kernel acknowledges
+// for the client what fits its receive buffer whether or not the client
+// reads, so a client that reads nothing but was sent little settles too,
+// and closes in good order with nothing left to send. Where this cannot be
+// known — a connection that is not TCP, a system without SIOCOUTQ — it
+// reports true at once: the close is then the ordinary one. It gives up
+// when ctx ends.
+func Settled(ctx context.Context, r *http.Request, until time.Time) bool {
+	tc := tcpConn(r)
+	if tc == nil {
+		return true
+	}
+	// Acknowledgements come within a round trip, or a delayed ACK's
+	// 40–200 ms: poll from 1 ms, doubling to 100 ms.
+	pause := time.Millisecond
+	for {
+		n, ok := unacked(tc)
+		if !ok || n == 0 {
+			return true
+		}
+		left := time.Until(until)
+		if left <= 0 {
+			return false
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// tcpConn is r's TCP connection, nil when it is not TCP or the server does
+// not keep it (ConnContext).
+func tcpConn(r *http.Request) *net.TCPConn {
+	c := ConnOf(r)
+	if u, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = u.NetConn() // under TLS
+	}
+	tc, _ := c.(*net.TCPConn)
+	return tc
 }

@@ -7,6 +7,13 @@
 // `resync`, reloads the snapshot. Text is never put into the page as HTML:
 // markdown.js turns markdown into DOM nodes holding text nodes.
 //
+// The daemon ends every event stream after a while (or to make room) and
+// says so with a `reconnect` message; EventSource reconnects with
+// Last-Event-ID and the daemon sends what happened meanwhile. Such a
+// reconnect is invisible: the page stays "live" through it and reloads
+// nothing. Only a new EventSource, which has no Last-Event-ID, loads the
+// sessions and the snapshot again.
+//
 // With a token configured, the API answers 401 until the page sends it: the
 // page then asks for it in a small form (the token box), checks it against
 // the API before keeping it in localStorage, and says plainly when it is
@@ -297,7 +304,12 @@ function select(id) {
   renderAll();
   // The snapshot must be read after the event stream is open, or events
   // between the two would be missed; the stream's onopen loads it otherwise.
-  if (id && app.es && app.es.readyState === EventSource.OPEN) loadSnapshot();
+  // A stream that reconnects resumes after the last event it had, which
+  // was before the snapshot: nothing is missed meanwhile either.
+  const es = app.es;
+  if (id && es && (es.readyState === EventSource.OPEN || (es.resumes && es.readyState !== EventSource.CLOSED))) {
+    loadSnapshot();
+  }
 }
 
 async function loadSnapshot() {
@@ -657,9 +669,15 @@ function connect() {
   const es = new EventSource(url);
   app.es = es;
   setConn('connecting');
+  // resumes: the stream gave an id, so a reconnect sends Last-Event-ID
+  // and the daemon replays what it missed. planned: it said it ends.
+  es.resumes = false;
+  es.planned = false;
   es.onopen = () => {
+    es.planned = false;
     setConn('live');
-    // Whatever happened while disconnected: the snapshot has it.
+    if (es.resumes) return;
+    // A first connection: the snapshot has what happened before it.
     refreshSessions();
     loadAgents();
     if (app.view) loadSnapshot();
@@ -671,18 +689,29 @@ function connect() {
       setConn('offline');
       refreshSessions();
       setTimeout(() => { if (app.es === es && !app.needToken) connect(); }, 3000);
+    } else if (es.planned) {
+      // The end the daemon announced: EventSource reconnects in a
+      // second. Should that fail, the next error says so.
+      es.planned = false;
     } else {
       setConn('connecting');
     }
   };
-  for (const k of KINDS) es.addEventListener(k, onEvent);
+  const seen = (ev) => { if (ev.lastEventId) es.resumes = true; };
+  for (const k of KINDS) es.addEventListener(k, (ev) => { seen(ev); onEvent(ev); });
   es.addEventListener('agents', (ev) => {
+    seen(ev);
     try { app.agents = JSON.parse(ev.data); } catch (_) { return; }
     if (app.view) renderHeader(app.view.state, app.sessions.find((s) => s.id === app.view.id));
   });
-  es.addEventListener('resync', () => {
+  es.addEventListener('resync', (ev) => {
+    seen(ev);
     refreshSessions();
     if (app.view) loadSnapshot();
+  });
+  es.addEventListener('reconnect', (ev) => {
+    seen(ev);
+    es.planned = true;
   });
 }
 

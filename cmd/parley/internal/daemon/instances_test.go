@@ -56,6 +56,10 @@ func TestWaitIdleWithTwoInstances(t *testing.T) {
 	}
 }
 
+// claimsTTL is how long the cleanup claims of TestCleanupClaimsAcrossInstances
+// last unrenewed.
+const claimsTTL = 3 * time.Second
+
 // Deletions are carried out by the instance whose rule made them due: a
 // second instance starting meanwhile replays none of them, nor do its
 // scans take them while the first holds them (renewed while its platform
@@ -67,7 +71,11 @@ func TestCleanupClaimsAcrossInstances(t *testing.T) {
 	shared := func(o *daemon.Options) {
 		o.StoreURL = srv.URL
 		o.DrainTimeout = 500 * time.Millisecond
-		o.CleanupClaims = cleanup.ClaimOptions{TTL: 600 * time.Millisecond, Renew: 200 * time.Millisecond, Scan: 50 * time.Millisecond}
+		// Real time, on the database's clock: a keeps its claims only
+		// while its renewals come within the TTL, so the TTL leaves a
+		// loaded machine room (a renewal may come some 2.9 s late) and
+		// the renewals come often.
+		o.CleanupClaims = cleanup.ClaimOptions{TTL: claimsTTL, Renew: 100 * time.Millisecond, Scan: 50 * time.Millisecond}
 	}
 	a := newHarness(t, telegramLike(), shared)
 	var ids []core.SessionID
@@ -111,11 +119,11 @@ func TestCleanupClaimsAcrossInstances(t *testing.T) {
 	due := notices()
 
 	b := newHarness(t, telegramLike(), shared)
-	// Five of a's claim lifetimes: b's start-up and its scans every 50 ms
+	// Two of a's claim lifetimes: b's start-up and its scans every 50 ms
 	// would have taken the deletions had a not renewed its claims.
 	select {
 	case <-ctx.Done():
-	case <-time.After(3 * time.Second):
+	case <-time.After(2 * claimsTTL):
 	}
 	if ops := opsOf(b.fk, "delete"); len(ops) != 0 {
 		t.Fatalf("b issued %d deletions a holds: %+v", len(ops), ops)

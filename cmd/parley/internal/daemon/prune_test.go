@@ -18,13 +18,6 @@ import (
 func TestPrunerKeepsDedupKeysForTheRetention(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		// Session ids never go back within a process (core.NewSessionID),
-		// and this package's other tests make some at the real clock's
-		// time: the bubble's clock first moves past the newest, so that
-		// the reservation this test makes carries the bubble's time.
-		if ms, ok := core.IDMillis(string(core.NewSessionID(time.Now()))); ok && time.UnixMilli(ms).After(time.Now()) {
-			time.Sleep(time.Until(time.UnixMilli(ms)) + time.Millisecond)
-		}
 		h := newBubbleHarness(t, telegramLike(), func(o *daemon.Options) {
 			o.Retention = 48 * time.Hour
 			o.PruneInterval = time.Hour

@@ -21,7 +21,7 @@ func (st *stack) approval(session, callID, cmd string) <-chan approvalDecision {
 	decided := make(chan approvalDecision, 1)
 	go func() {
 		var d approvalDecision
-		d.err = st.agent.callErr(time.Minute, "ui.request_approval", map[string]any{"session_id": session, "call_id": callID,
+		d.err = st.agent.callErr(blockingCall, "ui.request_approval", map[string]any{"session_id": session, "call_id": callID,
 			"tool": "shell", "cmd": cmd}, &d)
 		decided <- d
 	}()
@@ -187,7 +187,7 @@ func TestMatrixApprovalOnItsQuestion(t *testing.T) {
 	lobby, _ := st.room("Lobby")
 	room, session := st.mxNew(lobby, "Clean up")
 	decided := st.approval(string(session), "c1", "rm -rf build")
-	q := st.mxShowing(st.ann, room, "rm -rf build")
+	q := st.mxApproval(st.ann, room, "rm -rf build")
 
 	before := len(people(t, st.m))
 	st.ann.Send(t, room, "1")
@@ -208,7 +208,7 @@ func TestMatrixApprovalOnItsQuestion(t *testing.T) {
 	}
 
 	decided = st.approval(string(session), "c2", "rm -rf dist")
-	q = st.mxShowing(st.ann, room, "rm -rf dist")
+	q = st.mxApproval(st.ann, room, "rm -rf dist")
 	st.ann.React(t, room, q.ID, "2️⃣")
 	if d := awaitDecision(t, decided); d.Decision != core.DecisionDenyContinue {
 		t.Fatalf("Ann's reaction decided %+v", d)

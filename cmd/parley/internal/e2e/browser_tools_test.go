@@ -43,7 +43,7 @@ func TestBrowserToolGroups(t *testing.T) {
 	decided := make(chan approvalDecision, 1)
 	go func() {
 		var d approvalDecision
-		d.err = a.callErr(time.Minute, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c3", "tool": "shell", "cmd": "rm -rf build"}, &d)
+		d.err = a.callErr(blockingCall, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c3", "tool": "shell", "cmd": "rm -rf build"}, &d)
 		decided <- d
 	}()
 	var qid string

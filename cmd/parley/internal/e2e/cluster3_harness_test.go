@@ -12,6 +12,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
+	"github.com/parley-chat/parley/store/postgres"
 )
 
 // node is one `parley serve` child process of the cluster.
@@ -174,6 +176,25 @@ func (tp *tap) refuse(n int) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	tp.refused[n] = true
+}
+
+// openStore opens the cluster's store in the test process, to read what
+// the instances wrote; it closes when the test ends.
+func openStore(t *testing.T, url string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// allow ends refuse: instance n's calls reach Telegram again.
+func (tp *tap) allow(n int) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	delete(tp.refused, n)
 }
 
 // idle reports whether no call of instance n other than its long poll is

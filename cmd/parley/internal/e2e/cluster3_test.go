@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/parley-chat/parley/adapters/telegram/telegramtest"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
+	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/store/postgres/pgtest"
 )
 
@@ -20,13 +22,13 @@ import (
 // while people write a steady stream into four topics and an agent is
 // connected to every instance:
 //
-//  1. The agent posts more answers through the poller than the group's
-//     budget (20 a minute) lets out; while answers wait behind it, and right
-//     after a burst of people's messages, the poller is killed with
-//     SIGKILL. Another instance polls within seconds (the lease expires),
-//     and the answers still queued are delivered by the survivors (the
-//     dead instance's claims expire), each exactly once.
-//  2. While the survivors wait for the group's budget, PostgreSQL stops
+//  1. The agent posts answers through the poller; once the first are out,
+//     Telegram's flood control refuses every instance's sends, and while
+//     the rest wait, right after a burst of people's messages, the poller
+//     is killed with SIGKILL. Another instance polls within seconds (the
+//     lease expires), and the answers still queued are delivered by the
+//     survivors (the dead instance's claims expire), each exactly once.
+//  2. While Telegram refuses the survivors' sends, PostgreSQL stops
 //     (immediate: as if its machine lost power) and starts again; people
 //     keep writing and the agent keeps answering. The instances recover on
 //     their own.
@@ -76,58 +78,76 @@ func TestClusterThreeInstances(t *testing.T) {
 	w := startWriters(t, srv, forum, 4)
 	defer w.stop()
 
-	// 1. Answers queued behind the group's budget, then kill -9 of the
-	// poller, through which they were posted (an answer is delivered by
-	// the instance that committed it, until its claim expires).
-	p := tp.poller()
-	n := 0
+	// Telegram's flood control (the tap) can refuse every instance's
+	// sends at once; quiet is when none has a call under way and every
+	// answer shown in the queue's topic is confirmed in the store (its
+	// event left the journal, where the undelivered ones wait). From
+	// quiet on, until the instances are let through again, no kill and no
+	// outage can fall between Telegram's answer to a send and the
+	// confirmation of it — the repeat window of a platform without
+	// idempotency keys (milliseconds), in which another instance taking
+	// the event over sends it again, and which this test is not about.
+	journal := openStore(t, db.URL)
+	refuseAll := func() {
+		for k := range nodes {
+			tp.refuse(k)
+		}
+	}
+	var n int
 	answer := func(k int) string { return fmt.Sprintf("Queued answer %d.", k) }
 	delivered := func() int { return len(shown(srv, forum, queue, "Queued answer ")) }
-	// Thirty answers are posted all at once (answers posted one after
-	// another by a slow client would trickle out within the budget). The
-	// group's budget (20 a minute, shared with the deletions of people's
-	// messages) lets them out a few at a time; the kill comes while at
-	// least three still wait behind it. On a machine so loaded that
-	// parley sends slower than the budget, nothing waits behind it: thirty
-	// more are posted, up to three times.
-	for round := 1; ; round++ {
-		var posting sync.WaitGroup
-		for k := n + 1; k <= n+30; k++ {
-			posting.Go(func() {
-				agents[p].call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
-			})
-		}
-		posting.Wait()
-		n += 30
-		last, since := -1, time.Now()
-		queued := func() int { return n - delivered() }
-		servetest.PollUntil(t, 2*time.Minute, "a quiet second with answers queued behind the group's budget", func() bool {
-			if c := delivered(); c != last {
-				last, since = c, time.Now()
+	quiet := func(what string) {
+		t.Helper()
+		servetest.PollUntil(t, time.Minute, what, func() bool {
+			for k := range nodes {
+				if !tp.idle(k) {
+					return false
+				}
 			}
-			return (delivered() > 0 && time.Since(since) > time.Second) || queued() < 3
+			ds, err := journal.Deliveries(context.Background(), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiting := 0
+			for _, d := range ds {
+				if string(d.Event.Session) == session && d.Event.Kind == core.EventAssistant {
+					waiting++
+				}
+			}
+			return waiting == n-delivered()
 		}, nil)
-		if queued() >= 3 {
-			break
-		} else if round == 3 {
-			t.Fatalf("only %d of %d answers were still queued at the kill: the test needs the group's pacing to hold them back", queued(), n)
-		}
-		t.Logf("only %d of %d answers were still queued: parley sends slower than the group's budget here; posting 30 more", queued(), n)
 	}
+
+	// 1. Answers queued at the kill -9 of the poller, through which they
+	// were posted. The first ones go out; then Telegram refuses every
+	// instance's sends until the kill — not only the doomed one's: claims
+	// decide which instance delivers an event, and another may take one
+	// over from the instance that committed it — so that the answers
+	// posted after them wait whatever the machine's speed, and the kill
+	// comes at quiet.
+	p := tp.poller()
+	const sent = 5
+	post := func(to int) {
+		for k := n + 1; k <= to; k++ {
+			agents[p].call(t, "chat.assistant.post", map[string]any{"session_id": session, "content": answer(k)}, nil)
+			n = k
+		}
+	}
+	post(sent)
+	servetest.PollUntil(t, 2*time.Minute, "the first answers delivered", func() bool { return delivered() >= sent }, nil)
+	refuseAll()
+	post(30)
+	quiet("quiet before the kill")
 	// The instance to kill is both the poller and the one that committed
 	// the answers: a lease that moved meanwhile, with nothing failing, is
 	// a finding of its own.
 	if q := tp.poller(); q != p {
 		t.Fatalf("the poller moved from instance %d to %d before the kill", p, q)
 	}
-	// Just before the kill Telegram's flood control answers the doomed
-	// instance's sends with 429, and the kill waits until none of its
-	// calls is under way: it cannot fall between Telegram's answer and
-	// the instance's confirmation, the repeat window of a platform without
-	// idempotency keys (milliseconds), which this test is not about.
-	tp.refuse(p)
-	servetest.PollUntil(t, 30*time.Second, "no call of the instance to kill under way", func() bool { return tp.idle(p) }, nil)
 	before := delivered()
+	if before != sent {
+		t.Fatalf("%d of %d answers delivered before the kill, want the %d sent before Telegram refused the instances", before, n, sent)
+	}
 	// A burst just before the kill: the poller is handed a batch, and
 	// dies while storing it, so that its successor is handed again what
 	// it did not acknowledge.
@@ -135,6 +155,11 @@ func TestClusterThreeInstances(t *testing.T) {
 	killed := time.Now()
 	nodes[p].kill()
 	_ = agents[p].Close() // or its client tries to reconnect, and logs it, every second
+	for k := range nodes {
+		if k != p {
+			tp.allow(k) // Telegram's flood control lets the survivors through again
+		}
+	}
 	servetest.PollUntil(t, 30*time.Second, "another instance to poll after the kill", func() bool {
 		_, ok := tp.firstPollAfter(killed, p)
 		return ok
@@ -151,7 +176,11 @@ func TestClusterThreeInstances(t *testing.T) {
 	reader := agents[survivors[0]]
 
 	// 2. PostgreSQL restarts while people write and the agent answers,
-	// through a survivor, in the first of the writers' topics.
+	// through a survivor, in the first of the writers' topics. Telegram
+	// refuses every instance's sends from before the outage until the
+	// instances have recovered, and the outage starts at quiet.
+	refuseAll()
+	quiet("quiet before the outage")
 	extra := answerDuring(t, agents[next.node], sessionOf(t, reader, w.first()), 8)
 	if err := db.Stop("immediate"); err != nil {
 		t.Fatal(err)
@@ -180,6 +209,9 @@ func TestClusterThreeInstances(t *testing.T) {
 	}, nil)
 	resumed, _ := tp.firstPollAfter(started, -1)
 	t.Logf("after PostgreSQL came back, instance %d polled %v later", resumed.node, resumed.start.Sub(started).Round(time.Millisecond))
+	for k := range nodes {
+		tp.allow(k) // the killed instance too, for its restart
+	}
 	acked, refused := extra.wait(t)
 
 	// Every queued answer, and every answer acknowledged around the

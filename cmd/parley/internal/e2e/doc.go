@@ -29,7 +29,12 @@
 // (cmd/parley/internal/memnet): its fake platform, daemon and agent serve
 // and call each other with no real socket, every wait passes on the
 // bubble's fake clock in no real time, exactly, and a kill -9 is crash
-// (crash_test.go). Tests of real servers stay on the real clock.
+// (crash_test.go). Tests of real servers stay on the real clock; there,
+// what must still be waiting at a given moment (answers queued at a kill,
+// no send unconfirmed when the database stops) is held there by the test —
+// a homeserver's held request (matrixtest.Proxy.HoldNext), Telegram's 429
+// from a tap — never left to how fast the machine runs, and no assertion
+// bounds a duration.
 //
 // Where a process must die — kill -9 in the middle of a turn, the three
 // instances of the cluster test, the MCP server command Claude Code

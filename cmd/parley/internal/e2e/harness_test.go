@@ -204,7 +204,7 @@ func (st *stack) ask(session, question string, options ...string) <-chan string 
 			Answer string `json:"answer"`
 		}
 		// ui.ask waits for a person: a long deadline.
-		if err := st.agent.callErr(5*time.Minute, "ui.ask", map[string]any{"session_id": session, "question": question, "options": options}, &out); err != nil {
+		if err := st.agent.callErr(blockingCall, "ui.ask", map[string]any{"session_id": session, "question": question, "options": options}, &out); err != nil {
 			st.t.Error(err)
 			close(answer)
 			return

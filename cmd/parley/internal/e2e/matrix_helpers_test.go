@@ -22,6 +22,7 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve/servetest"
 	"github.com/parley-chat/parley/core"
+	"github.com/parley-chat/parley/core/delivery"
 )
 
 // mxWait bounds every wait for what a person sees. The adapter keeps to
@@ -182,10 +183,25 @@ func mxMsgType(ev *event.Event) event.MessageType {
 // edited so far), and returns it.
 func (st *mxStack) mxShowing(p *matrixtest.Person, room id.RoomID, text string) *event.Event {
 	st.t.Helper()
+	return st.mxShowingAll(p, room, text)
+}
+
+// mxApproval is the bot's approval question about cmd in room, as p sees
+// it: the message that shows cmd with the approval's options (the
+// session's output names the call too, and may come first).
+func (st *mxStack) mxApproval(p *matrixtest.Person, room id.RoomID, cmd string) *event.Event {
+	st.t.Helper()
+	return st.mxShowingAll(p, room, cmd, delivery.ApprovalOptions[len(delivery.ApprovalOptions)-1])
+}
+
+// mxShowingAll is the first message of the bot in room that shows every
+// one of texts, as p sees it.
+func (st *mxStack) mxShowingAll(p *matrixtest.Person, room id.RoomID, texts ...string) *event.Event {
+	st.t.Helper()
 	var found *event.Event
-	servetest.PollUntil(st.t, mxWait, fmt.Sprintf("a message of the bot showing %q", text), func() bool {
+	servetest.PollUntil(st.t, mxWait, fmt.Sprintf("a message of the bot showing %q", texts), func() bool {
 		for _, ev := range mxMessages(p, room, st.bot.ID) {
-			if !mxRedacted(p, room, ev.ID) && strings.Contains(p.Edited(room, ev.ID), text) {
+			if !mxRedacted(p, room, ev.ID) && containsAll(p.Edited(room, ev.ID), texts) {
 				found = ev
 				return true
 			}
@@ -242,4 +258,14 @@ func mxLogged(log string, level slog.Level, words ...string) []string {
 // none (config.Default).
 func matrixConfig(c *config.Config) *matrix.Config {
 	return c.SectionFor(matrix.Platform).(*matrix.Config)
+}
+
+// containsAll says whether s contains every one of subs.
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -15,19 +15,29 @@ import (
 )
 
 // TestMatrixKilledMidStream: a child `parley serve` with the Matrix adapter
-// (configured by PARLEY_MATRIX_* variables, against a real Dendrite) is
-// killed with SIGKILL while an agent streams its output into a session's
-// room and while assistant messages wait for the account's message budget
-// (here 60 a minute in bursts of 10). Ann writes once just before the kill
-// and once while parley is down. After a restart the agent streams on:
-// the output event posted before the kill is edited further (no second
-// output message), and ends showing the whole final text; every assistant
-// message arrives exactly once — a send cut off by the kill is retried
-// under the same transaction id, which the homeserver answers with the
-// event it made — and both of Ann's messages reach the agent exactly once.
+// (configured by PARLEY_MATRIX_* variables, against a real Dendrite behind
+// a matrixtest.Proxy) is killed with SIGKILL while an agent streams its
+// output into a session's room and while assistant messages wait: from the
+// third answer on, the homeserver holds every message the bot sends (the
+// proxy's HoldNext), so the third is in flight at the kill and the later
+// ones wait behind it in the outbox, which runs one operation at a time
+// per room (or, should the held send time out first, are held in flight
+// too). Ann writes once just before the kill and once while parley is
+// down. The homeserver completes the held sends after the kill, as one
+// still busy with them would. After a restart the agent streams on: the
+// output event posted before the kill is edited further (no second output
+// message), and ends showing the whole final text; every assistant message
+// arrives exactly once — a send cut off by the kill is retried under the
+// same transaction id, and the restarted adapter finds the event the
+// homeserver made for it — and both of Ann's messages reach the agent
+// exactly once.
+//
+// The hold, not the machine's speed, is what keeps answers undelivered at
+// the kill; the account's message budget (60 a minute in bursts of 10)
+// paces the restarted daemon's catch-up.
 func TestMatrixKilledMidStream(t *testing.T) {
 	t.Parallel()
-	st := newMXStackConfig(t, mxOptions{})
+	st := newMXStackConfig(t, mxOptions{proxy: true})
 	matrixConfig(&st.cfg).MessagesPerMinute, matrixConfig(&st.cfg).MessageBurst = 60, 10
 	env := st.mxEnv()
 	dir, listen := t.TempDir(), freeAddr(t)
@@ -55,15 +65,13 @@ func TestMatrixKilledMidStream(t *testing.T) {
 	before := st.mxShowing(st.ann, room, "(step 039)")
 	editsBefore := len(mxEdits(st.ann, room, before.ID))
 
-	// More answers than the budget lets out at once, and the stream goes
-	// on meanwhile.
+	// Two answers go out; the homeserver then holds the bot's messages
+	// until after the kill, while the agent posts ten more and streams on.
 	const n = 12
 	answer := func(k int) string { return fmt.Sprintf("Queued answer %d of %d", k, n) }
-	for k := 1; k <= n; k++ {
+	post := func(k int) {
+		t.Helper()
 		a.call(t, "chat.assistant.post", map[string]any{"session_id": string(session), "content": answer(k)}, nil)
-	}
-	for i := 41; i <= 50; i++ {
-		output(a, i)
 	}
 	delivered := func() int {
 		c := 0
@@ -72,14 +80,31 @@ func TestMatrixKilledMidStream(t *testing.T) {
 		}
 		return c
 	}
+	post(1)
+	post(2)
 	servetest.PollUntil(t, mxWait, "two answers delivered", func() bool { return delivered() >= 2 }, nil)
+	// Every message from here on, not just the next: the third answer's
+	// send, should it time out and be retried before the kill, is held
+	// again rather than let through.
+	st.proxy.HoldNext(matrixtest.KindMessage, -1)
+	for k := 3; k <= n; k++ {
+		post(k)
+	}
+	for i := 41; i <= 50; i++ {
+		output(a, i)
+	}
+	servetest.PollUntil(t, mxWait, "the homeserver to hold the third answer", func() bool { return st.proxy.Held() > 0 }, nil)
 	st.ann.Send(t, room, "one more thing")
 	d.kill()
 	atKill := delivered()
-	t.Logf("killed with %d of %d answers delivered, the output edited %d times", atKill, n, len(mxEdits(st.ann, room, before.ID)))
-	if n-atKill < 3 {
-		t.Fatalf("only %d of %d answers were still queued at the kill: the test needs the budget to hold them back", n-atKill, n)
+	t.Logf("killed with %d of %d answers delivered and %d sends held, the output edited %d times",
+		atKill, n, st.proxy.Held(), len(mxEdits(st.ann, room, before.ID)))
+	if atKill != 2 {
+		t.Fatalf("%d of %d answers delivered at the kill, want the 2 sent before the homeserver held the rest", atKill, n)
 	}
+	// The homeserver finishes what the killed process asked.
+	st.proxy.ClearFaults()
+	st.proxy.ReleaseHeld()
 	st.ann.Send(t, room, "are you still there?")
 
 	d = startDaemon(t, dir, listen, env...)

@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +23,7 @@ import (
 // daemon's RSS, Go heap and goroutines before, at the peak and after, and
 // how many of the streams the daemon closed.
 //
-//	PARLEY_MCP_LOAD=1 go test -count=1 -v -run TestMCPStalledStreamsLoad ./cmd/parley
+//	PARLEY_MCP_LOAD=1 go test -count=1 -v -run TestMCPStalledStreamsLoad ./cmd/parley/internal/e2e
 //
 // PARLEY_MCP_LOAD_BIN runs another parley binary instead of building this
 // one (to compare with an older build).
@@ -38,37 +36,8 @@ func TestMCPStalledStreamsLoad(t *testing.T) {
 		streams = n
 	}
 	dir := t.TempDir()
-	bin := os.Getenv("PARLEY_MCP_LOAD_BIN")
-	if bin == "" {
-		var err error
-		if bin, err = buildParley(dir, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "serve", "--data-dir", filepath.Join(dir, "data"), "--listen", addr)
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "PARLEY_LOG_LEVEL=warn"}
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	base := "http://" + addr
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(base + "/api/health"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Since(start) > 20*time.Second {
-			t.Fatal("parley serve did not start")
-		}
-	}
+	base, cmd := startLoadServe(t, dir, "PARLEY_MCP_LOAD_BIN")
+	addr := strings.TrimPrefix(base, "http://")
 	hc := &http.Client{Timeout: 30 * time.Second}
 	rpc := func(sid, body string) (string, string) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))

@@ -19,8 +19,8 @@ import (
 
 // Two parley serve on one PostgreSQL, Telegram on the first only (so that
 // no poller lease is needed) and the MCP agent connected to the second: a
-// person's Telegram message reaches the agent within a second, through the
-// first instance's commit and the second's follower; both instances see
+// person's Telegram message reaches the agent, through the first
+// instance's commit and the second's follower; both instances see
 // the same presence, so the first sends no "no agent is connected" notice
 // for an agent connected to the other. The agent's answer, posted through
 // the second, which runs no Telegram, is handed over to the first and
@@ -50,11 +50,11 @@ func TestPostgresTwoInstances(t *testing.T) {
 	sent := time.Now()
 	tg.srv.SendText(tg.forum, topic, ann, "hello from Telegram")
 	r := other.heard("")
-	lag := time.Since(sent)
-	t.Logf("a Telegram message through one instance reached the agent at the other in %v", lag)
-	if lag > time.Second {
-		t.Errorf("the agent at the other instance heard of the message after %v, want within a second", lag)
-	}
+	// How soon is logged, not asserted: that a notification, not the
+	// follower's poll, brings it is TestNotifyAcrossInstances's (store/
+	// postgres), with a poll of an hour; a bound on time here would only
+	// measure the machine.
+	t.Logf("a Telegram message through one instance reached the agent at the other in %v", time.Since(sent))
 	if len(r.Messages) != 1 || r.Messages[0].Content != "hello from Telegram" {
 		t.Fatalf("the agent read %+v", r.Messages)
 	}

@@ -29,7 +29,7 @@ func TestSlackToolActivity(t *testing.T) {
 		decided := make(chan approvalDecision, 1)
 		go func() {
 			var d approvalDecision
-			d.err = st.agent.callErr(time.Minute, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c2", "tool": "git",
+			d.err = st.agent.callErr(blockingCall, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c2", "tool": "git",
 				"cmd": "git push --force"}, &d)
 			decided <- d
 		}()

@@ -97,6 +97,14 @@ func (r readResult) said() map[string]int {
 	return count
 }
 
+// blockingCall is the deadline of a call that waits for people
+// (ui.request_approval, ui.ask): the question stays open for the tool's
+// default timeout_s, 300 s, whatever else the test does meanwhile, and a
+// test waits for the decision itself (awaitDecision). A shorter deadline
+// made the premise "the test reaches its decision within a minute", which
+// a loaded machine broke (TestMatrixApprovalOnItsQuestion, 3 of 5 runs).
+const blockingCall = 6 * time.Minute
+
 // call calls tool with args and decodes its text into out (if set); a
 // failure ends the test.
 func (a *agent) call(t *testing.T, tool string, args map[string]any, out any) {

@@ -135,7 +135,7 @@ func TestToolActivityAcrossPlatforms(t *testing.T) {
 		decided := make(chan approvalDecision, 1)
 		go func() {
 			var d approvalDecision
-			err := st.agent.callErr(time.Minute, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c3", "tool": "shell",
+			err := st.agent.callErr(blockingCall, "ui.request_approval", map[string]any{"session_id": session, "call_id": "c3", "tool": "shell",
 				"cmd": "rm -rf build", "reason": "the build directory is stale"}, &d)
 			d.err = err
 			decided <- d

@@ -174,10 +174,12 @@ func TestWebSlowBodiesCut(t *testing.T) {
 	})
 }
 
-// TestWebStreamOutlivesDeadlines: a client that reads /api/events keeps
-// its stream for half an hour — past the body deadline, the write
+// TestWebStreamOutlivesDeadlines: a client that reads /api/events, and
+// reconnects with Last-Event-ID whenever a stream ends as EventSource
+// does, reads for half an hour — past the body deadline, the write
 // deadline, the idle and header timeouts and many heartbeats — and gets
-// every message posted meanwhile, each as it is posted; the agent's MCP
+// every message posted meanwhile, each as it is posted. Each stream lasts
+// exactly its 25 s lifetime, and gets its heartbeat. The agent's MCP
 // stream, open as long, still brings it the news.
 func TestWebStreamOutlivesDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -201,25 +203,40 @@ func TestWebStreamOutlivesDeadlines(t *testing.T) {
 		session := post("/api/sessions", `{"title":"long"}`)["id"].(string)
 
 		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/events?ui=delta", nil)
-		resp, err := st.client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
 		messages, pings := make(chan string, 100), make(chan struct{}, 1000)
+		lasted := make(chan time.Duration, 1000) // each stream's life
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }()
 		go func() {
-			defer close(messages)
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<16), 1<<20)
-			for sc.Scan() {
-				switch line := sc.Text(); {
-				case line == ": ping":
-					pings <- struct{}{}
-				case strings.HasPrefix(line, "data: ") && strings.Contains(line, `"kind":"human_message"`):
-					messages <- line
+			defer close(done)
+			lastID := ""
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/events?ui=delta", nil)
+				if lastID != "" {
+					req.Header.Set("Last-Event-ID", lastID)
 				}
+				began := time.Now()
+				resp, err := st.client().Do(req)
+				if err != nil {
+					return
+				}
+				sc := bufio.NewScanner(resp.Body)
+				sc.Buffer(make([]byte, 1<<16), 1<<20)
+				for sc.Scan() {
+					switch line := sc.Text(); {
+					case line == ": ping":
+						pings <- struct{}{}
+					case strings.HasPrefix(line, "id: "):
+						lastID = line[4:]
+					case strings.HasPrefix(line, "data: ") && strings.Contains(line, `"kind":"human_message"`):
+						messages <- line
+					}
+				}
+				resp.Body.Close()
+				if ctx.Err() == nil {
+					lasted <- time.Since(began)
+				}
+				time.Sleep(time.Second) // the stream's retry:
 			}
 		}()
 
@@ -237,10 +254,7 @@ func TestWebStreamOutlivesDeadlines(t *testing.T) {
 			text := fmt.Sprintf("message %d", i)
 			post("/api/chat", fmt.Sprintf(`{"session_id":%q,"text":%q}`, session, text))
 			select {
-			case m, ok := <-messages:
-				if !ok {
-					t.Fatalf("the stream ended after %d messages", i)
-				}
+			case m := <-messages:
 				if !strings.Contains(m, text) {
 					t.Fatalf("got %s, want %q", m, text)
 				}
@@ -251,7 +265,15 @@ func TestWebStreamOutlivesDeadlines(t *testing.T) {
 		if r := st.heard(""); len(r.Messages) != n || r.Messages[n-1].Content != fmt.Sprintf("message %d", n-1) {
 			t.Errorf("the agent read %+v, want the %d messages", r.Messages, n)
 		}
-		if len(pings) < 100 {
+		if len(lasted) < 60 {
+			t.Errorf("%d streams in half an hour, want one every 26 s (25 s and the retry)", len(lasted))
+		}
+		for len(lasted) > 0 {
+			if d := <-lasted; d != 25*time.Second {
+				t.Errorf("a stream lasted %v, want its lifetime, 25 s", d)
+			}
+		}
+		if len(pings) < 60 {
 			t.Errorf("%d heartbeats in half an hour", len(pings))
 		}
 	})
