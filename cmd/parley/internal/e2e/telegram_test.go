@@ -61,11 +61,17 @@ func telegramSection(cfg *config.Config, srv *telegramtest.Server, forum int64) 
 	telegramConfig(cfg).ChatID, telegramConfig(cfg).AllowedUsers = forum, []int64{ann.ID}
 }
 
-// await waits (up to a minute) until cond holds, re-checking whenever the
+// tgWait bounds each of a Telegram stack's waits; it decides no outcome.
+// A real agent's turn is inside some waits: on 2 cores under make test's
+// load a Claude Code turn after an approval passed a minute once, so the
+// bound is longer than the Matrix tests' (mxWait).
+const tgWait = 3 * time.Minute
+
+// await waits (up to tgWait) until cond holds, re-checking whenever the
 // fake's state changes.
 func (st *tgStack) await(what string, cond func() bool) {
 	st.t.Helper()
-	st.srv.Await(st.t, 60*time.Second, what, cond)
+	st.srv.Await(st.t, tgWait, what, cond)
 }
 
 // newTopic has Ann start a session with /new and returns its topic.
