@@ -70,12 +70,23 @@ var acpAgents = []acpAgent{
 	},
 }
 
-// forEachACPAgent runs story as a parallel subtest for each agent.
+// realAgentStories bounds the ACP stories running at once. Each starts
+// real agent processes (OpenCode: ~400 MiB and seconds of CPU to answer
+// initialize); under make test, with other packages beside them on 2
+// cores, eight at once made OpenCode's first answer take more than a
+// minute. Two at a time keep both cores busy and each story's agent as
+// fast as the others let it be.
+var realAgentStories = make(chan struct{}, 2)
+
+// forEachACPAgent runs story as a parallel subtest for each agent, at
+// most cap(realAgentStories) stories at once.
 func forEachACPAgent(t *testing.T, story func(t *testing.T, ag acpAgent)) {
 	t.Parallel()
 	for _, ag := range acpAgents {
 		t.Run(ag.name, func(t *testing.T) {
 			t.Parallel()
+			realAgentStories <- struct{}{}
+			defer func() { <-realAgentStories }()
 			story(t, ag)
 		})
 	}
