@@ -7,9 +7,10 @@
 # postgresql (the PostgreSQL store is tested against a real server), the
 # official MCP TypeScript SDK (an independent MCP client for the tests),
 # Claude Code's command line (the agent parley runs is tested against the
-# real one, offline, talking to a fake Messages API), and builds a Dendrite
-# Matrix homeserver (the Matrix adapter is tested against a real one); the
-# last two into caches outside the repository.
+# real one, offline, talking to a fake Messages API), two ACP agents
+# (OpenCode and Codex's ACP adapter, offline against fake model APIs), and
+# builds a Dendrite Matrix homeserver (the Matrix adapter is tested against
+# a real one); the last four into caches outside the repository.
 
 GO ?= go
 FUZZTIME ?= 30s
@@ -27,8 +28,16 @@ DENDRITE_BINS := dendrite generate-keys generate-config create-account
 # through PARLEY_CLAUDE_CODE_DIR (claudetest.ClaudeCodeVersion is the same).
 CLAUDE_CODE_VERSION := 2.1.328
 CLAUDE_CODE_DIR ?= $(HOME)/.cache/parley/claude-code-$(CLAUDE_CODE_VERSION)
+# Two Agent Client Protocol agents, exact versions from npm, the same way:
+# OpenCode (opencode acp) and Codex behind Zed's ACP adapter (codex-acp).
+# The tests find them through PARLEY_OPENCODE_DIR and PARLEY_CODEX_ACP_DIR
+# (agenttest.OpenCodeVersion and agenttest.CodexACPVersion are the same).
+OPENCODE_VERSION := 1.18.33
+OPENCODE_DIR ?= $(HOME)/.cache/parley/opencode-$(OPENCODE_VERSION)
+CODEX_ACP_VERSION := 0.16.0
+CODEX_ACP_DIR ?= $(HOME)/.cache/parley/codex-acp-$(CODEX_ACP_VERSION)
 
-.PHONY: run test test-deps dendrite claude-code vet fmt-check bench fuzz
+.PHONY: run test test-deps dendrite claude-code opencode codex-acp vet fmt-check bench fuzz
 
 run:
 	$(GO) run ./cmd/parley serve $(ARGS)
@@ -49,9 +58,10 @@ run:
 # CI (a wrong path to one would otherwise pass here unnoticed).
 test: test-deps fmt-check vet
 	PARLEY_TEST_DEPS=required PARLEY_SCREENSHOT_DIR=$(CURDIR)/.ci/artifacts PARLEY_DENDRITE_DIR=$(DENDRITE_DIR) PARLEY_CLAUDE_CODE_DIR=$(CLAUDE_CODE_DIR) \
+		PARLEY_OPENCODE_DIR=$(OPENCODE_DIR) PARLEY_CODEX_ACP_DIR=$(CODEX_ACP_DIR) \
 		$(GO) test -race -count=1 -p 3 -parallel 8 -vet=off -timeout 30m ./...
 
-test-deps: dendrite claude-code
+test-deps: dendrite claude-code opencode codex-acp
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "installing chromium for the browser tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
@@ -81,15 +91,31 @@ dendrite:
 # Installs only when the installed command does not run; npm's warning that
 # the package wants Node.js 22 is harmless (the command is a native binary).
 claude-code:
-	@"$(CLAUDE_CODE_DIR)/node_modules/.bin/claude" --version >/dev/null 2>&1 || { \
-		echo "installing Claude Code $(CLAUDE_CODE_VERSION) into $(CLAUDE_CODE_DIR)"; \
-		mkdir -p "$(CLAUDE_CODE_DIR)" && \
-		npm install --prefix "$(CLAUDE_CODE_DIR)" --save-exact --no-audit --no-fund --loglevel=error \
-			@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) >/dev/null 2>"$(CLAUDE_CODE_DIR)/npm.log" || \
-			{ cat "$(CLAUDE_CODE_DIR)/npm.log"; exit 1; }; \
-		rm -f "$(CLAUDE_CODE_DIR)/npm.log"; \
-		"$(CLAUDE_CODE_DIR)/node_modules/.bin/claude" --version >/dev/null || exit 1; \
-	}
+	@$(call npm-install,Claude Code $(CLAUDE_CODE_VERSION),$(CLAUDE_CODE_DIR),@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION),claude --version)
+
+# The ACP agents, the same way: each package brings its native binary for
+# this machine as an optional dependency. codex-acp has no --version; its
+# --help runs the native binary as well.
+opencode:
+	@$(call npm-install,OpenCode $(OPENCODE_VERSION),$(OPENCODE_DIR),opencode-ai@$(OPENCODE_VERSION),opencode --version)
+
+codex-acp:
+	@$(call npm-install,codex-acp $(CODEX_ACP_VERSION),$(CODEX_ACP_DIR),@zed-industries/codex-acp@$(CODEX_ACP_VERSION),codex-acp --help)
+
+# npm-install installs npm package $(3) at its exact version into prefix
+# $(2) unless the command $(4) (in $(2)/node_modules/.bin) already runs;
+# $(1) names it for people.
+define npm-install
+"$(2)/node_modules/.bin/"$(4) >/dev/null 2>&1 || { \
+	echo "installing $(1) into $(2)"; \
+	mkdir -p "$(2)" && \
+	npm install --prefix "$(2)" --save-exact --no-audit --no-fund --loglevel=error \
+		$(3) >/dev/null 2>"$(2)/npm.log" || \
+		{ cat "$(2)/npm.log"; exit 1; }; \
+	rm -f "$(2)/npm.log"; \
+	"$(2)/node_modules/.bin/"$(4) >/dev/null || exit 1; \
+}
+endef
 
 vet:
 	$(GO) vet ./...

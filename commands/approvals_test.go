@@ -223,3 +223,40 @@ func TestApprovalsFromBeforeDigests(t *testing.T) {
 		t.Fatalf("a call decided before digests is not asked again: %v", q)
 	}
 }
+
+// TestAlwaysAllow: where the agent offers to remember an approval, its
+// question has a fourth option, Always allow, whose choice records
+// approve_always on the call (and in its ToolGroup's event); a question
+// that did not offer it is not answered by it.
+func TestAlwaysAllow(t *testing.T) {
+	e := newEnv(t, commands.Options{})
+	id := e.newSession()
+	e.approve(id, "q1", core.ToolCall{CallID: "c1", Tool: "bash", Cmd: "npm test", CanAlways: true})
+	if q := e.session(id).Questions; len(q) != 1 || !slices.Equal(q[0].Options, []string{"Approve", "Deny and continue", "Deny and abort", "Always allow"}) {
+		t.Fatalf("questions %+v", q)
+	}
+	e.events()
+	e.decide(id, "q1", 4)
+	d := ofKind(e.events(), core.EventToolApproval)
+	if len(d) != 1 || d[0].Call.Decision != core.DecisionApproveAlways || d[0].Call.CallID != "c1" {
+		t.Fatalf("decisions %+v", d)
+	}
+	if tools := e.session(id).Tools; tools[0].Decision != core.DecisionApproveAlways {
+		t.Fatalf("tools %+v", tools)
+	}
+
+	e.approve(id, "q2", core.ToolCall{CallID: "c2", Tool: "bash", Cmd: "rm -rf ~"})
+	if q := e.session(id).Questions; len(q) != 1 || len(q[0].Options) != 3 {
+		t.Fatalf("questions %+v", q)
+	}
+	for _, answer := range []string{"Always allow", "approve_always", "4"} {
+		_, err := e.svc.Handle(context.Background(), core.Command{Kind: core.Answer, Origin: "fake", Actor: core.Actor{ID: "42"},
+			Session: id, QuestionID: "q2", Text: answer})
+		if !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("%q answered a question that did not offer it: %v", answer, err)
+		}
+	}
+	if tools := e.session(id).Tools; tools[1].Decision != "" || tools[1].Question != "q2" {
+		t.Fatalf("the call was decided: %+v", tools[1])
+	}
+}

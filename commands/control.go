@@ -26,6 +26,11 @@ const ReservationPrefix = "create\x00"
 // before the session: a redelivery finds the reserved id and returns (or
 // completes) that session instead of creating a second one.
 func (s *Service) createSession(ctx context.Context, cmd core.Command) (core.Result, error) {
+	agent, err := s.agentName(cmd.Agent)
+	if err != nil {
+		return core.Result{}, err
+	}
+	cmd.Agent = agent
 	now := s.opts.Now()
 	id := s.ids.New(now)
 	dup := false
@@ -62,7 +67,8 @@ func (s *Service) create(ctx context.Context, id core.SessionID, cmd core.Comman
 	if len(title) > 256 {
 		return core.Session{}, nil, invalid("the title is longer than 256 bytes")
 	}
-	sess := core.Session{ID: id, Title: title, Placeholder: placeholderOf(cmd, title), Status: core.StatusIdle, Created: now, Updated: now}
+	sess := core.Session{ID: id, Title: title, Placeholder: placeholderOf(cmd, title), Status: core.StatusIdle, Created: now, Updated: now,
+		Agent: cmd.Agent}
 	if cmd.Origin.IsUI() && !cmd.Place.IsZero() {
 		sess.Bindings = map[core.AdapterName]core.Binding{
 			cmd.Origin.Adapter(): {Adapter: cmd.Origin.Adapter(), Place: cmd.Place},

@@ -156,12 +156,11 @@ func numberedAnswer(sess core.Session, text string) (core.Question, int, bool) {
 // readsAsDecision reports whether text, typed while one of sess's
 // approvals is open, looks meant to decide it ("1", "Approve").
 func readsAsDecision(sess core.Session, text string) bool {
-	if _, ok := delivery.DecisionOf(text); !ok {
-		return false
-	}
 	for _, q := range sess.Questions {
 		if _, approval := approvalCall(sess, q); approval {
-			return true
+			if _, ok := delivery.DecisionOf(q.Options, text); ok {
+				return true
+			}
 		}
 	}
 	return false
@@ -247,6 +246,9 @@ func (s *Service) status(ctx context.Context, cmd core.Command) (core.Result, er
 	text := fmt.Sprintf("%s %s — %s, %d turn(s) completed", delivery.StatusMark(sess.Status), sess.Title, sess.Status, sess.Turn)
 	if n := len(sess.Questions); n > 0 {
 		text += fmt.Sprintf(", %d open question(s)", n)
+	}
+	if len(s.opts.Agents) > 0 {
+		text += ", agent " + s.agentLabel(sess.Agent)
 	}
 	cmd.Text, cmd.Kind = text, core.Notice
 	return s.notice(ctx, cmd)

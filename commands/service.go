@@ -20,6 +20,9 @@ type Options struct {
 	Allow map[core.Origin][]string
 	// MaxContent is the largest message content in bytes (default 64 KiB).
 	MaxContent int
+	// Agents are the agents parley runs, the default (named
+	// core.DefaultAgent) first; none when it runs none (agent.go).
+	Agents []Agent
 	// Pairing admits people by one-time codes (pairing.go).
 	Pairing PairingOptions
 	// Now is the clock (default time.Now).
@@ -103,7 +106,7 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 	// The commands whose change appends an inbox message under their dedup
 	// key (session.go) are answered as duplicates before any other check.
 	switch cmd.Kind {
-	case core.SendMessage, core.Answer, core.Cancel, core.Close, core.AssistantPost, core.Ask, core.RequestApproval:
+	case core.SendMessage, core.Answer, core.Cancel, core.Close, core.AssistantPost, core.Ask, core.RequestApproval, core.SetAgent:
 		if res, dup, err := s.redelivered(ctx, cmd); err != nil || dup {
 			return res, err
 		}
@@ -119,6 +122,10 @@ func (s *Service) Handle(ctx context.Context, cmd core.Command) (core.Result, er
 		res, err = s.control(ctx, cmd)
 	case core.Rename:
 		res, err = s.rename(ctx, cmd)
+	case core.SetAgent:
+		res, err = s.setAgent(ctx, cmd)
+	case core.CheckAgent:
+		_, err = s.agentName(cmd.Agent)
 	case core.AssistantPost:
 		res, err = s.assistantPost(ctx, cmd)
 	case core.OutputUpdate:

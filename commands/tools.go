@@ -75,16 +75,39 @@ func (s *Service) toolUpdate(ctx context.Context, cmd core.Command, fn func(ss *
 	})
 }
 
-// toolCall records a tool call starting; the agent is then working.
+// toolCall records a tool call starting; the agent is then working. A
+// running call reported again with another command shows that command. A
+// report with a decision (Call.Decision approve and Call.Actor: only
+// parley's own orchestrator reports one, for a call allowed without
+// asking people) also records it, once, as the call's approval; it
+// decides nothing else: no digest is kept, so a question about the call
+// would still be asked.
 func (s *Service) toolCall(ctx context.Context, cmd core.Command) (core.Result, error) {
 	if err := checkCall(cmd.Call, true); err != nil {
 		return core.Result{}, err
 	}
+	if d := cmd.Call.Decision; d != "" && (d != core.DecisionApprove || cmd.Call.Actor.ID == "") {
+		return core.Result{}, invalid("a tool call reported as decided must be approved, by someone")
+	}
 	return s.toolUpdate(ctx, cmd, func(ss *core.Session) ([]core.Event, error) {
-		if core.FindTool(ss.Tools, cmd.Call.CallID) >= 0 {
-			return nil, nil
+		var events []core.Event
+		i := core.FindTool(ss.Tools, cmd.Call.CallID)
+		if i < 0 {
+			events = startCall(ss, cmd)
+			i = len(ss.Tools) - 1
+		} else if t := &ownTools(ss)[i]; !t.Done && cmd.Call.Cmd != "" && core.StateCmd(cmd.Call.Cmd) != t.Cmd {
+			// The runtime tells more of a running call: it shows the
+			// new command.
+			t.Cmd = core.StateCmd(cmd.Call.Cmd)
+			call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Cmd: cmd.Call.Cmd}
+			events = append(events, core.Event{Kind: core.EventToolCall, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call})
 		}
-		return startCall(ss, cmd), nil
+		if t := &ownTools(ss)[i]; cmd.Call.Decision != "" && t.Decision == "" {
+			t.Decision = cmd.Call.Decision
+			call := core.ToolCall{CallID: t.CallID, Tool: t.Tool, Decision: cmd.Call.Decision, Actor: cmd.Call.Actor}
+			events = append(events, core.Event{Kind: core.EventToolApproval, Session: ss.ID, Origin: cmd.Origin, Turn: ss.Turn, Call: &call})
+		}
+		return events, nil
 	})
 }
 
@@ -146,7 +169,8 @@ func approvalText(c core.ToolCall, reason string) string {
 }
 
 // requestApproval asks the session's people to decide on a tool call: a
-// question with delivery.ApprovalOptions, whose answer records the decision
+// question with delivery.ApprovalOptionsFor the call (the fourth, "Always
+// allow", where the agent offers it), whose answer records the decision
 // for the call as the question shows it (its digest). An unknown call is
 // recorded as starting first; a call decided as shown is refused (the
 // decision stands: ui.request_approval returns it without asking), one
@@ -169,7 +193,7 @@ func (s *Service) requestApproval(ctx context.Context, cmd core.Command) (core.R
 				fmt.Sprintf("call %s was decided already: %s", cmd.Call.CallID, sess.Tools[i].Decision), "call "+cmd.Call.CallID)
 		}
 		qid := cmd.QuestionID
-		q := core.Question{ID: qid, Text: text, Options: append([]string(nil), delivery.ApprovalOptions...), Asked: s.opts.Now(),
+		q := core.Question{ID: qid, Text: text, Options: delivery.ApprovalOptionsFor(cmd.Call.CanAlways), Asked: s.opts.Now(),
 			Call: cmd.Call.CallID, Digest: digest}
 		msg := core.Message{Session: sess.ID, Role: core.RoleAssistant, Origin: cmd.Origin, Mime: core.MimeQuestion, Content: text}
 		// The events are decided on a copy, as Update applies the same
@@ -220,9 +244,13 @@ func approvalAnswer(sess core.Session, q core.Question, text string, cmd core.Co
 	if !ok {
 		return nil, func(*core.Session) {}, nil
 	}
-	decision, ok := delivery.DecisionOf(text)
+	decision, ok := delivery.DecisionOf(q.Options, text)
 	if !ok {
-		return nil, nil, refusal(core.ErrInvalid, "this is an approval: answer Approve, Deny and continue, or Deny and abort (or 1, 2, 3)",
+		words := "Approve, Deny and continue, or Deny and abort (or 1, 2, 3)"
+		if slices.Contains(q.Options, delivery.AlwaysAllow) {
+			words = "Approve, Deny and continue, Deny and abort, or Always allow (or 1, 2, 3, 4)"
+		}
+		return nil, nil, refusal(core.ErrInvalid, "this is an approval: answer "+words,
 			fmt.Sprintf("answer %q to approval %s", text, q.ID))
 	}
 	call := core.ToolCall{CallID: callID, Decision: decision, Actor: cmd.Actor}

@@ -73,6 +73,37 @@ func TestToolCalls(t *testing.T) {
 	}
 }
 
+// TestToolCallShowsMore: a running call reported again with another
+// command shows that one (the progress line and the ToolGroup read it);
+// the same command again, or any once the call ended, changes nothing.
+func TestToolCallShowsMore(t *testing.T) {
+	e := newEnv(t, commands.Options{})
+	id := e.newSession()
+	e.handle(toolCmd(core.ToolCallStart, id, core.ToolCall{CallID: "c1", Tool: "bash"}))
+	e.events()
+	e.handle(toolCmd(core.ToolCallStart, id, core.ToolCall{CallID: "c1", Tool: "bash", Cmd: "ls -la"}))
+	evs := e.events()
+	if len(evs) != 1 || evs[0].Kind != core.EventToolCall || evs[0].Call.Cmd != "ls -la" || evs[0].Call.Tool != "bash" {
+		t.Fatalf("events %+v", evs)
+	}
+	if s := e.session(id); s.Tools[0].Cmd != "ls -la" {
+		t.Fatalf("the session shows %q", s.Tools[0].Cmd)
+	}
+	for _, again := range []core.ToolCall{{CallID: "c1", Tool: "bash", Cmd: "ls -la"}, {CallID: "c1", Tool: "bash"}} {
+		if res := e.handle(toolCmd(core.ToolCallStart, id, again)); !res.Duplicate {
+			t.Fatalf("%+v again: %+v, want a duplicate", again, res)
+		}
+	}
+	e.handle(toolCmd(core.ToolCallOutput, id, core.ToolCall{CallID: "c1", Stdout: "x"}))
+	e.events()
+	if res := e.handle(toolCmd(core.ToolCallStart, id, core.ToolCall{CallID: "c1", Tool: "bash", Cmd: "rm -rf /"})); !res.Duplicate {
+		t.Fatalf("an ended call shown otherwise: %+v", res)
+	}
+	if s := e.session(id); s.Tools[0].Cmd != "ls -la" || len(e.events()) != 0 {
+		t.Fatalf("an ended call changed: %+v", s.Tools[0])
+	}
+}
+
 // TestSessionToolsBounded: the session remembers its newest calls only.
 func TestSessionToolsBounded(t *testing.T) {
 	e := newEnv(t, commands.Options{})

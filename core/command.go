@@ -20,6 +20,17 @@ const (
 	Close CommandKind = "close"
 	// Rename sets the session title.
 	Rename CommandKind = "rename"
+	// SetAgent switches the session to the agent Agent names (empty, or
+	// DefaultAgent: the default one); the new agent starts its own
+	// conversation. A person's switch is an inbox message for the agent
+	// side to read (ControlAgent); without Agent the command only lists
+	// the agents, as a notice for the person who asked.
+	SetAgent CommandKind = "set_agent"
+	// CheckAgent refuses an Agent name the Handler does not know
+	// (ErrInvalid, naming the agents) and does nothing else: an adapter
+	// asks it before it makes a topic, thread or room for a session that
+	// names an agent, so that a mistyped name leaves none behind.
+	CheckAgent CommandKind = "check_agent"
 	// Answer is a person's answer to a question (a button click or a reply).
 	Answer CommandKind = "answer"
 	// AssistantPost is a message from the agent, delivered as a new message.
@@ -83,7 +94,10 @@ type Command struct {
 	// it as its placeholder (Session.Placeholder), so the first person's
 	// message with text names the session. A CreateSession without a
 	// Title gets the Handler's own placeholder.
-	Placeholder bool         `json:"placeholder,omitempty"`
+	Placeholder bool `json:"placeholder,omitempty"`
+	// Agent names the agent of a CreateSession or SetAgent (empty, or
+	// DefaultAgent: the default one).
+	Agent       string       `json:"agent,omitempty"`
 	Text        string       `json:"text,omitempty"`
 	Mime        string       `json:"mime,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`

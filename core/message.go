@@ -56,7 +56,7 @@ const (
 	// MimeMarkdown is the default content type of messages.
 	MimeMarkdown = "text/markdown"
 	// MimeControl marks a person's control command for the agent; Content
-	// is the command ("cancel", "close").
+	// is the command ("cancel", "close", "agent NAME": ControlAgent).
 	MimeControl = "application/vnd.parley.control"
 	// MimeQuestion marks an agent's question (ui.ask); Content is the
 	// question text.

@@ -59,7 +59,18 @@ type Session struct {
 	// Bindings holds where the session lives on each adapter, created
 	// lazily on first delivery or when input arrives from that adapter.
 	Bindings map[AdapterName]Binding `json:"bindings,omitempty"`
+	// Agent names the agent parley runs the session with (SetAgent),
+	// empty for the default one.
+	Agent string `json:"agent,omitempty"`
 }
+
+// DefaultAgent is what people call the default agent, whose sessions have
+// an empty Session.Agent: "/agent default" switches back to it.
+const DefaultAgent = "default"
+
+// ControlAgent is the first word of the control message (MimeControl) a
+// switch of agents leaves in the inbox: "agent codex", "agent default".
+const ControlAgent = "agent"
 
 // Place is where a conversation lives on a platform. Both fields are opaque
 // to the core: for Telegram Chat is the chat id and Thread the forum topic

@@ -15,6 +15,11 @@ import (
 // Decisions, where the architecture is silent:
 //   - A tool call is known by its call id within a session; reporting the
 //     same call again, or its output again, changes nothing (idempotent).
+//     A call reported again while it runs with another command (its
+//     runtime learnt more of it: ACP's tool_call_update gives the command
+//     after the call began) shows that command from then on: one more
+//     EventToolCall, with the new Cmd, which the UIState's ToolGroup and
+//     the progress line take. Once its output is in, a call is as it was.
 //     The session keeps the newest MaxSessionTools calls (ToolState, without
 //     their output), which is what idempotency and "unknown call id" are
 //     decided on; the output itself lives only in the event log, like every
@@ -24,12 +29,20 @@ import (
 //     how it ended), behind a line saying how much was cut.
 //   - An approval is a question (ui.ask's machinery: buttons, options,
 //     allow-list) whose answer also records a decision on the call. Only
-//     the three options answer it, and only by a deliberate choice naming
+//     its options answer it — the three decisions, and a fourth, "always
+//     allow" (DecisionApproveAlways), where the agent offered to remember
+//     an approval for calls like it (ToolCall.CanAlways) — and only by a deliberate choice naming
 //     the question (Question.Call): a button, the page's choice, an answer
 //     with its question id (a Matrix reply or reaction to it). A number
 //     typed in the chat is a message to the agent, never a decision.
 //     One nobody answered in time is withdrawn like any question (Withdraw):
 //     the call stays undecided and a late click decides nothing.
+//   - A call parley approved without asking people (an agent's prompt
+//     under permissions = "allow", a call of parley's own tools) is
+//     recorded as DecisionApprove with the actor "parley" and the ground
+//     (ToolCallStart with Decision and Actor, from parley's own
+//     orchestrator only). It is a record, not people's decision: it keeps
+//     no digest, so it decides no question about the call.
 //   - A decision belongs to the call it was given for: the session, the
 //     call id and the call's Digest (tool, command and input as asked).
 //     Asked again with the same digest, the decision stands (a retry);
@@ -68,11 +81,16 @@ const (
 	DecisionApprove      = "approve"
 	DecisionDenyContinue = "deny_continue"
 	DecisionDenyAbort    = "deny_abort"
+	// DecisionApproveAlways approves the call and asks the agent to allow
+	// calls like it from now on; offered only where the agent can
+	// (ToolCall.CanAlways).
+	DecisionApproveAlways = "approve_always"
 )
 
 // Decisions are the decisions an approval question offers, in the order
-// its options are shown (core/delivery.ApprovalOptions).
-var Decisions = []string{DecisionApprove, DecisionDenyContinue, DecisionDenyAbort}
+// its options are shown (core/delivery.ApprovalOptions), and where the
+// agent can remember an approval, DecisionApproveAlways after them.
+var Decisions = []string{DecisionApprove, DecisionDenyContinue, DecisionDenyAbort, DecisionApproveAlways}
 
 // Bounds of tool activity.
 const (
@@ -108,6 +126,10 @@ type ToolCall struct {
 	// gave them with RequestApproval: part of its Digest, never shown or
 	// stored in events.
 	Input json.RawMessage `json:"-"`
+	// CanAlways, with RequestApproval, says the agent offers to remember
+	// an approval for calls like this one: people get a fourth option,
+	// "always allow". Not stored in events.
+	CanAlways bool `json:"-"`
 }
 
 // Digest is what a decision on call c is bound to: SHA-256, in unpadded

@@ -150,3 +150,34 @@ func TestDecisionIsForTheCallAsked(t *testing.T) {
 	args["input"] = []string{"not", "an", "object"}
 	c.fails(t, "ui.request_approval", args, "input is not an object")
 }
+
+// TestApprovalAlways: asked with always, the approval offers Always allow
+// fourth, and its choice is the decision approve_always; asked without,
+// it offers the three decisions only.
+func TestApprovalAlways(t *testing.T) {
+	st := newStack(t, t.TempDir(), stackOptions{})
+	id := st.createSession("")
+	c := mustDial(t, st.url, connOptions{query: "session=" + string(id)})
+	result := approvalInBackground(c, map[string]any{"call_id": "c1", "tool": "bash", "cmd": "npm test", "always": true})
+	q := openApproval(t, st, id)
+	if len(q.Options) != 4 || q.Options[3] != "Always allow" {
+		t.Fatalf("options %q", q.Options)
+	}
+	if _, err := st.svc.Handle(context.Background(), core.Command{Kind: core.Answer, Session: id, Origin: "fake",
+		QuestionID: q.ID, Option: 4}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-result:
+		if o.res.Decision != core.DecisionApproveAlways {
+			t.Fatalf("ui.request_approval = %s, want approve_always", o.text)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("ui.request_approval did not return after the click")
+	}
+	result = approvalInBackground(c, map[string]any{"call_id": "c2", "tool": "bash", "cmd": "rm -rf ~"})
+	if q := openApproval(t, st, id); len(q.Options) != 3 {
+		t.Fatalf("without always: options %q", q.Options)
+	}
+	_ = result
+}

@@ -21,6 +21,8 @@ type binding struct {
 	id     core.SessionID
 	source string // "?session=" or the header, for error messages
 	err    error
+	// agent marks a request carrying an agent's credential (agentauth.go).
+	agent bool
 }
 
 // same reports whether b names the same session as fixed.
@@ -30,8 +32,18 @@ func (b binding) same(fixed binding) bool {
 
 type bindingKey struct{}
 
-// requestBinding is the binding r's URL and headers name.
-func requestBinding(r *http.Request) binding {
+// requestBinding is the binding r's URL and headers name; an agent's
+// credential binds to its own session (agentauth.go).
+func (s *Server) requestBinding(r *http.Request) binding {
+	b := urlBinding(r)
+	if tok := r.Header.Get(AgentTokenHeader); tok != "" {
+		b = s.agentBinding(tok, b)
+	}
+	return b
+}
+
+// urlBinding is the binding r's URL and Parley-Session header name.
+func urlBinding(r *http.Request) binding {
 	q := r.URL.Query().Get(SessionParam)
 	h := r.Header.Get(SessionHeader)
 	switch {

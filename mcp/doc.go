@@ -4,7 +4,8 @@
 // notified of new human messages, and act through tools (chat_read_since,
 // chat.human.post, chat.assistant.post, session.output, loop.yield_turn,
 // ui.ask, ui.tool_call, ui.tool_output, ui.request_approval, session.create,
-// session.list, session.close, agent.state; each dotted name also
+// session.list, session.get, session.rename, session.close, agent.state;
+// each dotted name also
 // as an underscore alias) that run as commands on the core.Handler. The
 // Server's Handler serves Streamable HTTP at /mcp; Proxy is `parley mcp`,
 // the same over stdio.
@@ -24,11 +25,22 @@
 // connection acts on that session only: the inbox and the tools are that
 // session's, a session_id naming another session is a tool error, another
 // session's inbox can be neither read nor subscribed to, session.list and
-// ui://agent/status show the bound session alone, and session.create is
+// ui://agent/status show the bound session alone (session.get reads it),
+// and session.create is
 // refused. An agent given one session (a bound URL, `parley mcp --session`,
 // the channel) cannot read or post elsewhere. Unbound, the inbox spans all
 // sessions (every message carries its session_id) and the tools that act on
 // a session need a session_id.
+//
+// The agents parley runs (agentauth.go) reach it with a credential of
+// their session (AgentToken, header Parley-Agent-Token, or
+// PARLEY_SESSION_TOKEN for `parley mcp --session`): an HMAC of the
+// session id under a key the Server draws at start, admitted on /mcp
+// without the [http] token, bound to that session whatever the URL says,
+// and opening only the tools such an agent needs (chat_read_since,
+// chat.assistant.post, ui.ask, session.get, session.list, session.rename),
+// each once, by its underscore name (model APIs take no dots in tool
+// names, and agents that turn them into underscores would see two).
 //
 // Notifications. mcp-go acknowledges subscriptions but delivers nothing by
 // itself, so the Server tracks them: for protocol 2025-11-25 through the
@@ -113,6 +125,9 @@
 // asked about (tool, cmd, input): the same call_id asked about anything
 // else asks people again. Nothing an MCP client posts answers an approval:
 // chat.human.post has no question id, and a "1" it posts is a message.
+// ui.tool_call's approved_by records that parley approved a call without
+// asking (permissions = "allow", parley's own tools): taken only from the
+// daemon's own client, and a record binding no question.
 //
 // The proxy is a raw JSON-RPC relay rather than a second MCP server: each
 // stdin message is forwarded with mcp-go's Streamable HTTP client transport,

@@ -14,7 +14,7 @@ import (
 // fuzzTools are the tools FuzzToolArguments calls. ui.ask and
 // ui.request_approval are left out: they wait for a person's answer.
 var fuzzTools = []string{"chat_read_since", "chat.human.post", "chat.assistant.post", "session.output",
-	"loop.yield_turn", "session.create", "session.list", "session.close", "ui.tool_call", "ui.tool_output"}
+	"loop.yield_turn", "session.create", "session.list", "session.get", "session.rename", "session.close", "ui.tool_call", "ui.tool_output"}
 
 // FuzzToolArguments calls the tools with arbitrary arguments ($S stands
 // for a real session's id) through mcp-go's own message handling, as a

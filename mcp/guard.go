@@ -113,7 +113,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) {
 		defer res.release()
 		ctx = context.WithValue(ctx, reservationKey{}, res)
 	}
-	b := requestBinding(r)
+	b := s.requestBinding(r)
 	if id != "" {
 		fixed, ok := s.conns.binding(id)
 		if !ok {

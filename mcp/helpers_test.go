@@ -57,6 +57,8 @@ type stackOptions struct {
 	sendDirs []string
 	// maxSessions, when set, bounds the MCP sessions.
 	maxSessions int
+	// agents are the agents parley runs (none when unset).
+	agents []commands.Agent
 }
 
 func testLogger() *slog.Logger {
@@ -78,7 +80,7 @@ func newStack(tb testing.TB, dir string, o stackOptions) *stack {
 		tb.Fatal(err)
 	}
 	bus := core.NewMemBus(last + 1)
-	svc, err := commands.New(ctx, store, bus, commands.Options{Logger: testLogger()})
+	svc, err := commands.New(ctx, store, bus, commands.Options{Logger: testLogger(), Agents: o.agents})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,6 +23,10 @@ type ProxyOptions struct {
 	// Session, when set, binds the connection to that session (it is sent
 	// as the Parley-Session header).
 	Session string
+	// AgentToken, when set, is an agent's credential (AgentTokenHeader),
+	// sent instead of Token: the agent parley runs reaches its session
+	// through the proxy with what it was given, and nothing more.
+	AgentToken string
 	// Logger receives the relay's diagnostics (never message contents);
 	// nil discards them. stdout carries the protocol, so log to stderr.
 	Logger *slog.Logger
@@ -43,7 +47,10 @@ func Proxy(ctx context.Context, opts ProxyOptions, in io.Reader, out io.Writer) 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	headers := map[string]string{}
-	if opts.Token != "" {
+	switch {
+	case opts.AgentToken != "":
+		headers[AgentTokenHeader] = opts.AgentToken
+	case opts.Token != "":
 		headers["Authorization"] = "Bearer " + opts.Token
 	}
 	if opts.Session != "" {

@@ -94,6 +94,9 @@ type Server struct {
 	ready atomic.Bool
 	// ownKey is the secret of the daemon's own client (OwnClientHeader).
 	ownKey string
+	// agentKey signs the credentials of the agents parley runs
+	// (agentauth.go).
+	agentKey []byte
 	// pings numbers the GET streams' pings.
 	pings atomic.Int64
 	// streams are the GET streams on connections taken over (stream.go).
@@ -140,7 +143,7 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	s := &Server{opts: opts, log: opts.Logger, asks: newAsks(), ownKey: rand.Text()}
+	s := &Server{opts: opts, log: opts.Logger, asks: newAsks(), ownKey: rand.Text(), agentKey: newAgentKey()}
 	hooks := &server.Hooks{}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		server.WithResourceCapabilities(true, false),
@@ -148,6 +151,7 @@ func New(opts Options) (*Server, error) {
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 		server.WithInstructions(instructions),
+		server.WithToolFilter(agentToolFilter),
 	)
 	s.subs = newRegistry(opts.Coalesce, s.log)
 	s.conns = newConns(s.subs.poke, s.endIdle)

@@ -161,7 +161,10 @@ func (s *Server) addTools() {
 		sessionArg, mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("session.create", "Create a session.", s.createSession,
-		mcp.WithString("title", mcp.Description("The title people see (optional).")), mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithString("title", mcp.Description("The title people see (optional).")),
+		mcp.WithString("agent", mcp.Description("The agent parley runs the session with, by name (optional; default: the default agent). "+
+			"An unknown name is refused with the list of names.")),
+		mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("session.list", "List the sessions, newest first, with their status, a page at a time: "+
 		"pass the answer's next as cursor for the following page (absent on the last).", s.listSessions,
@@ -169,6 +172,13 @@ func (s *Server) addTools() {
 		mcp.WithString("cursor", mcp.Description("The next of the previous page.")),
 		mcp.WithString("status", mcp.Enum("idle", "working", "waiting", "closed"), mcp.Description("Only sessions with this status.")),
 		mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
+	)
+	s.addTool("session.get", "Read one session: its title, status, turns, open questions and the agent parley runs it with.", s.getSession,
+		sessionArg, mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false),
+	)
+	s.addTool("session.rename", "Set the session's title, which people see (a Telegram topic's name, a Slack thread's header, a Matrix room's name).",
+		s.renameSession, mcp.WithString("title", mcp.Required(), mcp.Description("The new title (at most 256 bytes).")),
+		sessionArg, mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("session.close", "Close a session; later input to it is refused.", s.closeSession, sessionArg)
 	s.addToolActivityTools()
@@ -344,6 +354,7 @@ func (s *Server) sessionCommand(ctx context.Context, raw json.RawMessage, tool s
 
 type createArgs struct {
 	Title string `json:"title"`
+	Agent string `json:"agent"`
 }
 
 func (s *Server) createSession(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -355,7 +366,7 @@ func (s *Server) createSession(ctx context.Context, raw json.RawMessage) (any, e
 		return nil, toolError(fmt.Sprintf("this connection is bound to session %s by %s and acts on that session only; "+
 			"create sessions on a connection that is not bound to one", b.id, b.source))
 	}
-	res, err := s.handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginMCP, Title: a.Title})
+	res, err := s.handle(ctx, core.Command{Kind: core.CreateSession, Origin: core.OriginMCP, Title: a.Title, Agent: a.Agent})
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +375,11 @@ func (s *Server) createSession(ctx context.Context, raw json.RawMessage) (any, e
 	if err != nil {
 		return nil, fmt.Errorf("reading the new session: %w", err)
 	}
-	return map[string]any{"session_id": sess.ID, "title": sess.Title, "inbox": SessionInboxURI(sess.ID)}, nil
+	created := map[string]any{"session_id": sess.ID, "title": sess.Title, "inbox": SessionInboxURI(sess.ID)}
+	if sess.Agent != "" {
+		created["agent"] = sess.Agent
+	}
+	return created, nil
 }
 
 type sessionInfo struct {
@@ -377,6 +392,60 @@ type sessionInfo struct {
 	LastInputOrigin core.Origin    `json:"last_input_origin,omitempty"`
 	OpenQuestions   int            `json:"open_questions,omitempty"`
 	Inbox           string         `json:"inbox"`
+	// Agent names the agent parley runs the session with; absent for
+	// the default one.
+	Agent string `json:"agent,omitempty"`
+}
+
+// infoOf is what session.list and session.get say of ss.
+func infoOf(ss core.Session) sessionInfo {
+	return sessionInfo{ID: ss.ID, Title: ss.Title, Status: ss.Status, Created: ss.Created, Updated: ss.Updated,
+		Turn: ss.Turn, LastInputOrigin: ss.LastInputOrigin, OpenQuestions: len(ss.Questions), Inbox: SessionInboxURI(ss.ID),
+		Agent: ss.Agent}
+}
+
+type renameArgs struct {
+	Title     string `json:"title"`
+	SessionID string `json:"session_id"`
+}
+
+// renameSession is session.rename.
+func (s *Server) renameSession(ctx context.Context, raw json.RawMessage) (any, error) {
+	var a renameArgs
+	if err := bind(raw, &a); err != nil {
+		return nil, err
+	}
+	id, err := s.sessionFor(ctx, "session.rename", a.SessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.handle(ctx, core.Command{Kind: core.Rename, Session: id, Origin: core.OriginMCP, Title: a.Title})
+	if err != nil {
+		return nil, err
+	}
+	return okResult{OK: true, SessionID: res.Session}, nil
+}
+
+type getArgs struct {
+	SessionID string `json:"session_id"`
+}
+
+// getSession is session.get: one session, the bound one on a bound
+// connection.
+func (s *Server) getSession(ctx context.Context, raw json.RawMessage) (any, error) {
+	var a getArgs
+	if err := bind(raw, &a); err != nil {
+		return nil, err
+	}
+	id, err := s.sessionFor(ctx, "session.get", a.SessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := s.opts.Store.Session(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading the session: %w", err)
+	}
+	return infoOf(ss), nil
 }
 
 type listArgs struct {
@@ -420,9 +489,7 @@ func (s *Server) listSessions(ctx context.Context, raw json.RawMessage) (any, er
 	}
 	out := make([]sessionInfo, 0, len(page))
 	for _, ss := range page {
-		out = append(out, sessionInfo{ID: ss.ID, Title: ss.Title, Status: ss.Status,
-			Created: ss.Created, Updated: ss.Updated,
-			Turn: ss.Turn, LastInputOrigin: ss.LastInputOrigin, OpenQuestions: len(ss.Questions), Inbox: SessionInboxURI(ss.ID)})
+		out = append(out, infoOf(ss))
 	}
 	answer := map[string]any{"sessions": out}
 	if next != "" {

@@ -25,6 +25,8 @@ var toolNames = []string{
 	"ui.ask", "ui_ask",
 	"session.create", "session_create",
 	"session.list", "session_list",
+	"session.get", "session_get",
+	"session.rename", "session_rename",
 	"session.close", "session_close",
 	"ui.tool_call", "ui_tool_call",
 	"ui.tool_output", "ui_tool_output",

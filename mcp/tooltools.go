@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -16,7 +17,8 @@ import (
 )
 
 // Tool activity from the agent's runtime: ui.tool_call and ui.tool_output
-// report a call and its result (idempotent by call_id; see core/tools.go),
+// report a call and its result (idempotent by call_id, but for a running
+// call reported with another cmd, which then shows it; see core/tools.go),
 // ui.request_approval asks the session's people to decide on a call. An
 // approval is a question asked through ui.ask's machinery — the waiter is
 // registered before the question exists, the answer arrives on the bus —
@@ -29,7 +31,12 @@ import (
 // asked again the same, the decision stands; asked with the same call_id
 // about anything else, people are asked again. Nothing an MCP client posts
 // decides an approval (chat.human.post is a message): the agent's side of
-// parley never approves its own calls.
+// parley never approves its own calls. The one exception is a record, not
+// a decision: parley's own orchestrator (the own client, OwnClientHeader)
+// reports a call it allowed without asking people (an agent's prompt under
+// permissions = "allow", a call of parley's own tools) with ui.tool_call's
+// approved_by, which records the call's approval with the actor parley
+// and that ground; any other client is refused.
 
 // DecisionTimeout is ui.request_approval's result when nobody decided in
 // time.
@@ -41,8 +48,10 @@ func (s *Server) addToolActivityTools() {
 	toolArg := mcp.WithString("tool", mcp.Required(), mcp.Description("The tool's name (shell, edit_file, …)."))
 	cmdArg := mcp.WithString("cmd", mcp.Description("The command or arguments as people should see them."))
 	s.addTool("ui.tool_call", "Report a tool call starting, shown to the session's people (a progress line while the turn runs, a tool group on the page). "+
-		"Idempotent by call_id.", s.toolCall,
+		"Idempotent by call_id; reported again with another cmd while it runs, the call shows that cmd.", s.toolCall,
 		callArg, toolArg, cmdArg, sessionArg,
+		mcp.WithString("approved_by", mcp.Description("parley's own orchestrator only: the call was approved without asking people, "+
+			"on the ground this names (permissions = \"allow\"); recorded as the call's approval by \"parley (GROUND)\". Refused from any other client.")),
 		mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("ui.tool_output", fmt.Sprintf("Report a tool call's result (after ui.tool_call with the same call_id). stdout and stderr keep their last %d KiB each; "+
@@ -54,23 +63,30 @@ func (s *Server) addToolActivityTools() {
 		sessionArg, mcp.WithIdempotentHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
 	)
 	s.addTool("ui.request_approval", "Ask the session's people to approve a tool call (buttons where the platform has them, numbered options where not) "+
-		`and wait for their decision: {"decision": "approve" | "deny_continue" | "deny_abort"}, or "timeout" when nobody decided in time (never an approval).`,
+		`and wait for their decision: {"decision": "approve" | "deny_continue" | "deny_abort"}, "approve_always" where always was offered, `+
+		`or "timeout" when nobody decided in time (never an approval).`,
 		s.requestApproval,
 		callArg, toolArg, cmdArg,
 		mcp.WithObject("input", mcp.Description("The call's arguments as structured data, if it has them. "+
 			"The decision is bound to tool, cmd and input: the same call_id asked about anything else is asked again.")),
 		mcp.WithString("reason", mcp.Description("Why the call needs approval, shown with it.")),
+		mcp.WithBoolean("always", mcp.Description("Offer a fourth choice, Always allow (decision approve_always): the runtime can remember an approval for calls like this one.")),
 		mcp.WithNumber("timeout_s", mcp.Description("Seconds to wait for a decision (default 300, at most 3600).")),
 		sessionArg, mcp.WithDestructiveHintAnnotation(false),
 	)
 }
 
 type toolCallArgs struct {
-	CallID    string `json:"call_id"`
-	Tool      string `json:"tool"`
-	Cmd       string `json:"cmd"`
-	SessionID string `json:"session_id"`
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Cmd        string `json:"cmd"`
+	ApprovedBy string `json:"approved_by"`
+	SessionID  string `json:"session_id"`
 }
+
+// approverID is the Actor.ID of a call parley approved without asking
+// people (ui.tool_call's approved_by names the ground).
+const approverID = "parley"
 
 type toolOutputArgs struct {
 	CallID    string   `json:"call_id"`
@@ -86,6 +102,7 @@ type approvalArgs struct {
 	Cmd       string          `json:"cmd"`
 	Input     json.RawMessage `json:"input"`
 	Reason    string          `json:"reason"`
+	Always    bool            `json:"always"`
 	TimeoutS  *float64        `json:"timeout_s"`
 	SessionID string          `json:"session_id"`
 }
@@ -110,12 +127,24 @@ func (s *Server) toolCall(ctx context.Context, raw json.RawMessage) (any, error)
 	if err := bind(raw, &a); err != nil {
 		return nil, err
 	}
+	call := &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd}
+	if a.ApprovedBy != "" {
+		// Only the daemon's own orchestrator, which answered the agent
+		// itself, may say a call was approved: no other client records
+		// a decision (and this one decides nothing for later questions).
+		if !ownFrom(ctx) {
+			return nil, toolError("approved_by is for parley's own orchestrator only")
+		}
+		if len(a.ApprovedBy) > core.MaxToolName || !utf8.ValidString(a.ApprovedBy) {
+			return nil, toolError(fmt.Sprintf("approved_by is not valid UTF-8 of at most %d bytes", core.MaxToolName))
+		}
+		call.Decision, call.Actor = core.DecisionApprove, core.Actor{ID: approverID, Name: approverID + " (" + a.ApprovedBy + ")"}
+	}
 	id, err := s.sessionFor(ctx, "ui.tool_call", a.SessionID, true)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.handle(ctx, core.Command{Kind: core.ToolCallStart, Session: id, Origin: core.OriginMCP,
-		Call: &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd}})
+	res, err := s.handle(ctx, core.Command{Kind: core.ToolCallStart, Session: id, Origin: core.OriginMCP, Call: call})
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +186,7 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 	if in := bytes.TrimSpace(a.Input); len(in) > 0 && string(in) != "null" && in[0] != '{' {
 		return nil, toolError("input is not an object: give the call's arguments as a JSON object, or leave it out")
 	}
-	call := &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd, Input: a.Input}
+	call := &core.ToolCall{CallID: a.CallID, Tool: a.Tool, Cmd: a.Cmd, Input: a.Input, CanAlways: a.Always}
 	timeout, err := askTimeout(a.TimeoutS)
 	if err != nil {
 		return nil, err
@@ -187,7 +216,7 @@ func (s *Server) requestApproval(ctx context.Context, raw json.RawMessage) (any,
 		if o.err != nil {
 			return nil, toolError(o.err.Error())
 		}
-		d, ok := delivery.DecisionOf(o.msg.Content)
+		d, ok := delivery.DecisionOf(delivery.ApprovalOptionsFor(a.Always), o.msg.Content)
 		if !ok {
 			return nil, fmt.Errorf("the answer %q is no decision", o.msg.Content)
 		}

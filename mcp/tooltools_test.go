@@ -153,3 +153,47 @@ func TestRequestApprovalTimeout(t *testing.T) {
 	c.fails(t, "ui.request_approval", map[string]any{"call_id": "c2", "tool": "deploy", "timeout_s": 0, "session_id": string(id)}, "timeout_s 0 is out of range")
 	c.fails(t, "ui.request_approval", map[string]any{"call_id": "", "tool": "deploy", "session_id": string(id)}, "call_id is empty")
 }
+
+// TestApprovedBy: ui.tool_call's approved_by (a call parley approved
+// without asking people) is taken from parley's own client alone, and
+// recorded once as the call's approval by parley; it decides nothing for
+// a question about the call. From any other client it is refused and
+// nothing is recorded.
+func TestApprovedBy(t *testing.T) {
+	st := newStack(t, t.TempDir(), stackOptions{})
+	id := st.createSession("")
+	args := map[string]any{"call_id": "c1", "tool": "shell", "cmd": "touch f", "approved_by": `permissions = "allow"`}
+	other := mustDial(t, st.url, connOptions{query: "session=" + string(id)})
+	other.fails(t, "ui.tool_call", args, "own orchestrator only")
+	impostor := mustDial(t, st.url, connOptions{query: "session=" + string(id), headers: map[string]string{ownClientHeader: "guessed"}})
+	impostor.fails(t, "ui.tool_call", args, "own orchestrator only")
+	name, value := st.srv.OwnClientHeader()
+	own := mustDial(t, st.url, connOptions{query: "session=" + string(id), headers: map[string]string{name: value}})
+	var res toolResult
+	own.ok(t, "ui.tool_call", args, &res)
+	own.ok(t, "ui.tool_call", args, &res)
+	if !res.Duplicate {
+		t.Fatalf("repeated = %+v, want a duplicate", res)
+	}
+	events, err := st.store.EventsSince(context.Background(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approvals []core.ToolCall
+	for _, e := range events {
+		if e.Kind == core.EventToolApproval {
+			approvals = append(approvals, *e.Call)
+		}
+	}
+	if len(approvals) != 1 || approvals[0].Decision != core.DecisionApprove ||
+		approvals[0].Actor != (core.Actor{ID: "parley", Name: `parley (permissions = "allow")`}) {
+		t.Fatalf("approvals %+v", approvals)
+	}
+	sess, err := st.store.Session(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sess.Tools[0].DecidedFor((core.ToolCall{CallID: "c1", Tool: "shell", Cmd: "touch f"}).Digest()); d != "" {
+		t.Fatalf("the record decides a question about the call: %q", d)
+	}
+}

@@ -30,10 +30,11 @@ type Command struct {
 
 // standard is parley's command table; Standard hands out copies.
 var standard = []Command{
-	{Name: "new", Args: "[title]", Help: "start a new session", Kind: core.CreateSession},
+	{Name: "new", Args: "[--agent NAME] [title]", Help: "start a new session (with the agent NAME)", Kind: core.CreateSession},
 	{Name: "cancel", Aliases: []string{"stop"}, Help: "ask the agent to stop its turn", Kind: core.Cancel},
 	{Name: "close", Help: "close this session", Kind: core.Close},
 	{Name: "title", Aliases: []string{"rename"}, Args: "NEW TITLE", ArgRequired: true, Help: "rename this session", Kind: core.Rename},
+	{Name: "agent", Args: "[NAME]", Help: "list the agents, or switch this session to the agent NAME", Kind: core.SetAgent},
 	{Name: "status", Help: "show the session's status"},
 	{Name: "help", Aliases: []string{"start"}, Help: "list the commands"},
 }
@@ -209,10 +210,48 @@ func (p Parsed) Build(base core.Command) (cmd core.Command, ok bool) {
 	cmd.Kind = p.Command.Kind
 	cmd.Text = ""
 	switch p.Command.Kind {
-	case core.CreateSession, core.Rename:
+	case core.CreateSession:
+		cmd.Title, cmd.Agent, _ = ParseNew(p.Arg)
+	case core.Rename:
 		cmd.Title = p.Arg
+	case core.SetAgent:
+		cmd.Agent = p.Arg
 	}
 	return cmd, true
+}
+
+// agentFlags are how the agent of /new is written: "--agent", and "—agent"
+// as phones' keyboards turn the two dashes into one long one.
+var agentFlags = []string{"--agent", "—agent"}
+
+// ParseNew reads /new's argument: an optional "--agent NAME" (or
+// "--agent=NAME") first, then the title. A flag without a name is an
+// error for the person (a *core.UserError wrapping core.ErrInvalid).
+func ParseNew(arg string) (title, agent string, err error) {
+	arg = strings.TrimSpace(arg)
+	for _, flag := range agentFlags {
+		rest, ok := strings.CutPrefix(arg, flag)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(rest, "="):
+			rest = rest[1:]
+		case rest == "" || unicode.IsSpace(rune(rest[0])):
+			rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
+		default:
+			continue // "--agents", a title
+		}
+		name, title := rest, ""
+		if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
+			name, title = rest[:i], rest[i:]
+		}
+		if name == "" {
+			return "", "", refusal("--agent needs the agent's name: --agent NAME, then the title")
+		}
+		return strings.TrimSpace(title), name, nil
+	}
+	return arg, "", nil
 }
 
 // Usage is how to type the named command (or alias) with p's prefix:

@@ -98,6 +98,10 @@ func TestParsedBuild(t *testing.T) {
 	}{
 		{"/title Release plan", core.Command{Kind: core.Rename, Origin: "telegram", Actor: core.Actor{ID: "1"}, PlatformID: "9", Title: "Release plan"}, true},
 		{"/new", core.Command{Kind: core.CreateSession, Origin: "telegram", Actor: core.Actor{ID: "1"}, PlatformID: "9"}, true},
+		{"/new --agent codex Fix the build", core.Command{Kind: core.CreateSession, Origin: "telegram", Actor: core.Actor{ID: "1"}, PlatformID: "9",
+			Title: "Fix the build", Agent: "codex"}, true},
+		{"/agent codex", core.Command{Kind: core.SetAgent, Origin: "telegram", Actor: core.Actor{ID: "1"}, PlatformID: "9", Agent: "codex"}, true},
+		{"/agent", core.Command{Kind: core.SetAgent, Origin: "telegram", Actor: core.Actor{ID: "1"}, PlatformID: "9"}, true},
 		{"/stop", core.Command{Kind: core.Cancel, Origin: "telegram", Actor: core.Actor{ID: "1"}, PlatformID: "9"}, true},
 		{"/status", core.Command{}, false},
 		{"/help", core.Command{}, false},
@@ -109,7 +113,7 @@ func TestParsedBuild(t *testing.T) {
 				t.Fatalf("Parse: %v, %v", ok, err)
 			}
 			cmd, ok := p.Build(base)
-			if ok != tt.wantOK || cmd.Kind != tt.want.Kind || cmd.Title != tt.want.Title || cmd.Text != "" ||
+			if ok != tt.wantOK || cmd.Kind != tt.want.Kind || cmd.Title != tt.want.Title || cmd.Agent != tt.want.Agent || cmd.Text != "" ||
 				(ok && (cmd.PlatformID != "9" || cmd.Actor != tt.want.Actor || cmd.Origin != tt.want.Origin)) {
 				t.Errorf("Build = %+v, %v; want %+v, %v", cmd, ok, tt.want, tt.wantOK)
 			}
@@ -126,18 +130,19 @@ func TestHelpAndUsage(t *testing.T) {
 		{
 			parser: chatcmd.Parser{Prefix: "/", Bot: "parley_bot"},
 			lines: []string{
-				"/new [title] — start a new session",
+				"/new [--agent NAME] [title] — start a new session (with the agent NAME)",
 				"/cancel — ask the agent to stop its turn",
 				"/close — close this session",
 				"/title NEW TITLE — rename this session",
+				"/agent [NAME] — list the agents, or switch this session to the agent NAME",
 				"/status — show the session's status",
 				"/help — list the commands",
 			},
-			usage: map[string]string{"new": "/new [title]", "rename": "/title NEW TITLE", "stop": "/cancel", "nope": "/nope"},
+			usage: map[string]string{"new": "/new [--agent NAME] [title]", "rename": "/title NEW TITLE", "stop": "/cancel", "nope": "/nope"},
 		},
 		{
 			parser: chatcmd.Parser{Prefix: "/parley\t"},
-			lines:  []string{"/parley new [title] — start a new session"},
+			lines:  []string{"/parley new [--agent NAME] [title] — start a new session (with the agent NAME)"},
 			usage:  map[string]string{"help": "/parley help"},
 		},
 		{
@@ -232,4 +237,30 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("argument %q accepted for /%s", p.Arg, p.Command.Name)
 		}
 	})
+}
+
+// /new's agent comes first, as a flag, so that the title may be anything.
+func TestParseNew(t *testing.T) {
+	for _, tc := range []struct {
+		arg, title, agent string
+	}{
+		{"", "", ""},
+		{"Fix the build", "Fix the build", ""},
+		{"--agent codex Fix the build", "Fix the build", "codex"},
+		{"--agent=codex  Fix the build ", "Fix the build", "codex"},
+		{"—agent codex", "", "codex"},
+		{"--agent\tcodex\nFix\nthe build", "Fix\nthe build", "codex"},
+		{"--agents are great", "--agents are great", ""},
+		{"Fix --agent codex", "Fix --agent codex", ""},
+	} {
+		title, agent, err := chatcmd.ParseNew(tc.arg)
+		if err != nil || title != tc.title || agent != tc.agent {
+			t.Errorf("ParseNew(%q) = %q, %q, %v; want %q, %q", tc.arg, title, agent, err, tc.title, tc.agent)
+		}
+	}
+	for _, arg := range []string{"--agent", "--agent ", "--agent= title"} {
+		if _, _, err := chatcmd.ParseNew(arg); !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("ParseNew(%q): %v, want a refusal", arg, err)
+		}
+	}
 }

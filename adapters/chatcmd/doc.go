@@ -1,5 +1,5 @@
 // Package chatcmd holds the commands people type into a chat — /new,
-// /cancel, /close, /title, /status, /help — and the parser every adapter
+// /cancel, /close, /title, /agent, /status, /help — and the parser every adapter
 // uses to recognise them, so that each platform offers the same commands
 // with the same help. The name says what it holds: chat commands, typed as
 // text; "slash" would be wrong on Matrix, where they start with "!".
@@ -24,5 +24,8 @@
 // name, further lines included, is the argument, trimmed. A known command
 // used wrongly, and an unknown name after the prefix, is an error for the
 // person (a *core.UserError wrapping core.ErrInvalid) saying how to use it;
-// text addressed to another bot is not a command at all.
+// text addressed to another bot is not a command at all. /new takes the
+// agent of the session first, as a flag: "/new --agent codex Fix the
+// build" (ParseNew; "—agent", as a phone writes two dashes, too), so that
+// a title may be any text; /agent NAME switches, /agent alone lists.
 package chatcmd

@@ -80,6 +80,32 @@ func (in Input) Submit(ctx context.Context, h core.Handler, base, cmd core.Comma
 	return res, err
 }
 
+// NewArgs reads /new's argument arg (chatcmd.ParseNew) typed in base:
+// the title, and the agent, which the Handler is asked about
+// (core.CheckAgent) before the platform makes a place for the session.
+// ok is false when the person was told it will not do (an unknown agent,
+// a flag without a name); err means "try again".
+func (in Input) NewArgs(ctx context.Context, h core.Handler, base core.Command, arg string) (title, agent string, ok bool, err error) {
+	title, agent, perr := chatcmd.ParseNew(arg)
+	if perr != nil {
+		msg, _ := delivery.UserMessage(perr)
+		in.Notice(ctx, h, base, "⚠️ "+msg)
+		return "", "", false, nil
+	}
+	if agent == "" {
+		return title, "", true, nil
+	}
+	check := base
+	check.Kind, check.Agent, check.Text, check.Ref, check.PlatformID = core.CheckAgent, agent, "", core.MessageRef{}, ""
+	if _, err := h.Handle(ctx, check); err != nil {
+		// A refusal is told (and settles the input); anything else is
+		// tried again.
+		_, err = in.Settle(ctx, h, base, err)
+		return "", "", false, err
+	}
+	return title, agent, true, nil
+}
+
 // Commands is how an adapter answers the commands people type as text.
 type Commands struct {
 	// Parser recognises them, with the platform's prefix.
@@ -87,10 +113,11 @@ type Commands struct {
 	// Help is the answer to help; nil answers "parley commands:" and
 	// Parser's list.
 	Help func() string
-	// New starts a session titled title ("" for none) where the
-	// platform makes it: a forum topic, a thread, a room. Its error
-	// means "try again".
-	New func(ctx context.Context, title string) error
+	// New starts a session titled title ("" for none), run with the
+	// agent named agent ("" for the default), where the platform makes
+	// it: a forum topic, a thread, a room. Its error means "try again".
+	// The agent's name was checked already (NewArgs).
+	New func(ctx context.Context, title, agent string) error
 }
 
 // Command runs text as a command if c.Parser recognises one there, and
@@ -122,7 +149,11 @@ func (in Input) Command(ctx context.Context, h core.Handler, base core.Command, 
 		in.Notice(ctx, h, base, help)
 		return true, nil
 	case "new":
-		return true, c.New(ctx, p.Arg)
+		title, agent, ok, err := in.NewArgs(ctx, h, base, p.Arg)
+		if !ok {
+			return true, err
+		}
+		return true, c.New(ctx, title, agent)
 	case "status":
 		cmd := base
 		cmd.Kind = core.StatusQuery

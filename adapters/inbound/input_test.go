@@ -157,11 +157,11 @@ func TestSubmit(t *testing.T) {
 // answered with a notice, new by the adapter, status and the others by the
 // Handler.
 func TestCommand(t *testing.T) {
-	var newTitle *string
+	var newTitle, newAgent *string
 	cmds := inbound.Commands{
 		Parser: chatcmd.Parser{Prefix: "/"},
-		New: func(_ context.Context, title string) error {
-			newTitle = &title
+		New: func(_ context.Context, title, agent string) error {
+			newTitle, newAgent = &title, &agent
 			return nil
 		},
 	}
@@ -215,9 +215,44 @@ func TestCommand(t *testing.T) {
 			t.Fatalf("New got %v, handler %+v", newTitle, h.got)
 		}
 		failed := cmds
-		failed.New = func(context.Context, string) error { return errBusy }
+		failed.New = func(context.Context, string, string) error { return errBusy }
 		if _, err := telegramInput(nil).Command(t.Context(), h, base, failed, "/new"); !errors.Is(err, errBusy) {
 			t.Fatalf("New's error = %v, want it returned", err)
+		}
+	})
+	t.Run("new with an agent", func(t *testing.T) {
+		// The agent is checked before the adapter makes a place.
+		h := &handler{}
+		newTitle, newAgent = nil, nil
+		if ok, err := telegramInput(nil).Command(t.Context(), h, base, cmds, "/new --agent codex Fix the build"); !ok || err != nil {
+			t.Fatalf("Command = %v, %v", ok, err)
+		}
+		if newTitle == nil || *newTitle != "Fix the build" || *newAgent != "codex" || len(h.got) != 1 ||
+			h.got[0].Kind != core.CheckAgent || h.got[0].Agent != "codex" {
+			t.Fatalf("New got %v %v, handler %+v", newTitle, newAgent, h.got)
+		}
+		unknown := &core.UserError{Msg: `there is no agent "codx"; the agents are: default, codex`, Err: core.ErrInvalid}
+		h = &handler{answer: failing(core.CheckAgent, unknown)}
+		newTitle = nil
+		if ok, err := telegramInput(nil).Command(t.Context(), h, base, cmds, "/new --agent codx Fix"); !ok || err != nil {
+			t.Fatalf("Command = %v, %v", ok, err)
+		}
+		if newTitle != nil {
+			t.Fatal("a session was started with an unknown agent")
+		}
+		if got := h.notices(); len(got) != 1 || !strings.Contains(got[0], `here is no agent "codx"; the agents are: default, codex`) {
+			t.Fatalf("notices %q", got)
+		}
+		h = &handler{answer: failing(core.CheckAgent, errBusy)}
+		if _, err := telegramInput(nil).Command(t.Context(), h, base, cmds, "/new --agent codex"); !errors.Is(err, errBusy) || newTitle != nil {
+			t.Fatalf("a failing check = %v, want it returned and no session", err)
+		}
+		h = &handler{}
+		if _, err := telegramInput(nil).Command(t.Context(), h, base, cmds, "/new --agent"); err != nil || newTitle != nil {
+			t.Fatalf("a flag without a name = %v", err)
+		}
+		if got := h.notices(); len(got) != 1 || !strings.Contains(got[0], "--agent needs the agent's name") {
+			t.Fatalf("notices %q", got)
 		}
 	})
 	t.Run("status", func(t *testing.T) {

@@ -130,7 +130,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, ev *event.Event
 	default:
 		return nil // locations, stickers, polls: nothing for the agent
 	}
-	newRoom := func(ctx context.Context, title string) error { return a.newRoom(ctx, h, base, title) }
+	newRoom := func(ctx context.Context, title, agent string) error { return a.newRoom(ctx, h, base, title, agent) }
 	if ok, err := a.input().Command(ctx, h, base, inbound.Commands{Parser: parser(), New: newRoom}, text); ok {
 		return err
 	}
@@ -244,12 +244,12 @@ func (a *Adapter) answer(ctx context.Context, h core.Handler, base core.Command,
 	return err
 }
 
-// newRoom starts a session for !new in a room of its own, with the person
-// invited; the session lives there, not where the command was typed. The
+// newRoom starts a session for !new (run with agent, "" for the default)
+// in a room of its own, with the person invited; the session lives there, not where the command was typed. The
 // room made for the command is kept in the store under the command's
 // event id before the session is created, so a redelivered !new finds it
 // instead of creating a second room.
-func (a *Adapter) newRoom(ctx context.Context, h core.Handler, base core.Command, title string) error {
+func (a *Adapter) newRoom(ctx context.Context, h core.Handler, base core.Command, title, agent string) error {
 	placeholder := title == ""
 	if placeholder {
 		// The room needs a name before the session exists.
@@ -285,6 +285,7 @@ func (a *Adapter) newRoom(ctx context.Context, h core.Handler, base core.Command
 	}
 	cmd := base
 	cmd.Kind, cmd.Title, cmd.Placeholder, cmd.Ref, cmd.Place = core.CreateSession, title, placeholder, core.MessageRef{}, place(room)
+	cmd.Agent = agent
 	_, err = a.input().Submit(ctx, h, base, cmd)
 	return err
 }

@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -38,12 +39,12 @@ var (
 // top says it was typed at the top level rather than in a thread, where
 // new starts a session in that message's own thread.
 func (a *Adapter) commands(h core.Handler, base core.Command, top bool) inbound.Commands {
-	return inbound.Commands{Parser: threadCommands, Help: helpText, New: func(ctx context.Context, title string) error {
+	return inbound.Commands{Parser: threadCommands, Help: helpText, New: func(ctx context.Context, title, agent string) error {
 		var err error
 		if top {
-			_, err = a.startSession(ctx, h, base, title)
+			_, err = a.startSession(ctx, h, base, title, agent)
 		} else {
-			_, err = a.newRooted(ctx, h, base, base.Place.Chat, title)
+			_, err = a.newRooted(ctx, h, base, base.Place.Chat, title, agent)
 		}
 		return err
 	}}
@@ -96,7 +97,22 @@ func (a *Adapter) onSlash(ctx context.Context, h core.Handler, c slack.SlashComm
 	}
 	who.Name = a.userName(ctx, c.UserID)
 	base := core.Command{Origin: origin, Actor: who, Place: core.Place{Chat: c.ChannelID}, PlatformID: "slash:" + c.TriggerID}
-	id, err := a.newRooted(ctx, h, base, c.ChannelID, parsed.Arg)
+	title, agent, perr := chatcmd.ParseNew(parsed.Arg)
+	if perr == nil && agent != "" {
+		check := base
+		check.Kind, check.Agent, check.PlatformID = core.CheckAgent, agent, ""
+		if _, err := h.Handle(ctx, check); err != nil {
+			if !errors.Is(err, core.ErrInvalid) {
+				return nil, err
+			}
+			perr = err
+		}
+	}
+	if perr != nil {
+		msg, _ := delivery.UserMessage(perr)
+		return ephemeral("⚠️ " + chatcmd.Capitalize(msg)), nil
+	}
+	id, err := a.newRooted(ctx, h, base, c.ChannelID, title, agent)
 	if err != nil || id == "" {
 		return nil, err
 	}
@@ -108,7 +124,7 @@ func (a *Adapter) onSlash(ctx context.Context, h core.Handler, c slack.SlashComm
 // budget). A root already posted for the same command (a retry after the
 // handler failed) is used again; if the handler finds the command was
 // handled before (a redelivery after a restart), the new root is deleted.
-func (a *Adapter) newRooted(ctx context.Context, h core.Handler, base core.Command, channel, title string) (core.SessionID, error) {
+func (a *Adapter) newRooted(ctx context.Context, h core.Handler, base core.Command, channel, title, agent string) (core.SessionID, error) {
 	placeholder := title == ""
 	if placeholder {
 		// The root message needs a title before the session exists.
@@ -127,6 +143,7 @@ func (a *Adapter) newRooted(ctx context.Context, h core.Handler, base core.Comma
 	a.remember(p, ownerBot)
 	cmd := base
 	cmd.Kind, cmd.Title, cmd.Placeholder, cmd.Place, cmd.Ref, cmd.PlatformID = core.CreateSession, title, placeholder, p, core.MessageRef{}, key
+	cmd.Agent = agent
 	res, err := h.Handle(ctx, cmd)
 	if ok, serr := a.input().Settle(ctx, h, base, err); !ok {
 		return "", serr // the root is used again by the next try

@@ -130,7 +130,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 		return nil
 	}
 	if top {
-		id, err := a.startSession(ctx, h, base, titleOf(text))
+		id, err := a.startSession(ctx, h, base, titleOf(text), "")
 		if err != nil || id == "" {
 			return err
 		}
@@ -148,9 +148,9 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *slackevents.
 // startSession starts a session in the thread of the person's top-level
 // message base came from, which is its root. Its dedup key is derived from
 // the message's, so a redelivery starts nothing new.
-func (a *Adapter) startSession(ctx context.Context, h core.Handler, base core.Command, title string) (core.SessionID, error) {
+func (a *Adapter) startSession(ctx context.Context, h core.Handler, base core.Command, title, agent string) (core.SessionID, error) {
 	cmd := base
-	cmd.Kind, cmd.Title, cmd.Ref, cmd.PlatformID = core.CreateSession, title, core.MessageRef{}, "new:"+base.PlatformID
+	cmd.Kind, cmd.Title, cmd.Agent, cmd.Ref, cmd.PlatformID = core.CreateSession, title, agent, core.MessageRef{}, "new:"+base.PlatformID
 	// Known before Handle: the new session's status may be shown (by the
 	// dispatcher, on the events Handle publishes) before Handle returns,
 	// and without it ShowStatus would have to probe the root.

@@ -91,8 +91,8 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 	if text == "" {
 		text = m.Caption
 	}
-	newSession := func(ctx context.Context, title string) error {
-		_, err := a.newSession(ctx, h, m, base, title)
+	newSession := func(ctx context.Context, title, agent string) error {
+		_, err := a.newSession(ctx, h, m, base, title, agent)
 		return err
 	}
 	if ok, err := a.input().Command(ctx, h, base, inbound.Commands{Parser: a.parser(), New: newSession}, text); ok {
@@ -111,7 +111,7 @@ func (a *Adapter) onMessage(ctx context.Context, h core.Handler, m *models.Messa
 		title = shorten(title, 60)
 		created := base
 		created.PlatformID = "new:" + base.PlatformID
-		id, err := a.newSession(ctx, h, m, created, title)
+		id, err := a.newSession(ctx, h, m, created, title, "")
 		if err != nil || id == "" {
 			return err
 		}
@@ -145,14 +145,15 @@ func (a *Adapter) parser() chatcmd.Parser {
 	return p
 }
 
-// newSession starts a session: in the group it gets a new topic (the
-// session is bound there at once), in a private chat the chat itself.
+// newSession starts a session run with agent ("" for the default): in the
+// group it gets a new topic (the session is bound there at once), in a
+// private chat the chat itself.
 // createForumTopic cannot be made idempotent: if parley dies between
 // creating the topic and storing the session, the redelivered /new makes a
 // second topic (the first stays empty).
-func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Message, base core.Command, title string) (core.SessionID, error) {
+func (a *Adapter) newSession(ctx context.Context, h core.Handler, m *models.Message, base core.Command, title, agent string) (core.SessionID, error) {
 	cmd := base
-	cmd.Kind, cmd.Title, cmd.Ref = core.CreateSession, title, core.MessageRef{}
+	cmd.Kind, cmd.Title, cmd.Agent, cmd.Ref = core.CreateSession, title, agent, core.MessageRef{}
 	if m.Chat.Type != models.ChatTypePrivate {
 		if !m.Chat.IsForum {
 			a.input().Notice(ctx, h, base, "This group has no topics; enable Topics in its settings so each session gets one.")

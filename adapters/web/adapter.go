@@ -54,6 +54,10 @@ type Options struct {
 	MaxStates int
 	// MaxBody bounds request bodies in bytes (413 past it).
 	MaxBody int64
+	// Agents are the agents parley runs, the default first (named
+	// "default"), which the page's new-session form offers (GET
+	// /api/agents/run); none when it runs none.
+	Agents []Agent
 	// StreamLifetime is how long an /api/events stream lasts before the
 	// server ends it and its client reconnects with Last-Event-ID
 	// (lifetime.go); DefaultStreamLifetime when 0.

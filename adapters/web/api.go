@@ -33,6 +33,7 @@ func (a *Adapter) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/sessions/{id}/archive", a.withBackend(a.archive))
 	mux.HandleFunc("GET /api/events", a.withBackend(a.events))
 	mux.HandleFunc("GET /api/agents", a.agents)
+	mux.HandleFunc("GET /api/agents/run", a.runAgents)
 	mux.HandleFunc("POST /api/backup", a.serveBackup)
 	pairing := a.pairingRoutes()
 	mux.Handle("/api/pairing", pairing)
@@ -75,11 +76,14 @@ type sessionView struct {
 	Turn            uint64             `json:"turn"`
 	Questions       []core.Question    `json:"questions,omitempty"`
 	Adapters        []core.AdapterName `json:"adapters"`
+	// Agent names the agent parley runs the session with, absent for the
+	// default one.
+	Agent string `json:"agent,omitempty"`
 }
 
 func viewOf(s core.Session) sessionView {
 	v := sessionView{ID: s.ID, Title: s.Title, Status: s.Status, Created: s.Created, Updated: s.Updated,
-		LastInputOrigin: s.LastInputOrigin, Turn: s.Turn, Questions: s.Questions, Adapters: []core.AdapterName{}}
+		LastInputOrigin: s.LastInputOrigin, Turn: s.Turn, Questions: s.Questions, Adapters: []core.AdapterName{}, Agent: s.Agent}
 	for name := range s.Bindings {
 		v.Adapters = append(v.Adapters, name)
 	}
@@ -87,17 +91,20 @@ func viewOf(s core.Session) sessionView {
 	return v
 }
 
-// createSession serves POST /api/sessions {title?} (origin api).
+// createSession serves POST /api/sessions {title?, agent?} (origin api):
+// agent names the agent parley runs it with (GET /api/agents/run lists
+// them; an unknown name is a 400 naming them).
 func (a *Adapter) createSession(w http.ResponseWriter, r *http.Request, c call) {
 	var req struct {
 		Title    string `json:"title"`
+		Agent    string `json:"agent"`
 		ClientID string `json:"client_id"`
 	}
 	if !a.decode(w, r, &req, true) {
 		return
 	}
 	res, err := c.handler.Handle(r.Context(), core.Command{Kind: core.CreateSession, Origin: core.OriginAPI,
-		Title: req.Title, PlatformID: clientKey("session", req.ClientID)})
+		Title: req.Title, Agent: req.Agent, PlatformID: clientKey("session", req.ClientID)})
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -48,6 +48,8 @@ type stackOptions struct {
 	extras []core.Adapter
 	// connState, when set, is the server's http.Server.ConnState.
 	connState func(net.Conn, http.ConnState)
+	// agents are the agents parley runs (commands.Options.Agents).
+	agents []commands.Agent
 }
 
 func newStack(tb testing.TB, tweak ...func(*stackOptions)) *stack {
@@ -66,7 +68,7 @@ func newStack(tb testing.TB, tweak ...func(*stackOptions)) *stack {
 		tb.Fatal(err)
 	}
 	s := &stack{t: tb, store: store, bus: core.NewMemBus(last + 1)}
-	if s.svc, err = commands.New(ctx, store, s.bus, commands.Options{}); err != nil {
+	if s.svc, err = commands.New(ctx, store, s.bus, commands.Options{Agents: o.agents}); err != nil {
 		tb.Fatal(err)
 	}
 	// Store and Bus now, the Handler when it runs: as cmd does with Attach.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
+	"github.com/parley-chat/parley/mcp"
 )
 
 // doctor is `parley doctor [--config FILE] [--data-dir DIR] [--listen
@@ -85,7 +86,7 @@ func doctor(ctx context.Context, args, env []string, stdout, stderr io.Writer) i
 		if f, bad := exposedSecrets(*configPath, cfg); bad {
 			findings = append(findings, f)
 		}
-		for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), platforms.Known(platforms.All())) {
+		for _, name := range config.UnknownEnv(without(without(env, "PARLEY_CONFIG"), mcp.AgentTokenEnv), platforms.Known(platforms.All())) {
 			findings = append(findings, finding{Check: "config", OK: true,
 				Detail: "warning: " + name + " matches no key and is ignored (misspelt?)"})
 		}

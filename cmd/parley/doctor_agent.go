@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
+	"github.com/parley-chat/parley/cmd/parley/internal/serve"
 )
 
 // agentTimeout bounds each command the agent check runs: `claude
@@ -26,49 +29,121 @@ const agentTimeout = 10 * time.Second
 // (the Makefile's claude-code target installs it).
 const claudeCodeTested = "2.1.328"
 
-// installFix is how to get Claude Code, or point parley at it: the same
-// words the agent's start failure gives people.
-const installFix = "install Claude Code: npm install -g @anthropic-ai/claude-code, or set [agent] command (PARLEY_AGENT_COMMAND) to its path"
+// installFix is how to get the agent of kind, or point parley at it (key:
+// where its command is set): for Claude Code the same words the agent's
+// start failure gives people.
+func installFix(kind, key string) string {
+	return serve.InstallHints[kind] + ", or set " + key + " to its path"
+}
 
-// checkAgent checks the agent parley runs for each session, when it runs
-// one: that its command runs (`<command> --version`, in the agent's
-// working directory and environment, as the orchestrator would start it),
-// which version it is, and that Claude Code can reach the API as someone
-// (`<command> auth status`: an API key in its environment or a login).
-// It starts no conversation: that would cost a model call.
-func (c *checkup) checkAgent(ctx context.Context) finding {
-	const check = "agent"
-	a := c.cfg.Agent
-	if !a.Enabled() {
-		return finding{Check: check, OK: true,
-			Detail: `none run by parley ([agent] kind is empty): agents connect on their own over MCP; kind = "claude-code" (PARLEY_AGENT_KIND) has parley run Claude Code for each session`}
+// agentKeys says where the keys of one agent are set: [agent] or
+// [agents.NAME], and their variables.
+type agentKeys string
+
+// key is where key k of the agent is set (config.AgentKey).
+func (n agentKeys) key(k string) string { return config.AgentKey(string(n), k) }
+
+// checkAgents checks every agent parley runs, one finding each: "agent"
+// for [agent], "agent NAME" for a named one; and says when it runs none.
+func (c *checkup) checkAgents(ctx context.Context) []finding {
+	run := c.cfg.RunAgents()
+	if len(run) == 0 {
+		return []finding{{Check: "agent", OK: true,
+			Detail: `none run by parley ([agent] kind is empty): agents connect on their own over MCP; kind = "claude-code", "opencode", "codex", "gemini" or "acp" (PARLEY_AGENT_KIND) has parley run that agent for each session`}}
 	}
+	out := make([]finding, 0, len(run))
+	for _, na := range run {
+		out = append(out, c.checkAgent(ctx, na.Name, na.Agent))
+	}
+	return out
+}
+
+// checkAgent checks the agent name (a) as parley would run it: that this
+// build runs its protocol, then what its kind allows to check without
+// starting a conversation (which would cost a model call): Claude Code's
+// version and login, an ACP agent's answer to initialize.
+func (c *checkup) checkAgent(ctx context.Context, name string, a config.Agent) finding {
+	check := "agent"
+	if name != config.DefaultAgentName {
+		check = "agent " + name
+	}
+	keys := agentKeys(name)
+	if err := serve.AgentSupported(name, a); err != nil {
+		return finding{Check: check, Problem: err.Error(), Fix: "set " + keys.key("kind") + ` to "claude-code", or use a build of parley that runs it`}
+	}
+	var f finding
+	if a.ACP() {
+		f = c.checkACP(ctx, keys, a)
+	} else {
+		f = c.checkClaudeCode(ctx, keys, a)
+	}
+	f.Check = check
+	return f
+}
+
+// lookPath finds command as the agent's start would: on the PATH of its
+// environment, or relative to its working directory.
+func lookPath(command string, env []string, dir string) (string, error) {
+	if strings.Contains(command, "/") {
+		if !filepath.IsAbs(command) {
+			command = filepath.Join(dir, command)
+		}
+		st, err := os.Stat(command)
+		switch {
+		case err != nil:
+			return "", err
+		case st.IsDir() || st.Mode().Perm()&0o111 == 0:
+			return "", fs.ErrPermission
+		}
+		return command, nil
+	}
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for d := range strings.SplitSeq(p, ":") {
+				if d == "" {
+					continue
+				}
+				if st, err := os.Stat(filepath.Join(d, command)); err == nil && !st.IsDir() && st.Mode().Perm()&0o111 != 0 {
+					return filepath.Join(d, command), nil
+				}
+			}
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// checkClaudeCode checks Claude Code: that its command runs (`<command>
+// --version`, in the agent's working directory and environment, as the
+// orchestrator would start it), which version it is, and that it can
+// reach the API as someone (`<command> auth status`: an API key in its
+// environment or a login).
+func (c *checkup) checkClaudeCode(ctx context.Context, keys agentKeys, a config.Agent) finding {
 	timeout := cmp.Or(c.agentTimeout, agentTimeout)
 	env := agentEnv(c.env, a.Env)
 	out, err := runAgent(ctx, timeout, a, env, "--version")
 	if err != nil {
-		return agentFailure(a.Command, "--version", timeout, out, err)
+		return agentFailure(keys, a, "--version", timeout, out, err)
 	}
 	version := strings.TrimSpace(firstLine(out))
 	var notes []string
 	if !strings.Contains(version, "Claude Code") {
-		notes = append(notes, fmt.Sprintf("warning: %s --version says %q, not Claude Code: check that [agent] command (PARLEY_AGENT_COMMAND) is Claude Code", a.Command, version))
+		notes = append(notes, fmt.Sprintf("warning: %s --version says %q, not Claude Code: check that %s is Claude Code", a.Command, version, keys.key("command")))
 	} else if v := semver.FindString(version); v != "" && v != claudeCodeTested {
 		notes = append(notes, fmt.Sprintf("parley is tested with Claude Code %s", claudeCodeTested))
 	}
 	if a.Workdir == "/" {
 		// A service started without a working directory of its own
 		// (systemd's system units) would have the agent work in the root.
-		notes = append(notes, "warning: it works in /; set [agent] workdir (PARLEY_AGENT_WORKDIR) to the project it should work on")
+		notes = append(notes, "warning: it works in /; set "+keys.key("workdir")+" to the project it should work on")
 	}
 	auth, err := agentAuth(ctx, timeout, a, env)
 	switch {
 	case err != nil:
 		notes = append(notes, "authentication not checked ("+err.Error()+"); a session's first message says so if it fails")
 	case !auth.LoggedIn:
-		return finding{Check: check,
+		return finding{
 			Problem: fmt.Sprintf("%s runs (%s) but is not logged in, and ANTHROPIC_API_KEY is not set in its environment", a.Command, version),
-			Fix: "set ANTHROPIC_API_KEY in parley's environment or in [agent] env (PARLEY_AGENT_ENV), " +
+			Fix: "set ANTHROPIC_API_KEY in parley's environment or in " + keys.key("env") + ", " +
 				"or log in once as the user parley runs as (with its HOME): claude auth login"}
 	default:
 		how := "logged in"
@@ -81,9 +156,11 @@ func (c *checkup) checkAgent(ctx context.Context) finding {
 		}
 		notes = append([]string{how}, notes...)
 	}
-	detail := fmt.Sprintf("%s runs: %s, %s; works in %s, permissions %s, at most %d at once",
-		a.Command, version, strings.Join(notes, "; "), a.Workdir, a.Permissions, a.MaxRunning)
-	return finding{Check: check, OK: true, Detail: detail}
+	detail := fmt.Sprintf("%s runs: %s, %s; works in %s, permissions %s", a.Command, version, strings.Join(notes, "; "), a.Workdir, a.Permissions)
+	if keys == config.DefaultAgentName {
+		detail += fmt.Sprintf(", at most %d at once", a.MaxRunning)
+	}
+	return finding{OK: true, Detail: detail}
 }
 
 // semver finds a version number in a --version line.
@@ -91,12 +168,12 @@ var semver = regexp.MustCompile(`\d+\.\d+\.\d+`)
 
 // agentEnv is the environment the agent gets: parley's own without the
 // CLAUDE* variables it may have inherited (when parley itself runs inside
-// Claude Code they would make the agent think it is nested), then [agent]
-// env.
+// Claude Code they would make the agent think it is nested) and without
+// parley's own PARLEY_* configuration, then the agent's env.
 func agentEnv(env, extra []string) []string {
 	out := make([]string, 0, len(env)+len(extra))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "CLAUDE") {
+		if !strings.HasPrefix(kv, "CLAUDE") && !strings.HasPrefix(kv, "PARLEY_") {
 			out = append(out, kv)
 		}
 	}
@@ -145,10 +222,13 @@ func (e *exitFailure) Error() string {
 
 func (e *exitFailure) Unwrap() error { return e.err }
 
-// agentFailure says why the agent's command could not be run, and the fix.
-func agentFailure(command, args string, timeout time.Duration, out string, err error) finding {
+// agentFailure says why the agent's command could not be run (with args;
+// "" when it was only looked for), and the fix.
+func agentFailure(keys agentKeys, a config.Agent, args string, timeout time.Duration, out string, err error) finding {
 	const check = "agent"
+	command := a.Command
 	run := command + " " + args
+	installFix := installFix(a.Kind, keys.key("command"))
 	var exitErr *exitFailure
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
@@ -160,7 +240,7 @@ func agentFailure(command, args string, timeout time.Duration, out string, err e
 			Fix: fmt.Sprintf("make it executable (chmod +x %s), or %s", command, installFix)}
 	case errors.Is(err, syscall.ENOEXEC):
 		return finding{Check: check, Problem: fmt.Sprintf("the agent command %q is not a program this machine runs (exec format error)", command),
-			Fix: "reinstall Claude Code for this machine (npm install -g @anthropic-ai/claude-code), or set [agent] command (PARLEY_AGENT_COMMAND) to its path"}
+			Fix: "re" + installFix}
 	case errors.Is(err, context.DeadlineExceeded):
 		return finding{Check: check, Problem: fmt.Sprintf("`%s` did not answer within %s", run, timeout),
 			Fix: fmt.Sprintf("run `%s` yourself to see what it waits for; %s", run, installFix)}
@@ -170,7 +250,7 @@ func agentFailure(command, args string, timeout time.Duration, out string, err e
 			problem += ": " + lastBytes(exitErr.stderr, 300)
 		}
 		return finding{Check: check, Problem: problem,
-			Fix: fmt.Sprintf("run `%s` yourself to see why; reinstall Claude Code (npm install -g @anthropic-ai/claude-code), or set [agent] command (PARLEY_AGENT_COMMAND) to one that runs", run)}
+			Fix: fmt.Sprintf("run `%s` yourself to see why; reinstall Claude Code (npm install -g @anthropic-ai/claude-code), or set %s to one that runs", run, keys.key("command"))}
 	}
 	return finding{Check: check, Problem: fmt.Sprintf("the agent command %q cannot be run: %v", command, err), Fix: installFix}
 }

@@ -154,7 +154,7 @@ func TestDoctorAgentHangs(t *testing.T) {
 	cfg.Agent.Kind, cfg.Agent.Command, cfg.Agent.Workdir = config.AgentClaudeCode, hang, dir
 	c := &checkup{cfg: cfg, env: []string{"PATH=" + os.Getenv("PATH")}, agentTimeout: 300 * time.Millisecond}
 	done := make(chan finding, 1)
-	go func() { done <- c.checkAgent(context.Background()) }()
+	go func() { done <- c.checkAgents(context.Background())[0] }()
 	var f finding
 	select {
 	case f = <-done:
@@ -186,4 +186,26 @@ func TestDoctorAgentRealCLI(t *testing.T) {
 		t.Errorf("exit %d: %+v", code, fs)
 	}
 	wantFinding(t, fs, "agent", false, "is not logged in, and ANTHROPIC_API_KEY is not set", "claude auth login")
+}
+
+// TestDoctorNamedAgents: every agent parley runs is checked, each its own
+// finding naming the keys of its own section; one whose command is missing
+// is a problem, as it fails its sessions.
+func TestDoctorNamedAgents(t *testing.T) {
+	dir := t.TempDir()
+	claude := writeScript(t, dir, "claude", fakeClaude, 0o755)
+	_, env := agentEnvFor(t, claude, "ANTHROPIC_API_KEY=sk-ant-doctor-test",
+		"PARLEY_AGENTS_OC_KIND=opencode",
+		"PARLEY_AGENTS_CC2_KIND=claude-code", "PARLEY_AGENTS_CC2_COMMAND="+filepath.Join(dir, "missing", "claude"))
+	code, fs := runDoctor(t, env...)
+	if code == exitOK {
+		t.Errorf("exit %d with agents that cannot run", code)
+	}
+	wantFinding(t, fs, "agent", true, claude+" runs: 2.1.328 (Claude Code)", "at most 4 at once")
+	wantFinding(t, fs, "agent oc", false, `the agent command "opencode" is not installed`,
+		"npm install -g opencode-ai, or set [agents.oc] command (PARLEY_AGENTS_OC_COMMAND)")
+	f := wantFinding(t, fs, "agent cc2", false, "does not exist", "[agents.cc2] command (PARLEY_AGENTS_CC2_COMMAND)")
+	if strings.Contains(f.Detail+f.Fix, "PARLEY_AGENT_COMMAND") {
+		t.Errorf("a named agent's finding names [agent]'s key: %+v", f)
+	}
 }

@@ -54,7 +54,7 @@ type checkup struct {
 	// the agent check runs its command as the orchestrator would.
 	env []string
 	// agentTimeout bounds each command of the agent check; zero is
-	// agentTimeout.
+	// agentTimeout (an ACP agent's start and initialize: acpProbeTimeout).
 	agentTimeout time.Duration
 	// now is the backup check's clock; nil is time.Now.
 	now func() time.Time
@@ -90,7 +90,8 @@ func (c *checkup) run(ctx context.Context) []finding {
 	if c.cfg.Transcription.Enabled() {
 		out = append(out, c.checkTranscription(ctx))
 	}
-	return append(out, c.checkAgent(ctx), c.checkMCP(ctx))
+	out = append(out, c.checkAgents(ctx)...)
+	return append(out, c.checkMCP(ctx))
 }
 
 // platformReport is a platform's status as a running parley's /api/health

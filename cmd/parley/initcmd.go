@@ -49,7 +49,7 @@ func initConfig(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "parley init: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "parley init: wrote %s\nEdit it (at least one platform's token, chat and allowed users; [agent] kind = \"claude-code\" to have parley run Claude Code for each session), then check it:\n  parley doctor --config %s\n", path, path)
+	fmt.Fprintf(stderr, "parley init: wrote %s\nEdit it (at least one platform's token, chat and allowed users; [agent] kind = \"claude-code\", \"opencode\", \"codex\" or \"gemini\" to have parley run that agent for each session), then check it:\n  parley doctor --config %s\n", path, path)
 	return exitOK
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/parley-chat/parley/cmd/parley/internal/config"
 	"github.com/parley-chat/parley/cmd/parley/internal/platforms"
 	"github.com/parley-chat/parley/cmd/parley/internal/serve"
+	"github.com/parley-chat/parley/mcp"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
@@ -134,7 +135,7 @@ func serveCmd(ctx context.Context, args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := newLogger(cfg.Log, stderr)
-	for _, name := range config.UnknownEnv(without(env, "PARLEY_CONFIG"), platforms.Known(platforms.All())) {
+	for _, name := range config.UnknownEnv(without(without(env, "PARLEY_CONFIG"), mcp.AgentTokenEnv), platforms.Known(platforms.All())) {
 		log.Warn("unknown environment variable ignored", "name", name)
 	}
 	// The checks doctor makes of the address, the data directory and the

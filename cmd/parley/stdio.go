@@ -14,7 +14,9 @@ import (
 
 // stdioProxy is `parley mcp`: MCP over stdio for agents that only launch
 // local servers, relayed to the running daemon's /mcp. The daemon's address
-// and token come from the same configuration as serve's unless given.
+// and token come from the same configuration as serve's unless given; an
+// agent parley runs has its session's credential in PARLEY_SESSION_TOKEN
+// (mcp.AgentTokenEnv), which the proxy sends instead of the token.
 // stdout carries the protocol; logs go to stderr. With --channel it is a
 // Claude Code channel of one session instead (package mcp/channel).
 func stdioProxy(ctx context.Context, args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -63,7 +65,9 @@ func stdioProxy(ctx context.Context, args, env []string, stdin io.Reader, stdout
 		return exitOK
 	}
 	log := newLogger(cfg.Log, stderr).With("component", "mcp-proxy")
-	opts := mcp.ProxyOptions{URL: *url, Token: *token, Session: *session, Logger: log}
+	// An agent parley runs reaches its session with the credential it was
+	// given in its environment, never with the [http] token.
+	opts := mcp.ProxyOptions{URL: *url, Token: *token, Session: *session, AgentToken: lookup(env, mcp.AgentTokenEnv), Logger: log}
 	if err := mcp.Proxy(ctx, opts, stdin, stdout); err != nil && ctx.Err() == nil {
 		log.Error("proxy stopped", "url", *url, "err", err)
 		return exitFailed

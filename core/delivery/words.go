@@ -3,6 +3,7 @@ package delivery
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/parley-chat/parley/core"
@@ -32,13 +33,31 @@ func StatusMark(s core.Status) string {
 // core.Decisions: buttons where the platform has them, numbers where not.
 var ApprovalOptions = []string{"Approve", "Deny and continue", "Deny and abort"}
 
+// AlwaysAllow is the fourth option of an approval whose agent offers to
+// remember it (core.DecisionApproveAlways), after ApprovalOptions.
+const AlwaysAllow = "Always allow"
+
+// ApprovalOptionsFor are the options of an approval: ApprovalOptions, and
+// AlwaysAllow after them when the agent offers it.
+func ApprovalOptionsFor(canAlways bool) []string {
+	opts := append([]string(nil), ApprovalOptions...)
+	if canAlways {
+		opts = append(opts, AlwaysAllow)
+	}
+	return opts
+}
+
 // DecisionOf returns the decision an answer to an approval question means:
-// one of ApprovalOptions, a decision's own name, or the option's number. ok
-// is false for anything else.
-func DecisionOf(answer string) (decision string, ok bool) {
+// one of its options (ApprovalOptionsFor), a decision's own name, or the
+// option's number. ok is false for anything else; AlwaysAllow is a
+// decision only of a question that offered it.
+func DecisionOf(options []string, answer string) (decision string, ok bool) {
 	a := strings.TrimSpace(answer)
-	for i, o := range ApprovalOptions {
+	for i, o := range ApprovalOptionsFor(true) {
 		if strings.EqualFold(a, o) || a == core.Decisions[i] || a == fmt.Sprint(i+1) {
+			if o == AlwaysAllow && !slices.Contains(options, AlwaysAllow) {
+				return "", false
+			}
 			return core.Decisions[i], true
 		}
 	}

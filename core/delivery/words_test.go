@@ -60,7 +60,7 @@ func TestDecisionOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.answer, func(t *testing.T) {
-			got, ok := delivery.DecisionOf(tt.answer)
+			got, ok := delivery.DecisionOf(delivery.ApprovalOptions, tt.answer)
 			if got != tt.want || ok != (tt.want != "") {
 				t.Errorf("DecisionOf(%q) = %q, %v; want %q, %v", tt.answer, got, ok, tt.want, tt.want != "")
 			}
@@ -71,12 +71,28 @@ func TestDecisionOf(t *testing.T) {
 // TestApprovalOptionsMatchDecisions holds the two lists to each other:
 // every option and every option's number decides its own decision.
 func TestApprovalOptionsMatchDecisions(t *testing.T) {
-	if len(delivery.ApprovalOptions) != len(core.Decisions) {
-		t.Fatalf("%d options for %d decisions", len(delivery.ApprovalOptions), len(core.Decisions))
+	all := delivery.ApprovalOptionsFor(true)
+	if len(all) != len(core.Decisions) || len(delivery.ApprovalOptionsFor(false)) != len(core.Decisions)-1 {
+		t.Fatalf("%d options for %d decisions", len(all), len(core.Decisions))
 	}
-	for i, o := range delivery.ApprovalOptions {
-		if got, ok := delivery.DecisionOf(o); !ok || got != core.Decisions[i] {
-			t.Errorf("DecisionOf(%q) = %q, %v; want %q", o, got, ok, core.Decisions[i])
+	for i, o := range all {
+		for _, answer := range []string{o, fmt.Sprint(i + 1)} {
+			if got, ok := delivery.DecisionOf(all, answer); !ok || got != core.Decisions[i] {
+				t.Errorf("DecisionOf(%q) = %q, %v; want %q", answer, got, ok, core.Decisions[i])
+			}
+		}
+	}
+}
+
+// TestAlwaysAllowOnlyWhereOffered: the fourth option decides only a
+// question that offered it, by name, number or decision.
+func TestAlwaysAllowOnlyWhereOffered(t *testing.T) {
+	for _, answer := range []string{"Always allow", "always ALLOW", "4", "approve_always"} {
+		if got, ok := delivery.DecisionOf(delivery.ApprovalOptionsFor(true), answer); !ok || got != core.DecisionApproveAlways {
+			t.Errorf("offered: DecisionOf(%q) = %q, %v", answer, got, ok)
+		}
+		if got, ok := delivery.DecisionOf(delivery.ApprovalOptionsFor(false), answer); ok {
+			t.Errorf("not offered: DecisionOf(%q) = %q", answer, got)
 		}
 	}
 }

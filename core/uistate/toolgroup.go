@@ -11,7 +11,8 @@ import (
 // started. Its output (EventToolOutput) and the people's decisions on its
 // approval (EventToolApproval) fill in the same item, so the timeline reads
 // a call, then its output, then what followed, however the reports
-// interleave. A repeated report changes nothing; a report about a call
+// interleave. A repeated report changes nothing but the command shown,
+// when it brings another (a running call the agent told more of); a report about a call
 // whose start is not in the state (the log lost it) starts the item then.
 
 func toolGroupID(callID string) string { return "tool:" + callID }
@@ -40,7 +41,11 @@ func (r *uiReducer) toolGroup(e core.Event) {
 	g := &it.UIToolGroup
 	switch e.Kind {
 	case core.EventToolCall:
-		return // known already
+		// Known already: a report again shows a new command, if any.
+		if c.Cmd == "" || c.Cmd == g.Cmd {
+			return
+		}
+		g.Cmd = c.Cmd
 	case core.EventToolOutput:
 		if g.ExitCode != nil || g.Stdout != "" || g.Stderr != "" {
 			return // the first output is kept

@@ -78,6 +78,20 @@ func TestReduceToolGroups(t *testing.T) {
 
 // TestReduceToolOutputWithoutCall: an output whose call is not in the
 // state (its event is gone from the log) still shows, as its own group.
+// TestReduceToolGroupShowsMore: a call reported again with another
+// command shows that command in its ToolGroup, where it started.
+func TestReduceToolGroupShowsMore(t *testing.T) {
+	s := uistate.ReduceAll(uistate.NewUIState(uiSess), []core.Event{
+		uiCall(1, core.EventToolCall, core.ToolCall{CallID: "a", Tool: "bash"}),
+		uiAssistant(2, "m1", "meanwhile"),
+		uiCall(3, core.EventToolCall, core.ToolCall{CallID: "a", Tool: "bash", Cmd: "ls -la"}),
+		uiCall(4, core.EventToolCall, core.ToolCall{CallID: "a", Tool: "bash"}),
+	})
+	if len(s.Items) != 2 || s.Items[0].ID != "tool:a" || s.Items[0].Cmd != "ls -la" {
+		t.Fatalf("items %+v", s.Items)
+	}
+}
+
 func TestReduceToolOutputWithoutCall(t *testing.T) {
 	s := uistate.ReduceAll(uistate.NewUIState(uiSess), []core.Event{
 		uiCall(1, core.EventToolOutput, core.ToolCall{CallID: "x", Tool: "grep", Stdout: "hit", ExitCode: intp(0)}),
@@ -106,12 +120,12 @@ func TestStateCmd(t *testing.T) {
 func TestDecisionOf(t *testing.T) {
 	for in, want := range map[string]string{"Approve": "approve", "deny and continue": "deny_continue", "3": "deny_abort",
 		"deny_abort": "deny_abort", " 1 ": "approve"} {
-		if got, ok := delivery.DecisionOf(in); !ok || got != want {
+		if got, ok := delivery.DecisionOf(delivery.ApprovalOptions, in); !ok || got != want {
 			t.Errorf("DecisionOf(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
 	for _, in := range []string{"", "yes", "4", "approve it"} {
-		if got, ok := delivery.DecisionOf(in); ok {
+		if got, ok := delivery.DecisionOf(delivery.ApprovalOptions, in); ok {
 			t.Errorf("DecisionOf(%q) = %q, want none", in, got)
 		}
 	}

@@ -29,7 +29,9 @@ import (
 //
 // "approvals" is the specification's: the decisions' kinds, in the order
 // they were made ["approve", "deny_continue", …], and nothing else, so a
-// client written against the specification reads it as such. Who decided,
+// client written against the specification reads it as such; parley adds
+// one kind, "approve_always" (the person chose Always allow, which the
+// agent offered: this call and those like it). Who decided,
 // from where and when is parley's extension beside it,
 // "approvals_detail": one object per entry of "approvals", in the same
 // order, {"decision", "actor"?, "origin"?, "ts"?}, left out while there is
@@ -59,7 +61,7 @@ func (g *UIToolGroup) equal(o *UIToolGroup) bool {
 // wire its Decision is an entry of a ToolGroup's "approvals" and the
 // whole of it the entry of "approvals_detail" at the same index.
 type UIApproval struct {
-	Decision string      `json:"decision"` // DecisionApprove, DecisionDenyContinue or DecisionDenyAbort
+	Decision string      `json:"decision"` // DecisionApprove, DecisionDenyContinue, DecisionDenyAbort or DecisionApproveAlways
 	Actor    core.Actor  `json:"actor,omitzero"`
 	Origin   core.Origin `json:"origin,omitempty"`
 	Time     time.Time   `json:"ts,omitzero"`

@@ -197,7 +197,7 @@ func event(m message) (channelEvent, bool) {
 	}
 	// Answers have core.MimeAnswer; parley stored them as text/plain
 	// before.
-	if _, ok := delivery.DecisionOf(m.Content); ok && (m.Mime == core.MimeAnswer || m.Mime == "text/plain") {
+	if _, ok := delivery.DecisionOf(delivery.ApprovalOptionsFor(false), m.Content); ok && (m.Mime == core.MimeAnswer || m.Mime == "text/plain") {
 		return channelEvent{}, false
 	}
 	meta := map[string]string{

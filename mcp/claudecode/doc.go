@@ -1,7 +1,11 @@
 // Package claudecode runs the Claude Code CLI headless, one long-lived
 // process per conversation, and speaks its stream-json protocol: user turns
 // in on stdin, events out on stdout, permission prompts and interrupts as
-// control requests.
+// control requests. Driver is parley's agent.Driver of kind "claude-code":
+// the orchestrator sees Claude Code only through package agent (driver.go
+// says how its events map: what people read of a tool call, why a turn
+// ended), and a Driver's conversations get parley's own MCP server, bound
+// to their session, as --mcp-config with its tools allowed.
 //
 // # One warm process per conversation
 //
@@ -77,12 +81,25 @@
 //
 // The environment is the base (os.Environ by default) without any CLAUDE*
 // variable (parley may itself run inside Claude Code, whose session
-// variables must not leak into the agents it runs), then Options.ExtraEnv
+// variables must not leak into the agents it runs) and without any
+// PARLEY_* one (parley's configuration: PARLEY_HTTP_TOKEN would open its
+// whole API to the agent, which gets its session's credential instead),
+// then Options.ExtraEnv
 // (the operator's own, CLAUDE* allowed), then the TMPDIR and the variable.
+//
+// # Parley's own tools
+//
+// A process started with an MCP configuration (Driver: agent.Tools) gets
+// it as a file in its own TMPDIR, written with mode 0600 before the
+// process starts (it holds the session's credential; on the command line
+// it would be readable by every user in /proc), passed as --mcp-config,
+// with --allowedTools mcp__parley so that those tools ask nobody. Both
+// options take several values, so they come before the others. 2.1.328
+// connects to the server before its first model request.
 //
 // # Problems
 //
-// Failures people can fix are *Problem values with a cause and a fix: a
+// Failures people can fix are *Problem values (agent.Problem) with a cause and a fix: a
 // command that is not installed or cannot run (from Start), credentials
 // the API refuses (Claude Code retries a 401 for minutes: the driver ends
 // the process at the first api_retry with status 401/403), no credentials

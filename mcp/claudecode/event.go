@@ -92,6 +92,10 @@ type Result struct {
 	SessionID string
 	// Errors are the result line's error messages, when it has any.
 	Errors []string
+	// StopReason is the model's last stop_reason (end_turn, tool_use,
+	// max_tokens, refusal, …), empty when the line has none. Omitted from
+	// JSON when empty, like Origin.
+	StopReason string `json:",omitempty"`
 	// Origin is what started a turn Claude Code ran on its own, not for a
 	// message sent with Send: "task-notification" when a resumed
 	// conversation reports a background command the previous process left

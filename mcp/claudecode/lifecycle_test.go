@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/mcp/claudecode/claudetest"
+	"github.com/parley-chat/parley/mcp/internal/agentproc"
 )
 
 // TestStopKillsGroup runs a Bash command that does not end and checks
@@ -36,14 +37,14 @@ func TestStopKillsGroup(t *testing.T) {
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if left := groupMembers(p.pgid); len(left) > 0 {
+	if left := agentproc.GroupMembers(p.pgid); len(left) > 0 {
 		t.Fatalf("left in the group after Stop: %v", left)
 	}
-	if left := marked(p.marker); len(left) > 0 {
+	if left := agentproc.Marked(p.marker); len(left) > 0 {
 		t.Fatalf("left after Stop: %v", left)
 	}
 	for _, pid := range sleeps {
-		if st, err := readStat(pid); err == nil && st.state != "Z" {
+		if agentproc.Live(pid) {
 			t.Errorf("sleep %d still runs", pid)
 		}
 	}
@@ -52,7 +53,7 @@ func TestStopKillsGroup(t *testing.T) {
 // commandsIn lists the processes carrying marker whose command line holds s.
 func commandsIn(marker string, s string) []int {
 	var out []int
-	for _, pid := range marked(marker) {
+	for _, pid := range agentproc.Marked(marker) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
 			out = append(out, pid)
@@ -95,12 +96,12 @@ func TestReapStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stranger.Process.Kill(); stranger.Wait() })
-	start, err := procStart(stranger.Process.Pid)
+	start, err := agentproc.ProcStart(stranger.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.runner.writePidfile("reused", pidRecord{PID: stranger.Process.Pid, Start: start + 1,
-		Marker: newMarker()}); err != nil {
+	if err := h.runner.writePidfile("reused", agentproc.Record{PID: stranger.Process.Pid, Start: start + 1,
+		Marker: agentproc.NewMarker(markerVar)}); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(h.opts.StateDir, "tmp", "orphan"), 0o700)
@@ -114,7 +115,7 @@ func TestReapStale(t *testing.T) {
 	orphanTmp := filepath.Join(h.opts.StateDir, "tmp", "orphaned")
 	os.MkdirAll(orphanTmp, 0o700)
 	orphan := exec.Command("tail", "-f", "/dev/null")
-	marker := newMarker()
+	marker := agentproc.NewMarker(markerVar)
 	orphan.Env = []string{"TMPDIR=" + orphanTmp, marker}
 	orphan.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := orphan.Start(); err != nil {
@@ -123,7 +124,7 @@ func TestReapStale(t *testing.T) {
 	orphanDone := make(chan struct{})
 	go func() { orphan.Wait(); close(orphanDone) }()
 	t.Cleanup(func() { orphan.Process.Kill(); <-orphanDone })
-	if err := h.runner.writePidfile("orphaned", pidRecord{PID: gone.Process.Pid, Start: 1, Marker: marker}); err != nil {
+	if err := h.runner.writePidfile("orphaned", agentproc.Record{PID: gone.Process.Pid, Start: 1, Marker: marker}); err != nil {
 		t.Fatal(err)
 	}
 

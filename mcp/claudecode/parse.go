@@ -26,6 +26,7 @@ type line struct {
 	Response        json.RawMessage `json:"response"`
 	IsError         bool            `json:"is_error"`
 	TerminalReason  string          `json:"terminal_reason"`
+	StopReason      *string         `json:"stop_reason"`
 	Result          string          `json:"result"`
 	Errors          []string        `json:"errors"`
 	Origin          *struct {
@@ -134,6 +135,9 @@ func (p *parser) parse(b []byte) (parsed, error) {
 			Text: l.Result, SessionID: l.SessionID, Errors: l.Errors}
 		if l.Origin != nil {
 			r.Origin = l.Origin.Kind
+		}
+		if l.StopReason != nil {
+			r.StopReason = *l.StopReason
 		}
 		out.events = append(out.events, r)
 	case "control_request":

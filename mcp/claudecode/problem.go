@@ -7,51 +7,42 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/parley-chat/parley/mcp/agent"
 )
 
 // ErrNoConversation is Start's error when resume was asked for a
 // conversation Claude Code has no transcript of: it was never started, or
 // its first turn was killed before Claude Code wrote it. The caller starts
-// it afresh with resume=false.
-var ErrNoConversation = errors.New("claudecode: Claude Code has no conversation by that id")
+// it afresh with resume=false. It is agent.ErrNoConversation, which the
+// orchestrator knows for every driver.
+var ErrNoConversation = agent.ErrNoConversation
 
 // Problem is a failure people can act on: what went wrong and what fixes
-// it, in words for the people of a session (parley posts them as they are).
-type Problem struct {
-	// Cause says what went wrong: `the agent command "claude" is not
-	// installed (not found on PATH)`.
-	Cause string
-	// Fix says what to do about it.
-	Fix string
-	// Err is the underlying error, when there is one.
-	Err error
-}
+// it, in words for the people of a session. It is agent.Problem, which the
+// orchestrator posts as it is, whatever the driver.
+type Problem = agent.Problem
 
-func (p *Problem) Error() string {
-	s := "claudecode: " + p.Cause
-	if p.Err != nil {
-		s += ": " + p.Err.Error()
-	}
-	return s
-}
-
-func (p *Problem) Unwrap() error { return p.Err }
-
-const fixCommand = "install Claude Code: npm install -g @anthropic-ai/claude-code, or set [agent] command (PARLEY_AGENT_COMMAND)"
+// defaultCommandKey is where [agent]'s command is set: Options.CommandKey's
+// default.
+const defaultCommandKey = "[agent] command (PARLEY_AGENT_COMMAND)"
 
 // startProblem turns an error of exec.Cmd.Start into a Problem when it is
-// one people can fix.
-func startProblem(command string, err error) error {
+// one people can fix: its Fix names key, where the command is set.
+func startProblem(command, key string, err error) error {
+	if key == "" {
+		key = defaultCommandKey
+	}
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		return &Problem{
 			Cause: fmt.Sprintf("the agent command %q is not installed (not found on PATH)", command),
-			Fix:   fixCommand, Err: err,
+			Fix:   "install Claude Code: npm install -g @anthropic-ai/claude-code, or set " + key, Err: err,
 		}
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
 		return &Problem{
 			Cause: fmt.Sprintf("the agent command %q cannot be run", command),
-			Fix:   "make it an executable Claude Code binary, or set [agent] command (PARLEY_AGENT_COMMAND)",
+			Fix:   "make it an executable Claude Code binary, or set " + key,
 			Err:   err,
 		}
 	}

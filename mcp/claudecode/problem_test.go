@@ -56,14 +56,19 @@ func TestNotLoggedIn(t *testing.T) {
 	}
 }
 
+// TestMissingCommand: a missing command is a Problem whose fix names
+// where the command is set: [agent]'s by default, else CommandKey.
 func TestMissingCommand(t *testing.T) {
 	for _, cmd := range []string{"parley-no-such-claude", filepath.Join(t.TempDir(), "claude")} {
-		r := NewRunner(Options{Command: cmd, StateDir: t.TempDir()})
-		_, err := r.Start(t.Context(), "s", newUUID(), false)
-		var pr *Problem
-		if !errors.As(err, &pr) || !strings.Contains(pr.Cause, "is not installed") || !strings.Contains(pr.Cause, cmd) ||
-			!strings.Contains(pr.Fix, "PARLEY_AGENT_COMMAND") {
-			t.Fatalf("%s: %v", cmd, err)
+		for key, want := range map[string]string{"": "set [agent] command (PARLEY_AGENT_COMMAND)",
+			"[agents.cc] command (PARLEY_AGENTS_CC_COMMAND)": "set [agents.cc] command (PARLEY_AGENTS_CC_COMMAND)"} {
+			r := NewRunner(Options{Command: cmd, CommandKey: key, StateDir: t.TempDir()})
+			_, err := r.Start(t.Context(), "s", newUUID(), false)
+			var pr *Problem
+			if !errors.As(err, &pr) || !strings.Contains(pr.Cause, "is not installed") || !strings.Contains(pr.Cause, cmd) ||
+				!strings.HasSuffix(pr.Fix, want) {
+				t.Fatalf("%s, key %q: %v", cmd, key, err)
+			}
 		}
 	}
 }

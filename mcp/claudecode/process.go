@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/parley-chat/parley/mcp/internal/agentproc"
 )
 
 const (
@@ -34,6 +37,9 @@ type Process struct {
 	conversation string
 	tmpdir       string
 	marker       string
+	// mcpConfig is written to mcpConfigPath before the process starts
+	// (nil: none).
+	mcpConfig []byte
 
 	cmd    *exec.Cmd
 	stdin  *os.File
@@ -41,7 +47,7 @@ type Process struct {
 	pgid   int
 
 	events   chan Event
-	queue    eventQueue
+	queue    *agentproc.Queue[Event]
 	done     chan struct{}
 	stopping chan struct{}
 	stopOnce sync.Once
@@ -63,9 +69,9 @@ type Process struct {
 
 func newProcess(r *Runner, key, conversation string) *Process {
 	return &Process{
-		r: r, key: key, conversation: conversation, tmpdir: r.tmpdir(key), marker: newMarker(),
+		r: r, key: key, conversation: conversation, tmpdir: r.tmpdir(key), marker: agentproc.NewMarker(markerVar),
 		events:   make(chan Event),
-		queue:    eventQueue{ready: make(chan struct{}, 1)},
+		queue:    agentproc.NewQueue[Event](),
 		done:     make(chan struct{}),
 		stopping: make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -80,6 +86,14 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 	}
 	if err := os.MkdirAll(p.tmpdir, 0o700); err != nil {
 		return fmt.Errorf("claudecode: tmpdir: %w", err)
+	}
+	if p.mcpConfig != nil {
+		// It holds the session's credential: readable by this user only,
+		// in a directory only this user can enter, gone with the TMPDIR.
+		if err := os.WriteFile(p.mcpConfigPath(), p.mcpConfig, 0o600); err != nil {
+			os.RemoveAll(p.tmpdir)
+			return fmt.Errorf("claudecode: MCP configuration: %w", err)
+		}
 	}
 	cmd.Env = env
 	// Own pipes rather than exec's: stdout must be closable from this side
@@ -104,19 +118,19 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 		inW.Close()
 		outR.Close()
 		os.RemoveAll(p.tmpdir)
-		return startProblem(p.r.opts.Command, err)
+		return startProblem(p.r.opts.Command, p.r.opts.CommandKey, err)
 	}
 	p.cmd, p.stdin, p.stdout, p.pgid = cmd, inW, outR, cmd.Process.Pid
 	// The pidfile is written before wait runs: until then the process,
 	// even one that exited at once, is an unreaped zombie with a start
 	// time, and wait's removal cannot come before the write.
-	start, err := procStart(p.pgid)
+	start, err := agentproc.ProcStart(p.pgid)
 	if err == nil {
-		err = p.r.writePidfile(p.key, pidRecord{PID: p.pgid, Start: start, Conversation: p.conversation, Marker: p.marker})
+		err = p.r.writePidfile(p.key, agentproc.Record{PID: p.pgid, Start: start, Conversation: p.conversation, Marker: p.marker})
 	}
 	go p.read()
 	go p.wait()
-	go p.forward()
+	go p.queue.Forward(p.events, p.stopping)
 	if err != nil {
 		// Without a pidfile a crash of parley would leave it unfound.
 		p.Stop()
@@ -124,6 +138,15 @@ func (p *Process) start(cmd *exec.Cmd, env []string) error {
 	}
 	p.r.log.Info("claudecode: started", "key", p.key, "pid", p.pgid, "conversation", p.conversation)
 	return nil
+}
+
+// mcpConfigPath is where the process's MCP configuration is, "" without
+// one.
+func (p *Process) mcpConfigPath() string {
+	if p.mcpConfig == nil {
+		return ""
+	}
+	return filepath.Join(p.tmpdir, "parley-mcp.json")
 }
 
 // Stop ends the process: it closes stdin, sends SIGTERM to the whole
@@ -138,11 +161,11 @@ func (p *Process) Stop() error {
 		close(p.stopping)
 		// Not under wmu: closing unblocks a write stuck on a full pipe.
 		p.stdin.Close()
-		signalGroup(p.pgid, syscall.SIGTERM)
+		agentproc.SignalGroup(p.pgid, syscall.SIGTERM)
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):
-			signalGroup(p.pgid, syscall.SIGKILL)
+			agentproc.SignalGroup(p.pgid, syscall.SIGKILL)
 		}
 	})
 	<-p.done
@@ -152,12 +175,12 @@ func (p *Process) Stop() error {
 // kill ends the process for a reason of its own (a Problem); Err reports
 // the reason.
 func (p *Process) kill() {
-	signalGroup(p.pgid, syscall.SIGTERM)
+	agentproc.SignalGroup(p.pgid, syscall.SIGTERM)
 	go func() {
 		select {
 		case <-p.done:
 		case <-time.After(stopGrace):
-			signalGroup(p.pgid, syscall.SIGKILL)
+			agentproc.SignalGroup(p.pgid, syscall.SIGKILL)
 		}
 	}()
 }
@@ -188,14 +211,14 @@ func (p *Process) exitErr() error {
 // of its group while the zombie still holds the group id (so the kill
 // cannot reach a stranger), and what it started elsewhere.
 func (p *Process) wait() {
-	waitExited(p.pgid)
-	signalGroup(p.pgid, syscall.SIGKILL)
+	agentproc.WaitExited(p.pgid)
+	agentproc.SignalGroup(p.pgid, syscall.SIGKILL)
 	// Its Bash commands run in sessions of their own: find them by marker.
 	for range 3 {
-		if len(marked(p.marker)) == 0 {
+		if len(agentproc.Marked(p.marker)) == 0 {
 			break
 		}
-		signalMarked(p.marker, syscall.SIGKILL)
+		agentproc.SignalMarked(p.marker, syscall.SIGKILL)
 	}
 	if p.stdout != nil {
 		select {
@@ -235,16 +258,15 @@ func (p *Process) wait() {
 	p.r.forget(p)
 	p.r.log.Info("claudecode: exited", "key", p.key, "pid", p.pgid, "err", err)
 	// Closed only now, so a consumer that ranges over Events finds Err set.
-	p.queue.close()
+	p.queue.Close()
 	close(p.done)
 }
 
 // removeFiles removes the pidfile and the TMPDIR, unless the pidfile is no
 // longer this process's: then a successor on the key owns both.
 func (p *Process) removeFiles() {
-	b, err := os.ReadFile(p.r.pidfile(p.key))
-	var rec pidRecord
-	if err == nil && (json.Unmarshal(b, &rec) != nil || rec.Marker != p.marker) {
+	rec, err := agentproc.ReadPidfile(p.r.pidfile(p.key))
+	if errors.Is(err, agentproc.ErrBadPidfile) || err == nil && rec.Marker != p.marker {
 		return
 	}
 	os.Remove(p.r.pidfile(p.key))

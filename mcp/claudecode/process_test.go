@@ -279,10 +279,14 @@ func TestResumeUnknown(t *testing.T) {
 	h.start(t, "s", newUUID(), false)
 }
 
+// TestEnvStripsClaudeVariables: the agent gets neither the variables of a
+// Claude Code parley runs in nor parley's own configuration (its [http]
+// token would open the whole API to it); the operator's [agent] env is
+// given as written.
 func TestEnvStripsClaudeVariables(t *testing.T) {
 	r := NewRunner(Options{
 		Env: []string{"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "TMPDIR=/tmp", "HOME=/h",
-			markerVar + "=inherited"},
+			markerVar + "=inherited", "PARLEY_HTTP_TOKEN=s3cret", "PARLEY_CONFIG=/etc/parley.toml"},
 		ExtraEnv: []string{"CLAUDE_CODE_USE_BEDROCK=1", "TMPDIR=/elsewhere", markerVar + "=set"},
 		StateDir: "/state",
 	})

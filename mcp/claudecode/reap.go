@@ -1,15 +1,14 @@
 package claudecode
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/parley-chat/parley/mcp/internal/agentproc"
 )
 
 // ReapStale stops the process groups a previous run left behind: for every
@@ -65,33 +64,18 @@ func (r *Runner) ReapStale() (int, error) {
 }
 
 func (r *Runner) reap(pidfile, key string) (bool, error) {
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		return false, fmt.Errorf("claudecode: reap %s: %w", key, err)
-	}
-	var rec pidRecord
-	if err := json.Unmarshal(b, &rec); err != nil || rec.PID <= 1 {
+	rec, err := agentproc.ReadPidfile(pidfile)
+	if errors.Is(err, agentproc.ErrBadPidfile) {
 		r.log.Warn("claudecode: removing an unreadable pidfile", "file", pidfile)
 		return false, os.Remove(pidfile)
 	}
+	if err != nil {
+		return false, fmt.Errorf("claudecode: reap %s: %w", key, err)
+	}
 	tmpdir := r.tmpdir(key)
-	stopped := false
-	if groupIsOurs(rec) || len(marked(rec.Marker)) > 0 {
-		r.log.Info("claudecode: stopping a process left by a previous run", "key", key, "pid", rec.PID)
-		// The group is verified, so signalling it as a whole is safe; the
-		// marked processes are signalled one by one.
-		if groupIsOurs(rec) {
-			signalGroup(rec.PID, syscall.SIGTERM)
-		}
-		signalMarked(rec.Marker, syscall.SIGTERM)
-		if !waitGone(rec, stopGrace) {
-			if groupIsOurs(rec) {
-				signalGroup(rec.PID, syscall.SIGKILL)
-			}
-			signalMarked(rec.Marker, syscall.SIGKILL)
-			waitGone(rec, stopGrace)
-		}
-		stopped = true
+	stopped := agentproc.StopLeftover(rec, stopGrace)
+	if stopped {
+		r.log.Info("claudecode: stopped a process left by a previous run", "key", key, "pid", rec.PID)
 	}
 	if err := os.Remove(pidfile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return stopped, fmt.Errorf("claudecode: reap %s: %w", key, err)
@@ -100,37 +84,4 @@ func (r *Runner) reap(pidfile, key string) (bool, error) {
 		return stopped, fmt.Errorf("claudecode: reap %s: %w", key, err)
 	}
 	return stopped, nil
-}
-
-// groupIsOurs says whether process group rec.PID has a live member that is
-// the recorded process or carries its marker. A group id cannot be given
-// to a new process while a member lives, so one recognised member makes the
-// whole group ours.
-func groupIsOurs(rec pidRecord) bool {
-	for _, pid := range groupMembers(rec.PID) {
-		if pid == rec.PID {
-			if start, err := procStart(pid); err == nil && start == rec.Start {
-				return true
-			}
-			continue
-		}
-		if hasMarker(pid, rec.Marker) {
-			return true
-		}
-	}
-	return false
-}
-
-// waitGone waits until neither rec's group nor a marked process is left.
-func waitGone(rec pidRecord, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if !groupIsOurs(rec) && len(marked(rec.Marker)) == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

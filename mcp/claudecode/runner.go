@@ -2,9 +2,6 @@ package claudecode
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/parley-chat/parley/mcp/internal/agentproc"
 )
 
 // Options configure a Runner.
@@ -25,9 +24,15 @@ type Options struct {
 	Args []string
 	// Workdir is the process's working directory; empty: parley's own.
 	Workdir string
+	// CommandKey is where people set Command, for the Problem of a
+	// missing one ("[agents.cc] command (PARLEY_AGENTS_CC_COMMAND)");
+	// default: [agent]'s.
+	CommandKey string
 	// Env is the base environment (nil: os.Environ()). Every CLAUDE*
 	// variable is stripped from it: parley running inside Claude Code must
-	// not hand its own session's settings to the agents it runs.
+	// not hand its own session's settings to the agents it runs; so is
+	// every PARLEY_* variable, parley's own configuration (its [http]
+	// token among them).
 	Env []string
 	// ExtraEnv is appended after stripping ([agent] env): the operator's
 	// own settings, CLAUDE* allowed here.
@@ -82,6 +87,13 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 // leaves none: start it afresh with resume=false); a *Problem when the command cannot run or
 // cannot log in; ctx's error when ctx ended first (the process is stopped).
 func (r *Runner) Start(ctx context.Context, key, conversation string, resume bool) (*Process, error) {
+	return r.start(ctx, key, conversation, resume, nil)
+}
+
+// start is Start with an MCP configuration for the process (--mcp-config,
+// see Driver): written into the process's own TMPDIR, mode 0600, before it
+// starts; nil for none.
+func (r *Runner) start(ctx context.Context, key, conversation string, resume bool, mcpConfig []byte) (*Process, error) {
 	if !keyPattern.MatchString(key) {
 		return nil, fmt.Errorf("claudecode: key %q is not a file-name-safe id", key)
 	}
@@ -91,8 +103,11 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 	if r.opts.StateDir == "" {
 		return nil, errors.New("claudecode: no StateDir")
 	}
-	if err := supported(); err != nil {
-		return nil, err
+	if !agentproc.Supported() {
+		return nil, &Problem{
+			Cause: "parley runs Claude Code only on Linux",
+			Fix:   "run parley on Linux, or run Claude Code yourself with parley as its channel (parley mcp --channel)",
+		}
 	}
 	if err := checkWorkdir(r.opts.Workdir); err != nil {
 		return nil, err
@@ -103,6 +118,7 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 		return nil, fmt.Errorf("claudecode: a process for %s is already running", key)
 	}
 	p := newProcess(r, key, conversation)
+	p.mcpConfig = mcpConfig
 	r.live[key] = p
 	r.mu.Unlock()
 
@@ -115,7 +131,7 @@ func (r *Runner) Start(ctx context.Context, key, conversation string, resume boo
 		}
 	}
 
-	if err := p.start(r.command(conversation, resume), r.env(p.tmpdir, p.marker)); err != nil {
+	if err := p.start(r.command(conversation, resume, p.mcpConfigPath()), r.env(p.tmpdir, p.marker)); err != nil {
 		r.forget(p)
 		return nil, err
 	}
@@ -142,9 +158,16 @@ func (r *Runner) forget(p *Process) {
 	}
 }
 
-func (r *Runner) command(conversation string, resume bool) *exec.Cmd {
+// command is the process's command line. mcpConfig, when set, is the file
+// of parley's own MCP server, whose tools are allowed without a prompt.
+// Both options take several values, so they come before the single-valued
+// ones: a value after them is never taken for theirs.
+func (r *Runner) command(conversation string, resume bool, mcpConfig string) *exec.Cmd {
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
 		"--verbose", "--include-partial-messages"}
+	if mcpConfig != "" {
+		args = append(args, "--mcp-config", mcpConfig, "--allowedTools", "mcp__"+toolsServer)
+	}
 	if r.opts.AskPermissions {
 		args = append(args, "--permission-prompt-tool", "stdio")
 	}
@@ -156,13 +179,13 @@ func (r *Runner) command(conversation string, resume bool) *exec.Cmd {
 	args = append(args, r.opts.Args...)
 	cmd := exec.Command(r.opts.Command, args...)
 	cmd.Dir = r.opts.Workdir
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = agentproc.SysProcAttr()
 	return cmd
 }
 
-// env builds the process's environment: the base without CLAUDE* (and
-// without TMPDIR), ExtraEnv, and its own TMPDIR and marker last so nothing
-// overrides them.
+// env builds the process's environment: the base without CLAUDE* and
+// PARLEY_* (and without TMPDIR), ExtraEnv, and its own TMPDIR and marker
+// last so nothing overrides them.
 func (r *Runner) env(tmpdir, marker string) []string {
 	base := r.opts.Env
 	if base == nil {
@@ -170,7 +193,10 @@ func (r *Runner) env(tmpdir, marker string) []string {
 	}
 	env := make([]string, 0, len(base)+len(r.opts.ExtraEnv)+1)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, "CLAUDE") || strings.HasPrefix(kv, "TMPDIR=") || strings.HasPrefix(kv, markerVar+"=") {
+		// parley's own variables configure parley: PARLEY_HTTP_TOKEN
+		// would open its whole API to the agent, which gets its
+		// session's credential instead (agent.Tools).
+		if strings.HasPrefix(kv, "CLAUDE") || strings.HasPrefix(kv, "PARLEY_") || strings.HasPrefix(kv, "TMPDIR=") {
 			continue
 		}
 		env = append(env, kv)
@@ -186,40 +212,12 @@ func (r *Runner) env(tmpdir, marker string) []string {
 func (r *Runner) tmpdir(key string) string  { return filepath.Join(r.opts.StateDir, "tmp", key) }
 func (r *Runner) pidfile(key string) string { return filepath.Join(r.opts.StateDir, key+".pid") }
 
-// pidRecord is a pidfile's content: enough to recognise the process later
-// even when its pid was given to another process meanwhile.
-type pidRecord struct {
-	PID          int    `json:"pid"`
-	Start        uint64 `json:"start"` // field 22 of /proc/PID/stat
-	Conversation string `json:"conversation"`
-	// Marker is the markerVar=id entry of the process's environment.
-	Marker string `json:"marker"`
-}
-
-// markerVar names the variable each process gets a random value of; every
-// process it starts inherits it, which is how they are found (see
-// hasMarker). Unlike TMPDIR it is unique per process, not per key, so a
-// process stopping never touches its successor on the same key.
+// markerVar names the variable each process gets a random value of
+// (agentproc.NewMarker); every process it starts inherits it, which is how
+// they are found. Unlike TMPDIR it is unique per process, not per key, so
+// a process stopping never touches its successor on the same key.
 const markerVar = "PARLEY_CLAUDECODE_RUN"
 
-func newMarker() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return markerVar + "=" + hex.EncodeToString(b[:])
-}
-
-func (r *Runner) writePidfile(key string, rec pidRecord) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("claudecode: pidfile: %w", err)
-	}
-	path := r.pidfile(key)
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("claudecode: pidfile: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("claudecode: pidfile: %w", err)
-	}
-	return nil
+func (r *Runner) writePidfile(key string, rec agentproc.Record) error {
+	return agentproc.WritePidfile(r.pidfile(key), rec)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"sync"
 )
 
 // read turns stdout into events until it closes.
@@ -72,7 +71,7 @@ func (p *Process) handle(got parsed) {
 				"error": "parley does not handle " + got.request.Subtype},
 		})
 	}
-	p.queue.push(got.events...)
+	p.queue.Push(got.events...)
 }
 
 // stderrTail keeps the end of stderr for exit errors and logs each chunk.
@@ -87,77 +86,4 @@ func (s *stderrTail) Write(b []byte) (int, error) {
 	}
 	s.p.mu.Unlock()
 	return len(b), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// eventQueue holds parsed events until the consumer takes them, so the
-// reader of stdout never waits for the consumer.
-type eventQueue struct {
-	mu     sync.Mutex
-	items  []Event
-	closed bool
-	ready  chan struct{} // a token when items or closed changed
-}
-
-func (q *eventQueue) push(events ...Event) {
-	if len(events) == 0 {
-		return
-	}
-	q.mu.Lock()
-	q.items = append(q.items, events...)
-	q.mu.Unlock()
-	q.wake()
-}
-
-func (q *eventQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.wake()
-}
-
-func (q *eventQueue) wake() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take returns the queued events, or waits for some; closed is true when
-// no more will come.
-func (q *eventQueue) take() (events []Event, closed bool) {
-	for {
-		q.mu.Lock()
-		events, closed = q.items, q.closed
-		q.items = nil
-		q.mu.Unlock()
-		if len(events) > 0 || closed {
-			return events, closed
-		}
-		<-q.ready
-	}
-}
-
-// forward hands queued events to Events in order and closes it at the end.
-func (p *Process) forward() {
-	defer close(p.events)
-	for {
-		events, closed := p.queue.take()
-		for _, e := range events {
-			select {
-			case p.events <- e:
-			case <-p.stopping:
-				return
-			}
-		}
-		if closed && len(events) == 0 {
-			return
-		}
-	}
 }

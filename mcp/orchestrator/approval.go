@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/parley-chat/parley/core"
-	"github.com/parley-chat/parley/mcp/claudecode"
+	"github.com/parley-chat/parley/mcp/agent"
 )
 
 // What the model reads when a call is not run.
@@ -21,6 +21,28 @@ const (
 	deniedFailed   = "The approval could not be asked; the call was not run."
 )
 
+// allowedByConfig is the ground of a call allowed under AllowPermissions,
+// as people read it: "approved by parley (permissions = "allow")".
+const allowedByConfig = `permissions = "allow"`
+
+// allowed records in call id's ToolGroup that it was approved without
+// asking people, on ground by (ui.tool_call's approved_by, which only
+// parley's own client may give): the call as shown, with the command
+// asked about.
+func (w *worker) allowed(ctx context.Context, id, tool, cmd, by string) {
+	if tool == "" {
+		tool = "tool"
+	}
+	if c, ok := w.turn.calls[id]; ok {
+		tool = c.tool
+		if cmd == "" {
+			cmd = c.cmd
+		}
+	}
+	w.turn.calls[id] = shownCall{tool: tool, cmd: cmd}
+	w.post(ctx, "ui.tool_call", map[string]any{"call_id": id, "tool": tool, "cmd": cmd, "approved_by": by})
+}
+
 // decision is the outcome of one ui.request_approval.
 type decision struct {
 	requestID string
@@ -31,22 +53,32 @@ type decision struct {
 // ask puts a permission request to the session's people with
 // ui.request_approval, in its own goroutine (it waits for them); the
 // worker answers the agent when the decision arrives.
-func (w *worker) ask(ctx context.Context, pr claudecode.PermissionRequest) {
+func (w *worker) ask(ctx context.Context, pr agent.PermissionRequest) {
 	t := w.turn
-	if !w.o.opts.AskPermissions || t.interrupted {
-		w.answer(pr.RequestID, claudecode.Decision{Message: deniedNoAsk})
-		return
-	}
 	callID := pr.ToolUseID
 	if callID == "" {
 		callID = "permission-" + pr.RequestID
 	}
+	if w.agent != nil && !w.agent.AskPermissions && w.agent.AllowPermissions && !t.interrupted {
+		// Recorded before the agent is answered: a call that runs is
+		// never one the ToolGroup does not say was allowed.
+		w.allowed(ctx, callID, pr.ToolName, pr.Show, allowedByConfig)
+		w.answer(pr.RequestID, agent.Decision{Allow: true})
+		return
+	}
+	if w.agent == nil || !w.agent.AskPermissions || t.interrupted {
+		w.answer(pr.RequestID, agent.Decision{Message: deniedNoAsk})
+		return
+	}
 	actx, cancel := context.WithCancel(ctx)
 	t.approvals[pr.RequestID] = cancel
-	args := map[string]any{"call_id": callID, "tool": pr.ToolName, "cmd": toolCmd(pr.ToolName, pr.Input),
+	args := map[string]any{"call_id": callID, "tool": pr.ToolName, "cmd": pr.Show,
 		"reason": pr.Description, "timeout_s": w.o.opts.ApprovalTimeout.Seconds(), "session_id": w.id}
 	if in := approvalInput(pr.Input); in != nil {
 		args["input"] = in
+	}
+	if pr.CanAlways {
+		args["always"] = true
 	}
 	go func() {
 		var res struct {
@@ -81,7 +113,9 @@ func approvalInput(input json.RawMessage) json.RawMessage {
 	return json.RawMessage(`{"sha256":"` + hex.EncodeToString(sum[:]) + `"}`)
 }
 
-// onDecision answers the agent: approve allows; deny_continue denies with a
+// onDecision answers the agent: approve allows; approve_always (offered
+// where the agent can remember it) allows and asks the agent to allow
+// calls like it from now on; deny_continue denies with a
 // message the model reads; deny_abort denies and ends the turn; a timeout
 // (the question withdrawn by ui.request_approval) denies; a failure denies
 // and ends the turn. Never an approval but the people's.
@@ -107,19 +141,23 @@ func (w *worker) onDecision(ctx context.Context, d decision) {
 	}
 	cancel()
 	delete(t.approvals, d.requestID)
-	var dec claudecode.Decision
+	var dec agent.Decision
 	switch {
 	case d.err != nil:
 		w.log.Warn("asking for an approval failed; denying the call", "err", d.err)
-		dec = claudecode.Decision{Message: deniedFailed, Interrupt: true}
+		dec = agent.Decision{Message: deniedFailed, Interrupt: true}
 	case d.decision == core.DecisionApprove:
-		dec = claudecode.Decision{Allow: true}
+		dec = agent.Decision{Allow: true}
+	case d.decision == core.DecisionApproveAlways:
+		dec = agent.Decision{Allow: true, Always: true}
 	case d.decision == core.DecisionDenyContinue:
-		dec = claudecode.Decision{Message: deniedContinue}
+		dec = agent.Decision{Message: deniedContinue}
+		t.deniedGoOn, t.atDenial = true, t.answer()
 	case d.decision == core.DecisionDenyAbort:
-		dec = claudecode.Decision{Message: deniedAbort, Interrupt: true}
+		dec = agent.Decision{Message: deniedAbort, Interrupt: true}
+		t.deniedAbort = true
 	default: // "timeout", or anything unknown
-		dec = claudecode.Decision{Message: deniedTimeout}
+		dec = agent.Decision{Message: deniedTimeout}
 	}
 	w.answer(d.requestID, dec)
 	if dec.Interrupt {
@@ -129,7 +167,7 @@ func (w *worker) onDecision(ctx context.Context, d decision) {
 	w.armDeadline()
 }
 
-func (w *worker) answer(requestID string, d claudecode.Decision) {
+func (w *worker) answer(requestID string, d agent.Decision) {
 	if w.proc == nil {
 		return
 	}

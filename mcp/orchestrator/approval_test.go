@@ -182,7 +182,7 @@ func TestPermissionsNotAsked(t *testing.T) {
 		st := newStack(t, t.TempDir())
 		id := st.create()
 		fc := newFakeClaude(func(ft *fakeTurn) { ft.Bash("toolu_1", "touch f", true, "") })
-		startOrchestrator(t, st, fc, func(o *Options) { o.AskPermissions = false })
+		startOrchestrator(t, st, fc, func(o *Options) { o.Agents = claudeAgent(fc, false) })
 		st.say(id, ann, "make f")
 		settle(time.Second)
 		d := fc.procsOf(string(id))[0].decided()

@@ -25,7 +25,7 @@ func BenchmarkFirstOutput(b *testing.B) {
 	st := newStackOn(b, b.TempDir(), l)
 	id := st.create()
 	fc := newFakeClaude(func(ft *fakeTurn) { ft.Say("an answer") })
-	o, err := New(Options{Endpoint: "http://" + l.Addr().String() + "/mcp", Start: fc.Start, Logger: testLogger()})
+	o, err := New(Options{Endpoint: "http://" + l.Addr().String() + "/mcp", Agents: claudeAgent(fc, true), Logger: testLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-chat/parley/mcp/agent"
 	"github.com/parley-chat/parley/mcp/claudecode"
 )
 
@@ -55,7 +57,20 @@ func newFakeClaude(model func(t *fakeTurn)) *fakeClaude {
 	return &fakeClaude{model: model, turns: map[string][]string{}, background: map[string]bool{}}
 }
 
-func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume bool) (Conversation, error) {
+var (
+	_ agent.Driver = (*fakeClaude)(nil)
+	_ agent.Namer  = (*fakeClaude)(nil)
+)
+
+// NewConversation names conversations as Claude Code's driver does.
+func (f *fakeClaude) NewConversation() string { return newUUID() }
+
+// Start starts the conversation req names, as claudecode's Driver does.
+func (f *fakeClaude) Start(ctx context.Context, req agent.StartRequest) (agent.Conversation, error) {
+	return f.start(ctx, req.Session, req.Conversation, req.Resume)
+}
+
+func (f *fakeClaude) start(ctx context.Context, key, conversation string, resume bool) (agent.Conversation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.starts = append(f.starts, fakeStart{key: key, conversation: conversation, resume: resume})
@@ -69,9 +84,9 @@ func (f *fakeClaude) Start(ctx context.Context, key, conversation string, resume
 	case !resume && exists:
 		return nil, fmt.Errorf("session ID %s is already in use", conversation)
 	}
-	p := &fakeProc{f: f, conv: conversation, key: key, events: make(chan claudecode.Event),
+	p := &fakeProc{f: f, conv: conversation, key: key, events: make(chan agent.Event),
 		sends: make(chan handed, 8), interrupts: make(chan struct{}, 1), kill: make(chan struct{}),
-		done: make(chan struct{}), answers: map[string]chan claudecode.Decision{},
+		done: make(chan struct{}), answers: map[string]chan agent.Decision{},
 		notify: resume && f.background[conversation]}
 	delete(f.background, conversation)
 	f.procs = append(f.procs, p)
@@ -128,7 +143,7 @@ func (f *fakeClaude) sent(key string) []string {
 type fakeProc struct {
 	f          *fakeClaude
 	conv, key  string
-	events     chan claudecode.Event
+	events     chan agent.Event
 	sends      chan handed
 	interrupts chan struct{}
 	kill       chan struct{}
@@ -140,13 +155,15 @@ type fakeProc struct {
 
 	mu        sync.Mutex
 	got       []string
-	answers   map[string]chan claudecode.Decision
-	decisions []claudecode.Decision
+	answers   map[string]chan agent.Decision
+	decisions []agent.Decision
 	err       error
 	stopped   bool
 }
 
-var _ Conversation = (*fakeProc)(nil)
+var _ agent.Conversation = (*fakeProc)(nil)
+
+func (p *fakeProc) ID() string { return p.conv }
 
 // handed is a turn handed to a process: its text and the model to play it.
 type handed struct {
@@ -169,9 +186,9 @@ func (p *fakeProc) Send(ctx context.Context, text string) error {
 	}
 }
 
-func (p *fakeProc) Events() <-chan claudecode.Event { return p.events }
+func (p *fakeProc) Events() <-chan agent.Event { return p.events }
 
-func (p *fakeProc) Answer(id string, d claudecode.Decision) error {
+func (p *fakeProc) Answer(id string, d agent.Decision) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ch, ok := p.answers[id]
@@ -230,18 +247,18 @@ func (p *fakeProc) wasStopped() bool {
 	return p.stopped
 }
 
-func (p *fakeProc) decided() []claudecode.Decision {
+func (p *fakeProc) decided() []agent.Decision {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]claudecode.Decision(nil), p.decisions...)
+	return append([]agent.Decision(nil), p.decisions...)
 }
 
 func (p *fakeProc) run() {
 	defer close(p.events)
 	defer close(p.done)
 	if p.notify {
-		for _, ev := range []claudecode.Event{claudecode.Init{SessionID: p.conv, Model: "claude-test"},
-			claudecode.Result{Subtype: "success", SessionID: p.conv, Origin: "task-notification"}} {
+		for _, ev := range []agent.Event{agent.Init{Conversation: p.conv, Model: "claude-test"},
+			agent.Result{Stop: agent.StopEndTurn, Origin: "task-notification"}} {
 			select {
 			case p.events <- ev:
 			case <-p.kill:
@@ -270,7 +287,7 @@ func (p *fakeProc) turn(h handed) bool {
 	default:
 	}
 	t := &fakeTurn{p: p, Text: text}
-	if !t.emit(claudecode.Init{SessionID: p.conv, Model: "claude-test"}) {
+	if !t.emit(agent.Init{Conversation: p.conv, Model: "claude-test"}) {
 		return !t.killed
 	}
 	p.f.mu.Lock()
@@ -284,7 +301,7 @@ func (p *fakeProc) turn(h handed) bool {
 		return false
 	}
 	if !t.ended {
-		t.end(claudecode.Result{Subtype: "success", TerminalReason: "completed", Text: t.last, SessionID: p.conv})
+		t.end(agent.Result{Stop: agent.StopEndTurn, Text: t.last})
 	}
 	return !t.killed
 }
@@ -300,13 +317,13 @@ type fakeTurn struct {
 }
 
 // emit sends ev unless the turn was interrupted or the process killed.
-func (t *fakeTurn) emit(ev claudecode.Event) bool {
+func (t *fakeTurn) emit(ev agent.Event) bool {
 	if t.ended || t.killed {
 		return false
 	}
 	select {
 	case <-t.p.interrupts:
-		t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
+		t.end(agent.Result{Stop: agent.StopCancelled, Errors: []string{"error_during_execution"}})
 		return false
 	default:
 	}
@@ -320,7 +337,7 @@ func (t *fakeTurn) emit(ev claudecode.Event) bool {
 }
 
 // end sends the Result.
-func (t *fakeTurn) end(r claudecode.Result) {
+func (t *fakeTurn) end(r agent.Result) {
 	select {
 	case t.p.events <- r:
 	case <-t.p.kill:
@@ -333,12 +350,12 @@ func (t *fakeTurn) end(r claudecode.Result) {
 // Say streams one text block in chunks.
 func (t *fakeTurn) Say(chunks ...string) {
 	for _, c := range chunks {
-		if !t.emit(claudecode.TextDelta{Block: t.block, Text: c}) {
+		if !t.emit(agent.TextDelta{Block: t.block, Text: c}) {
 			return
 		}
 	}
 	whole := strings.Join(chunks, "")
-	if t.emit(claudecode.Text{Block: t.block, Text: whole}) {
+	if t.emit(agent.Text{Block: t.block, Text: whole}) {
 		t.last = whole
 	}
 	t.block++
@@ -354,7 +371,7 @@ func (t *fakeTurn) Pause(d time.Duration) {
 	select {
 	case <-timer.C:
 	case <-t.p.interrupts:
-		t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
+		t.end(agent.Result{Stop: agent.StopCancelled, Errors: []string{"error_during_execution"}})
 	case <-t.p.kill:
 		t.killed = true
 	}
@@ -365,7 +382,7 @@ func (t *fakeTurn) Pause(d time.Duration) {
 func (t *fakeTurn) Retry(d time.Duration, err string) {
 	for n := 1; !t.ended && !t.killed; n++ {
 		t.Pause(d)
-		t.emit(claudecode.APIRetry{Attempt: n, Delay: d, Error: err})
+		t.emit(agent.APIRetry{Attempt: n, Delay: d, Error: err})
 	}
 }
 
@@ -378,46 +395,57 @@ func (t *fakeTurn) Bash(id, command string, ask bool, stdout string) {
 // BashInput is Bash with the call's whole input given; its description
 // is the permission prompt's.
 func (t *fakeTurn) BashInput(id string, in map[string]any, ask bool, stdout string) {
+	t.bash(id, in, ask, false, stdout)
+}
+
+// BashAlways is Bash asking permission with an offer to remember it
+// (PermissionRequest.CanAlways); it returns the decision.
+func (t *fakeTurn) BashAlways(id, command string) agent.Decision {
+	return t.bash(id, map[string]any{"command": command}, true, true, "ok")
+}
+
+func (t *fakeTurn) bash(id string, in map[string]any, ask, canAlways bool, stdout string) agent.Decision {
 	input, _ := json.Marshal(in)
-	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
-		return
+	if !t.emit(agent.ToolUse{ID: id, Name: "Bash", Show: claudecode.Show("Bash", input), Input: input}) {
+		return agent.Decision{}
 	}
+	var d agent.Decision
 	if ask {
-		ch := make(chan claudecode.Decision, 1)
+		ch := make(chan agent.Decision, 1)
 		rid := "req-" + id
 		t.p.mu.Lock()
 		t.p.answers[rid] = ch
 		t.p.mu.Unlock()
 		description, _ := in["description"].(string)
-		if !t.emit(claudecode.PermissionRequest{RequestID: rid, ToolName: "Bash", ToolUseID: id,
-			Description: description, Input: input}) {
-			return
+		if !t.emit(agent.PermissionRequest{RequestID: rid, ToolName: "Bash", ToolUseID: id,
+			Description: description, Show: claudecode.Show("Bash", input), Input: input, CanAlways: canAlways}) {
+			return d
 		}
-		var d claudecode.Decision
 		select {
 		case d = <-ch:
 		case <-t.p.interrupts:
 			t.p.mu.Lock()
 			delete(t.p.answers, rid)
 			t.p.mu.Unlock()
-			t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
-			return
+			t.end(agent.Result{Stop: agent.StopCancelled, Errors: []string{"error_during_execution"}})
+			return d
 		case <-t.p.kill:
 			t.killed = true
-			return
+			return d
 		}
 		if !d.Allow {
-			if !t.emit(claudecode.ToolResult{ToolUseID: id, IsError: true, Stdout: d.Message}) {
-				return
+			if !t.emit(agent.ToolResult{ToolUseID: id, IsError: true, Stdout: d.Message}) {
+				return d
 			}
 			if d.Interrupt {
-				t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_tools", SessionID: t.p.conv})
+				t.end(agent.Result{Stop: agent.StopDenied, Errors: []string{"error_during_execution"}})
 			}
-			return
+			return d
 		}
 	}
 	zero := 0
-	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: stdout, ExitCode: &zero})
+	t.emit(agent.ToolResult{ToolUseID: id, Stdout: stdout, ExitCode: &zero})
+	return d
 }
 
 // Withdrawn calls Bash with command and asks permission, then withdraws
@@ -426,10 +454,10 @@ func (t *fakeTurn) BashInput(id string, in map[string]any, ask bool, stdout stri
 // interrupted d later.
 func (t *fakeTurn) Withdrawn(id, command string, d time.Duration) {
 	input, _ := json.Marshal(map[string]string{"command": command})
-	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
+	if !t.emit(agent.ToolUse{ID: id, Name: "Bash", Show: claudecode.Show("Bash", input), Input: input}) {
 		return
 	}
-	if !t.emit(claudecode.PermissionRequest{RequestID: "req-" + id, ToolName: "Bash", ToolUseID: id, Input: input}) {
+	if !t.emit(agent.PermissionRequest{RequestID: "req-" + id, ToolName: "Bash", ToolUseID: id, Show: claudecode.Show("Bash", input), Input: input}) {
 		return
 	}
 	timer := time.NewTimer(d)
@@ -440,9 +468,9 @@ func (t *fakeTurn) Withdrawn(id, command string, d time.Duration) {
 		t.killed = true
 		return
 	}
-	if t.emit(claudecode.PermissionCancel{RequestID: "req-" + id}) {
+	if t.emit(agent.PermissionCancel{RequestID: "req-" + id}) {
 		t.Pause(d)
-		t.end(claudecode.Result{Subtype: "error_during_execution", IsError: true, TerminalReason: "aborted_streaming", SessionID: t.p.conv})
+		t.end(agent.Result{Stop: agent.StopCancelled, Errors: []string{"error_during_execution"}})
 	}
 }
 
@@ -450,13 +478,13 @@ func (t *fakeTurn) Withdrawn(id, command string, d time.Duration) {
 // process killed while it runs leaves it unfinished.
 func (t *fakeTurn) Background(id, command string) {
 	input, _ := json.Marshal(map[string]any{"command": command, "run_in_background": true})
-	if !t.emit(claudecode.ToolUse{ID: id, Name: "Bash", Input: input}) {
+	if !t.emit(agent.ToolUse{ID: id, Name: "Bash", Show: claudecode.Show("Bash", input), Input: input}) {
 		return
 	}
 	t.p.f.mu.Lock()
 	t.p.f.background[t.p.conv] = true
 	t.p.f.mu.Unlock()
-	t.emit(claudecode.ToolResult{ToolUseID: id, Stdout: "Command running in background with ID: " + id})
+	t.emit(agent.ToolResult{ToolUseID: id, Stdout: "Command running in background with ID: " + id})
 }
 
 // A turn is played by the model set when it was handed, however late the
@@ -465,7 +493,7 @@ func (t *fakeTurn) Background(id, command string) {
 // PostgreSQL raced with the process's reading of the model).
 func TestFakeModelOfHandedTurn(t *testing.T) {
 	fc := newFakeClaude(func(ft *fakeTurn) { ft.Say("first model") })
-	p, err := fc.Start(context.Background(), "s", "c", false)
+	p, err := fc.start(context.Background(), "s", "c", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +505,7 @@ func TestFakeModelOfHandedTurn(t *testing.T) {
 	fc.model = func(ft *fakeTurn) { ft.Say("second model") }
 	fc.mu.Unlock()
 	for ev := range p.Events() {
-		if r, ok := ev.(claudecode.Result); ok {
+		if r, ok := ev.(agent.Result); ok {
 			if r.Text != "first model" {
 				t.Fatalf("the handed turn answered %q, want the model of when it was handed", r.Text)
 			}
@@ -485,4 +513,32 @@ func TestFakeModelOfHandedTurn(t *testing.T) {
 		}
 	}
 	t.Fatal("the process exited without a Result")
+}
+
+// claudeAgent is the orchestrator's agents when the default is d, as
+// Claude Code, asking people its permission prompts when ask.
+func claudeAgent(d agent.Driver, ask bool) map[string]Agent {
+	return map[string]Agent{"": {Driver: d, Title: "Claude Code", Kind: "claude-code", AskPermissions: ask}}
+}
+
+// driverFunc is a Driver that is a function.
+type driverFunc func(ctx context.Context, req agent.StartRequest) (agent.Conversation, error)
+
+func (f driverFunc) Start(ctx context.Context, req agent.StartRequest) (agent.Conversation, error) {
+	return f(ctx, req)
+}
+
+// namedDriver is a Driver of conversations the client names.
+type namedDriver struct {
+	agent.Driver
+	agent.Namer
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-chat/parley/core"
 	parleymcp "github.com/parley-chat/parley/mcp"
+	"github.com/parley-chat/parley/mcp/agent"
 )
 
 // leaseTable is a store's lease table in memory, its clock the bubble's:
@@ -129,16 +130,16 @@ type instanceOf struct {
 	ids []core.InstanceID
 }
 
-func (s *instanceOf) start(id core.InstanceID) func(ctx context.Context, key, conv string, resume bool) (Conversation, error) {
-	return func(ctx context.Context, key, conv string, resume bool) (Conversation, error) {
-		p, err := s.fc.Start(ctx, key, conv, resume)
+func (s *instanceOf) start(id core.InstanceID) agent.Driver {
+	return namedDriver{Namer: s.fc, Driver: driverFunc(func(ctx context.Context, req agent.StartRequest) (agent.Conversation, error) {
+		p, err := s.fc.Start(ctx, req)
 		if err == nil {
 			s.mu.Lock()
 			s.ids = append(s.ids, id)
 			s.mu.Unlock()
 		}
 		return p, err
-	}
+	})}
 }
 
 func (s *instanceOf) started() []core.InstanceID {
@@ -154,7 +155,7 @@ func two(t *testing.T, st *stack, fc *fakeClaude, tab *leaseTable) (map[core.Ins
 	runs := map[core.InstanceID]*running{}
 	for _, id := range []core.InstanceID{"a", "b"} {
 		runs[id] = startOrchestrator(t, st, fc, func(o *Options) {
-			o.Leases, o.Start = tab.as(id), who.start(id)
+			o.Leases, o.Agents = tab.as(id), claudeAgent(who.start(id), true)
 		})
 	}
 	return runs, who

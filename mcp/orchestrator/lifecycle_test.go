@@ -404,7 +404,7 @@ func TestServerLate(t *testing.T) {
 		id := st.create()
 		st.say(id, ann, "early")
 		fc := newFakeClaude(nil)
-		o, err := New(Options{Endpoint: "http://parley/mcp", HTTPClient: failingClient(st, 3), Start: fc.Start, Logger: testLogger()})
+		o, err := New(Options{Endpoint: "http://parley/mcp", HTTPClient: failingClient(st, 3), Agents: claudeAgent(fc, true), Logger: testLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

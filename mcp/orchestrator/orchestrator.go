@@ -3,30 +3,38 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/parley-chat/parley/core"
-	"github.com/parley-chat/parley/mcp/claudecode"
+	"github.com/parley-chat/parley/mcp/agent"
 )
 
-// Conversation is what the orchestrator needs of a running agent;
-// *claudecode.Process has it. Send hands one user turn and returns once it
-// is written; Events reports what the agent does and is closed after the
-// process exited; Answer answers a PermissionRequest; Interrupt asks the
-// running turn to stop (the turn then ends with a Result); Stop ends the
-// process and waits for it; Done is closed when it exited and Err then says
-// why (nil after Stop).
-type Conversation interface {
-	Send(ctx context.Context, text string) error
-	Events() <-chan claudecode.Event
-	Answer(requestID string, d claudecode.Decision) error
-	Interrupt(ctx context.Context) error
-	Stop() error
-	Done() <-chan struct{}
-	Err() error
+// Agent is one agent sessions can run with: a driver of its protocol and
+// what the orchestrator needs to know of it.
+type Agent struct {
+	// Driver starts the agent's conversations.
+	Driver agent.Driver
+	// Title is the agent as people read it in notices: "Claude Code".
+	Title string
+	// Kind is the agent's kind ("claude-code", "opencode"): a
+	// conversation saved for another kind is not resumed with this one.
+	Kind string
+	// AskPermissions routes the agent's permission prompts to people as
+	// approvals (permissions = "ask"); without it a prompt that arrives
+	// anyway is denied, never allowed — unless AllowPermissions.
+	AskPermissions bool
+	// AllowPermissions, without AskPermissions, allows every permission
+	// prompt of the agent's once, asking nobody, and records in the
+	// call's ToolGroup that parley did so by its configuration: for
+	// agents whose own settings leave their prompts to their client
+	// (ACP agents, permissions = "allow"). Claude Code with permissions =
+	// "allow" decides by its own settings and prompts for nothing; a
+	// prompt that arrives anyway is denied (AllowPermissions false).
+	AllowPermissions bool
 }
 
 // Options configure an Orchestrator.
@@ -39,18 +47,14 @@ type Options struct {
 	// HTTPClient, when set, carries the MCP connection (nil: the
 	// transport's own client).
 	HTTPClient *http.Client
-	// Start starts the agent of one session: key is the session id,
-	// conversation the agent's conversation id (a UUID); resume continues
-	// a conversation that had a turn, otherwise it starts afresh. Start
-	// fails when the conversation cannot be started or resumed (Claude
-	// Code has none by that id, or already has one): the orchestrator
-	// then tries once with resume flipped before reporting the failure.
-	Start func(ctx context.Context, key, conversation string, resume bool) (Conversation, error)
-	// AskPermissions routes the agent's permission prompts to people as
-	// approvals ([agent] permissions = "ask"); without it a prompt that
-	// arrives anyway is denied, never allowed.
-	AskPermissions bool
-	// MaxRunning bounds the agent processes running at once (default 4).
+	// Agents are the agents sessions run with, by name; "" is the default
+	// agent, of sessions that name none ([agent]).
+	Agents map[string]Agent
+	// Tools, when set, gives a session's agent parley's own MCP server,
+	// bound to the session (agent.StartRequest.Tools).
+	Tools func(session string) agent.Tools
+	// MaxRunning bounds the conversations running at once, of every
+	// agent together (default 4).
 	MaxRunning int
 	// IdleStop stops a process idle this long (default 10m); the next
 	// message resumes its conversation.
@@ -83,8 +87,8 @@ const (
 	maxApprovalTimeout     = time.Hour
 )
 
-// Orchestrator runs one agent conversation per parley session, as an MCP
-// client of parley's own server.
+// Orchestrator runs one agent conversation per parley session, with the
+// session's agent, as an MCP client of parley's own server.
 type Orchestrator struct {
 	opts  Options
 	log   *slog.Logger
@@ -108,8 +112,13 @@ func New(opts Options) (*Orchestrator, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("orchestrator: no MCP endpoint")
 	}
-	if opts.Start == nil {
-		return nil, errors.New("orchestrator: no Start function")
+	if _, ok := opts.Agents[""]; !ok {
+		return nil, errors.New("orchestrator: no default agent")
+	}
+	for name, a := range opts.Agents {
+		if a.Driver == nil {
+			return nil, fmt.Errorf("orchestrator: agent %q has no driver", name)
+		}
 	}
 	if opts.MaxRunning <= 0 {
 		opts.MaxRunning = DefaultMaxRunning

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-chat/parley/commands"
 	"github.com/parley-chat/parley/core"
 	"github.com/parley-chat/parley/mcp"
+	"github.com/parley-chat/parley/mcp/agent"
 	"github.com/parley-chat/parley/mcp/internal/pipenet"
 	"github.com/parley-chat/parley/store/follow"
 	"github.com/parley-chat/parley/store/postgres"
@@ -68,7 +69,7 @@ func (c *cuttable) ReleaseLease(ctx context.Context, l core.Lease) error {
 var testLease = core.HoldOptions{TTL: time.Second, Renew: 250 * time.Millisecond, Retry: 50 * time.Millisecond,
 	Margin: 250 * time.Millisecond}
 
-func startNode(t *testing.T, url string, id core.InstanceID, start func(ctx context.Context, key, conv string, resume bool) (Conversation, error)) *node {
+func startNode(t *testing.T, url string, id core.InstanceID, start agent.Driver) *node {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := postgres.Open(ctx, url, postgres.Options{Instance: id})
@@ -97,7 +98,7 @@ func startNode(t *testing.T, url string, id core.InstanceID, start func(ctx cont
 	wg.Go(func() { _ = hs.Serve(l) })
 	n := &node{id: id, st: st, svc: svc, leases: &cuttable{Leaser: st}}
 	n.run = startNodeOrchestrator(t, Options{Endpoint: "http://parley/mcp", HTTPClient: &http.Client{Transport: &http.Transport{DialContext: l.Dial}},
-		Start: start, Leases: n.leases, Lease: testLease, Logger: testLogger().With("instance", id)})
+		Agents: claudeAgent(start, true), Leases: n.leases, Lease: testLease, Logger: testLogger().With("instance", id)})
 	var once sync.Once
 	n.stop = func() {
 		once.Do(func() {

@@ -1,8 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 
@@ -22,6 +20,7 @@ const (
 	kindTurn               // a person's message: part of a turn
 	kindCancel             // the person's /cancel
 	kindClose              // the person's /close
+	kindSwitch             // the person's /agent NAME
 )
 
 func classify(m message) kind {
@@ -35,6 +34,9 @@ func classify(m message) kind {
 		case "close":
 			return kindClose
 		}
+		if f := strings.Fields(m.Content); len(f) == 2 && f[0] == core.ControlAgent {
+			return kindSwitch
+		}
 		return kindSkip
 	}
 	// ui.request_approval returned the answer already: no turn.
@@ -45,11 +47,21 @@ func classify(m message) kind {
 	// chosen option; the orchestrator asks approvals only, so such an
 	// answer is a decision. People's own messages are markdown.
 	if m.Mime == "text/plain" {
-		if _, ok := delivery.DecisionOf(m.Content); ok {
+		if _, ok := delivery.DecisionOf(delivery.ApprovalOptionsFor(false), m.Content); ok {
 			return kindSkip
 		}
 	}
 	return kindTurn
+}
+
+// switchedTo is the name of the agent a /agent control message switched
+// to, "" for the default.
+func switchedTo(m message) string {
+	name := strings.Fields(m.Content)[1]
+	if name == core.DefaultAgent {
+		return ""
+	}
+	return name
 }
 
 // prompt is the text of a turn made of msgs, oldest first: their contents
@@ -91,45 +103,6 @@ func author(m message) string {
 		return string(m.Origin)
 	}
 	return "someone"
-}
-
-// toolArg names the argument people should read for Claude Code's tools.
-var toolArg = map[string]string{
-	"Bash": "command", "Read": "file_path", "Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
-	"NotebookEdit": "notebook_path", "Grep": "pattern", "Glob": "pattern", "WebFetch": "url", "WebSearch": "query",
-}
-
-// maxArgs bounds the compact JSON shown for other tools.
-const maxArgs = 200
-
-// toolCmd is what people should read of a call of tool with input: the
-// command, the file, the pattern or the URL, else the arguments as compact
-// JSON of at most maxArgs bytes.
-func toolCmd(tool string, input json.RawMessage) string {
-	var args map[string]any
-	_ = json.Unmarshal(input, &args)
-	if k, ok := toolArg[tool]; ok {
-		if s, ok := args[k].(string); ok && s != "" {
-			return truncate(s, core.MaxToolCmd)
-		}
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, input); err != nil || b.Len() == 0 {
-		return ""
-	}
-	return truncate(b.String(), maxArgs)
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // tail keeps the last n bytes of s, on a rune boundary.

@@ -1,37 +1,10 @@
 package orchestrator
 
 import (
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/core"
 )
-
-func TestToolCmd(t *testing.T) {
-	long := strings.Repeat("x", 300)
-	for _, tc := range []struct {
-		tool, input, want string
-	}{
-		{"Bash", `{"command":"go test ./...","description":"run the tests"}`, "go test ./..."},
-		{"Read", `{"file_path":"/src/main.go","limit":20}`, "/src/main.go"},
-		{"Write", `{"file_path":"/src/a.go","content":"package a"}`, "/src/a.go"},
-		{"Edit", `{"file_path":"/src/b.go","old_string":"x","new_string":"y"}`, "/src/b.go"},
-		{"Grep", `{"pattern":"func main","path":"."}`, "func main"},
-		{"Glob", `{"pattern":"**/*.go"}`, "**/*.go"},
-		{"WebFetch", `{"url":"https://example.com","prompt":"summarise"}`, "https://example.com"},
-		{"TodoWrite", `{ "todos": [ {"content": "a"} ] }`, `{"todos":[{"content":"a"}]}`},
-		{"Task", `{"prompt":"` + long + `"}`, (`{"prompt":"` + long)[:maxArgs-len("…")] + "…"},
-		{"Bash", `{"description":"no command"}`, `{"description":"no command"}`},
-	} {
-		if got := toolCmd(tc.tool, json.RawMessage(tc.input)); got != tc.want {
-			t.Errorf("toolCmd(%s, %s) = %q, want %q", tc.tool, tc.input, got, tc.want)
-		}
-	}
-	if got := toolCmd("Bash", json.RawMessage(`{"command":"`+strings.Repeat("é", core.MaxToolCmd)+`"}`)); len(got) > core.MaxToolCmd || !strings.HasSuffix(got, "…") {
-		t.Errorf("a long command is %d bytes", len(got))
-	}
-}
 
 func TestPrompt(t *testing.T) {
 	one := []message{{Content: "hello", Actor: "Ann"}, {Content: "and more", Actor: "Ann"}}
@@ -60,6 +33,9 @@ func TestClassify(t *testing.T) {
 		{message{Author: core.RoleUser, Mime: "text/plain", Content: "a plain note"}, kindTurn},
 		{message{Author: core.RoleUser, Mime: core.MimeControl, Content: "cancel"}, kindCancel},
 		{message{Author: core.RoleUser, Mime: core.MimeControl, Content: "close"}, kindClose},
+		{message{Author: core.RoleUser, Mime: core.MimeControl, Content: "agent codex"}, kindSwitch},
+		{message{Author: core.RoleUser, Mime: core.MimeControl, Content: "agent"}, kindSkip},
+		{message{Author: core.RoleUser, Mime: core.MimeControl, Content: "agents codex"}, kindSkip},
 		{message{Author: core.RoleSystem, Mime: core.MimeControl, Content: "close"}, kindSkip},
 		{message{Author: core.RoleAssistant, Mime: core.MimeMarkdown, Content: "hi"}, kindSkip},
 		{message{Author: core.RoleAssistant, Mime: core.MimeQuestion, Content: "ok?"}, kindSkip},
@@ -70,9 +46,10 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestUUID(t *testing.T) {
-	u := newUUID()
-	if len(u) != 36 || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) || u == newUUID() {
-		t.Fatalf("uuid %s", u)
+func TestSwitchedTo(t *testing.T) {
+	for content, want := range map[string]string{"agent codex": "codex", "agent default": "", " agent  my_agent ": "my_agent"} {
+		if got := switchedTo(message{Content: content}); got != want {
+			t.Errorf("switchedTo(%q) = %q, want %q", content, got, want)
+		}
 	}
 }

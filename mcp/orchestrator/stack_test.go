@@ -75,7 +75,9 @@ func newStackOn(t testing.TB, dir string, l net.Listener) *stack {
 		t.Fatal(err)
 	}
 	bus := core.NewMemBus(last + 1)
-	svc, err := commands.New(context.Background(), store, bus, commands.Options{Logger: testLogger()})
+	// The agents of the tests that switch: the default, and codex.
+	svc, err := commands.New(context.Background(), store, bus, commands.Options{Logger: testLogger(),
+		Agents: []commands.Agent{{Name: core.DefaultAgent, Title: "Claude Code"}, {Name: "codex", Title: "Codex"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +250,10 @@ type running struct {
 
 func startOrchestrator(t *testing.T, st *stack, fc *fakeClaude, mod func(*Options)) *running {
 	t.Helper()
-	opts := Options{Endpoint: "http://parley/mcp", HTTPClient: st.client(), Start: fc.Start, AskPermissions: true,
-		Logger: testLogger()}
+	// As cmd/parley does, the orchestrator is the MCP server's own client.
+	name, value := st.srv.OwnClientHeader()
+	opts := Options{Endpoint: "http://parley/mcp", HTTPClient: st.client(), Agents: claudeAgent(fc, true),
+		Header: http.Header{name: {value}}, Logger: testLogger()}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -2,33 +2,81 @@ package orchestrator
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/parley-chat/parley/core"
 	parleymcp "github.com/parley-chat/parley/mcp"
 )
 
 // stateKey is the agent.state key the orchestrator keeps a session's state
-// under.
+// under. It is named after the one agent parley ran when it was chosen,
+// and kept so, whichever agents a session runs with, so that sessions
+// stored then go on where they were.
 const stateKey = "claude-code"
 
-// state is what the orchestrator keeps with a session (agent.state).
+// legacyKind is the kind of a conversation saved before conversations
+// recorded theirs: Claude Code's, the only kind there was.
+const legacyKind = "claude-code"
+
+// state is what the orchestrator keeps with a session (agent.state). One
+// record holds the session's progress and the conversation of each agent
+// it ran with, so that a turn's end saves the watermark and its
+// conversation's progress in one write.
 type state struct {
-	// Conversation is the agent's conversation id (a UUID), made and
-	// saved before the first start.
+	// Conversation, Started and Kind are the default agent's
+	// conversation (conv), where they were before sessions had several.
 	Conversation string `json:"conversation"`
+	Started      bool   `json:"started,omitempty"`
+	Kind         string `json:"kind,omitempty"`
 	// Watermark is the last inbox message fully handled: a turn's
 	// messages are covered once the agent answered them (its Result).
 	Watermark core.MessageID `json:"watermark"`
-	// Started is set once a turn of the conversation ended, so that the
-	// next start resumes it.
-	Started bool `json:"started,omitempty"`
 	// Told is the newest message of a batch whose failure people were
 	// told of, so a retry that fails again says nothing more.
 	Told core.MessageID `json:"told,omitempty"`
+	// Agent is the name of the agent the session runs with ("": the
+	// default): the session's agent when the state was made, then each
+	// switch (a person's /agent) read from the inbox.
+	Agent string `json:"agent,omitempty"`
+	// Agents are the conversations of the named agents the session ran
+	// with, by name.
+	Agents map[string]conv `json:"agents,omitempty"`
+}
+
+// conv is one agent's conversation of a session.
+type conv struct {
+	// Conversation is the agent's conversation id: made and saved before
+	// the first start for a driver that takes names (agent.Namer), saved
+	// once the first start returned for the others; "" before.
+	Conversation string `json:"conversation"`
+	// Started is set once a turn of the conversation ended, so that the
+	// next start resumes it.
+	Started bool `json:"started,omitempty"`
+	// Kind is the kind of agent the conversation is of ("": legacyKind).
+	Kind string `json:"kind,omitempty"`
+}
+
+// conv returns the conversation of the agent named name.
+func (s *state) conv(name string) conv {
+	if name == "" {
+		return conv{Conversation: s.Conversation, Started: s.Started, Kind: s.Kind}
+	}
+	return s.Agents[name]
+}
+
+// setConv sets the conversation of the agent named name.
+func (s *state) setConv(name string, c conv) {
+	if name == "" {
+		s.Conversation, s.Started, s.Kind = c.Conversation, c.Started, c.Kind
+		return
+	}
+	agents := make(map[string]conv, len(s.Agents)+1)
+	maps.Copy(agents, s.Agents)
+	agents[name] = c
+	s.Agents = agents
 }
 
 // loadState reads session id's state; ok is false when there is none.
@@ -99,13 +147,4 @@ func (o *Orchestrator) startPoint(ctx context.Context, id string) (core.MessageI
 		}
 		after = body.LastID
 	}
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

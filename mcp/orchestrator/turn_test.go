@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
-	"github.com/parley-chat/parley/mcp/claudecode"
+	"github.com/parley-chat/parley/mcp/agent"
 )
 
 // TestAnswerShownOnce: a person's message becomes a turn; the streamed text
@@ -194,6 +194,6 @@ func TestClose(t *testing.T) {
 	})
 }
 
-func textDelta(i int) claudecode.TextDelta {
-	return claudecode.TextDelta{Block: 0, Text: strconv.Itoa(i) + " "}
+func textDelta(i int) agent.TextDelta {
+	return agent.TextDelta{Block: 0, Text: strconv.Itoa(i) + " "}
 }

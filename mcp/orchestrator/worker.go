@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/core"
-	"github.com/parley-chat/parley/mcp/claudecode"
+	"github.com/parley-chat/parley/mcp/agent"
 )
 
 // worker drives one session: it reads the session's inbox, starts its
@@ -41,9 +41,16 @@ type worker struct {
 	// on: it is retried when a newer message arrives.
 	failedAt core.MessageID
 	closed   bool
+	// agentName is the agent the session runs with ("": the default),
+	// agent that agent, nil when it is not configured (any more).
+	agentName string
+	agent     *Agent
+	// switchTo is the agent a person's /agent switched to, applied once
+	// no turn runs.
+	switchTo *string
 
-	proc       Conversation
-	events     <-chan claudecode.Event
+	proc       agent.Conversation
+	events     <-chan agent.Event
 	turn       *turn
 	slot       slotState
 	markedIdle bool
@@ -231,8 +238,8 @@ func (w *worker) stopProc() {
 	w.idle.stop()
 }
 
-// load reads the session's state, or makes it: a new conversation id and
-// the no-state start point, saved before anything is started.
+// load reads the session's state, or makes it — the no-state start point
+// and the session's agent — and saves it before anything is started.
 func (w *worker) load(ctx context.Context) error {
 	select {
 	case w.o.loads <- struct{}{}:
@@ -244,19 +251,28 @@ func (w *worker) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !ok || st.Conversation == "" {
-		if !ok {
-			if st.Watermark, err = w.o.startPoint(ctx, w.id); err != nil {
-				return err
-			}
+	if !ok {
+		if st.Watermark, err = w.o.startPoint(ctx, w.id); err != nil {
+			return err
 		}
-		st.Conversation = newUUID()
+		if st.Agent, err = w.o.sessionAgent(ctx, w.id); err != nil {
+			return err
+		}
 		if err := w.saveState(ctx, st); err != nil {
 			return err
 		}
 	}
 	w.st, w.read, w.loaded = st, st.Watermark, true
+	w.useAgent(st.Agent)
 	return nil
+}
+
+// useAgent makes the agent named name the session's.
+func (w *worker) useAgent(name string) {
+	w.agentName, w.agent = name, nil
+	if a, ok := w.o.opts.Agents[name]; ok {
+		w.agent = &a
+	}
 }
 
 // readInbox reads what arrived after w.read.
@@ -307,6 +323,31 @@ func (w *worker) take(ctx context.Context, m message) {
 		w.log.Info("the session was closed; stopping its agent")
 		w.closed = true
 		w.shutdown()
+	case kindSwitch:
+		name := switchedTo(m)
+		w.switchTo = &name
+	}
+}
+
+// applySwitch makes the agent a person switched to the session's, once no
+// turn runs: the running conversation is stopped (it is kept, and resumed
+// should the session switch back), and the messages not yet handed go to
+// the new agent, which starts its own conversation. The switch is saved
+// without moving the watermark, so that a switch read again is one
+// already made.
+func (w *worker) applySwitch(ctx context.Context) {
+	name := *w.switchTo
+	w.switchTo = nil
+	if name == w.agentName {
+		return
+	}
+	w.log.Info("the session switched agents", "from", w.agentName, "to", name)
+	w.stopProc()
+	w.failedAt = ""
+	w.st.Agent = name
+	w.useAgent(name)
+	if err := w.saveState(ctx, w.st); err != nil {
+		w.log.Warn("saving the state failed", "err", err)
 	}
 }
 
@@ -341,7 +382,13 @@ func (w *worker) cancel(ctx context.Context, id core.MessageID) {
 // takes a slot, starts the process if it is not running, and hands the
 // pending messages.
 func (w *worker) advance(ctx context.Context) {
-	if w.closed || w.turn != nil || len(w.pending) == 0 || ctx.Err() != nil {
+	if w.closed || w.turn != nil || ctx.Err() != nil {
+		return
+	}
+	if w.switchTo != nil {
+		w.applySwitch(ctx)
+	}
+	if len(w.pending) == 0 {
 		return
 	}
 	if w.failedAt == w.pending[len(w.pending)-1].ID {
@@ -383,18 +430,9 @@ func (w *worker) advance(ctx context.Context) {
 	w.armDeadline()
 }
 
-// start starts the process, trying the other resume once when the first
-// try fails (a first turn that never ended leaves no conversation; one
-// that ended just before a crash leaves one the state does not know of).
+// start starts the session's agent's conversation (conversation.go).
 func (w *worker) start(ctx context.Context) bool {
-	resume := w.st.Started
-	p, err := w.startOnce(ctx, resume)
-	if err != nil && ctx.Err() == nil {
-		if p2, err2 := w.startOnce(ctx, !resume); err2 == nil {
-			w.log.Info("the agent's conversation started with resume flipped", "resume", !resume, "first_err", err)
-			p, err = p2, nil
-		}
-	}
+	p, err := w.startConversation(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.failed(ctx, "could not start", err)
@@ -403,14 +441,6 @@ func (w *worker) start(ctx context.Context) bool {
 	}
 	w.proc, w.events = p, p.Events()
 	return true
-}
-
-func (w *worker) startOnce(ctx context.Context, resume bool) (Conversation, error) {
-	p, err := w.o.opts.Start(ctx, w.id, w.st.Conversation, resume)
-	if err == nil && p == nil {
-		err = errors.New("orchestrator: Start returned no conversation")
-	}
-	return p, err
 }
 
 // exited: the process ended by itself.
@@ -448,7 +478,7 @@ func (w *worker) failed(ctx context.Context, what string, err error) {
 		return
 	}
 	w.log.Warn("the agent failed", "what", what, "err", err)
-	text := failureNotice(what, err)
+	text := failureNotice(w.title(), what, err)
 	if _, ok := w.post(ctx, "chat.assistant.post", map[string]any{"content": text,
 		"idempotency_key": "orchestrator/failed/" + w.id + "/" + string(last)}); !ok {
 		return
@@ -458,6 +488,14 @@ func (w *worker) failed(ctx context.Context, what string, err error) {
 		w.log.Warn("saving the state failed", "err", err)
 	}
 	w.yield(ctx)
+}
+
+// title is the session's agent as people read it.
+func (w *worker) title() string {
+	if w.agent != nil && w.agent.Title != "" {
+		return w.agent.Title
+	}
+	return "The agent"
 }
 
 // post calls a tool that shows something, logging a failure; ok is false
@@ -519,13 +557,13 @@ func (a *alarm) C() <-chan time.Time {
 	return a.t.C
 }
 
-// failureNotice is what people read when the agent failed: the cause and
-// the fix when the driver knows them (a claudecode.Problem), the error
-// otherwise, and that their message is kept.
-func failureNotice(what string, err error) string {
+// failureNotice is what people read when the agent (title) failed: the
+// cause and the fix when the driver knows them (an agent.Problem), the
+// error otherwise, and that their message is kept.
+func failureNotice(title, what string, err error) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "⚠️ Claude Code %s: ", what)
-	if p, ok := errors.AsType[*claudecode.Problem](err); ok {
+	fmt.Fprintf(&b, "⚠️ %s %s: ", title, what)
+	if p, ok := errors.AsType[*agent.Problem](err); ok {
 		b.WriteString(p.Cause)
 		if p.Fix != "" {
 			b.WriteString(".\nTo fix it: " + p.Fix)

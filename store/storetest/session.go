@@ -434,3 +434,45 @@ func testApprovalsSurviveRestart(t *testing.T, e Engine) {
 		t.Errorf("after a restart: questions %+v tools %+v, want %+v %+v", got.Questions, got.Tools, want.Questions, want.Tools)
 	}
 }
+
+// testSessionAgentSurvivesRestart: the agent a session runs with is kept
+// as it was created and as it was switched, and read back the same after
+// a restart, by Session and by SessionsPage.
+func testSessionAgentSurvivesRestart(t *testing.T, e Engine) {
+	ctx := context.Background()
+	s, again := e.Open(t, Options{})
+	codex := CreateSession(t, s, core.Session{Title: "codex", Agent: "codex"})
+	plain := CreateSession(t, s, core.Session{Title: "default"})
+	if codex.Agent != "codex" || plain.Agent != "" {
+		t.Fatalf("created with agents %q and %q", codex.Agent, plain.Agent)
+	}
+	if _, _, err := s.UpdateSession(ctx, plain.ID, func(ss *core.Session) error {
+		ss.Agent = "opencode"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = again(t, Options{})
+	want := map[core.SessionID]string{codex.ID: "codex", plain.ID: "opencode"}
+	for id, agent := range want {
+		got, err := s.Session(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Agent != agent {
+			t.Errorf("session %s runs with %q after a restart, want %q", got.Title, got.Agent, agent)
+		}
+	}
+	page, _, err := s.SessionsPage(ctx, core.SessionQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ss := range page {
+		if ss.Agent != want[ss.ID] {
+			t.Errorf("SessionsPage: session %s runs with %q, want %q", ss.Title, ss.Agent, want[ss.ID])
+		}
+	}
+}

@@ -76,6 +76,7 @@ func Run(t *testing.T, e Engine) {
 		{"UpdateSession", testUpdateSession},
 		{"UpdateSessionCopiesDoNotAlias", testUpdateSessionCopiesDoNotAlias},
 		{"ApprovalsSurviveRestart", testApprovalsSurviveRestart},
+		{"SessionAgentSurvivesRestart", testSessionAgentSurvivesRestart},
 		{"SessionsPage", testSessionsPage},
 		{"SessionsPageStreaming", testSessionsPageStreaming},
 		{"EventSeq", testEventSeq},

@@ -28,6 +28,11 @@ type Options struct {
 	// AllowedHosts are the names besides loopback ones the server answers
 	// to ([http] allowed_hosts).
 	AllowedHosts []string
+	// MCPCredential, when set, admits a request to MCP that it accepts
+	// without the token: the credential of an agent parley runs, which
+	// opens its own session's binding and nothing else (package mcp's
+	// AgentAuthorized).
+	MCPCredential func(*http.Request) bool
 }
 
 // Guard puts the checks of each class of route in front of a handler. It is
@@ -35,11 +40,12 @@ type Options struct {
 type Guard struct {
 	token   string
 	browser *browserGuard
+	mcpCred func(*http.Request) bool
 }
 
 // New returns the guard for o.
 func New(o Options) *Guard {
-	return &Guard{token: o.Token, browser: newBrowserGuard(o.AllowedHosts)}
+	return &Guard{token: o.Token, browser: newBrowserGuard(o.AllowedHosts), mcpCred: o.MCPCredential}
 }
 
 // Browser returns h behind the Host check and, for requests that change
@@ -55,8 +61,19 @@ func (g *Guard) API(h http.Handler) http.Handler {
 	return g.Token(boundBody(MaxAPIBody, apiRefusal, h))
 }
 
-// MCP returns h behind the token, with its request bodies bounded to
-// MaxMCPBody and refused as JSON-RPC errors.
+// MCP returns h behind the token — or Options.MCPCredential — with its
+// request bodies bounded to MaxMCPBody and refused as JSON-RPC errors.
 func (g *Guard) MCP(h http.Handler) http.Handler {
-	return g.Token(boundBody(MaxMCPBody, mcpRefusal, h))
+	bounded := boundBody(MaxMCPBody, mcpRefusal, h)
+	withToken := g.Token(bounded)
+	if g.mcpCred == nil {
+		return withToken
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.mcpCred(r) {
+			bounded.ServeHTTP(w, r)
+			return
+		}
+		withToken.ServeHTTP(w, r)
+	})
 }

@@ -83,3 +83,39 @@ func TestNoToken(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPCredential: a request MCPCredential accepts reaches MCP without
+// the token, its body still bounded; it opens no other route.
+func TestMCPCredential(t *testing.T) {
+	g := New(Options{Token: "s3cret", MCPCredential: func(r *http.Request) bool { return r.Header.Get("Agent") == "ok" }})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	for _, tt := range []struct {
+		name   string
+		h      http.Handler
+		agent  string
+		body   string
+		status int
+	}{
+		{"MCP with the credential", g.MCP(ok), "ok", "{}", http.StatusNoContent},
+		{"MCP with another", g.MCP(ok), "forged", "{}", http.StatusUnauthorized},
+		{"MCP with the credential past its limit", g.MCP(ok), "ok", strings.Repeat("x", MaxMCPBody+1), http.StatusRequestEntityTooLarge},
+		{"API with the credential", g.API(ok), "ok", "{}", http.StatusUnauthorized},
+		{"Token with the credential", g.Token(ok), "ok", "", http.StatusUnauthorized},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/x", strings.NewReader(tt.body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Agent", tt.agent)
+			w := httptest.NewRecorder()
+			tt.h.ServeHTTP(w, r)
+			if w.Code != tt.status {
+				t.Fatalf("status %d, want %d", w.Code, tt.status)
+			}
+		})
+	}
+}

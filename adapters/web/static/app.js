@@ -46,6 +46,7 @@ const app = {
   sessionsTimer: 0,
   needToken: false, // the token box is up; the event stream waits for it
   showArchived: localStorage.getItem(ARCHIVED_KEY) === '1',
+  runAgents: [], // the agents parley runs (GET /api/agents/run), the default first
 };
 
 // ---- token and location ---------------------------------------------------
@@ -242,12 +243,43 @@ function renderSessions() {
   if (cur) renderHeader(app.view.state, cur);
 }
 
+// The agents parley runs: with more than one, the new-session form offers
+// them, and the header names the session's.
+async function loadAgents() {
+  try {
+    const data = await api('GET', '/api/agents/run');
+    app.runAgents = data.agents || [];
+  } catch (err) {
+    reportError(err);
+    return;
+  }
+  const pick = $('new-agent');
+  const chosen = pick.value;
+  pick.replaceChildren();
+  for (const a of app.runAgents) {
+    const o = el('option', '', agentLabel(a.name));
+    o.value = a.name === 'default' ? '' : a.name;
+    pick.append(o);
+  }
+  pick.value = chosen;
+  if (pick.selectedIndex < 0) pick.selectedIndex = 0;
+  pick.hidden = app.runAgents.length < 2;
+  if (app.view) renderHeader(app.view.state, app.sessions.find((s) => s.id === app.view.id));
+}
+
+// agentLabel is how the page names an agent: "codex (Codex)".
+function agentLabel(name) {
+  const a = app.runAgents.find((x) => x.name === (name || 'default'));
+  const n = name || 'default';
+  return a && a.title && a.title !== n ? n + ' (' + a.title + ')' : n;
+}
+
 async function createSession(ev) {
   ev.preventDefault();
   const input = $('new-title');
   $('new-button').disabled = true;
   try {
-    const s = await api('POST', '/api/sessions', { title: input.value.trim(), client_id: clientID() });
+    const s = await api('POST', '/api/sessions', { title: input.value.trim(), agent: $('new-agent').value, client_id: clientID() });
     input.value = '';
     app.sessions.push(s);
     select(s.id);
@@ -386,6 +418,7 @@ function renderHeader(st, info) {
   meta.replaceChildren();
   if (app.view) {
     meta.append(el('code', 'sid', app.view.id));
+    if (app.runAgents.length > 0) meta.append(el('span', 'agent', 'agent: ' + agentLabel(info && info.agent)));
     // Presence first: "working" means nothing when nobody listens.
     if (app.agents && !listening(app.agents, app.view.id)) meta.append(el('span', 'noagent', 'no agent connected'));
     else if (st && st.busy) meta.append(el('span', 'busy', 'agent is working'));
@@ -593,7 +626,7 @@ function renderTools(it, box) {
   box.append(d);
 }
 
-const DECISION = { approve: 'approved', deny_continue: 'denied, go on', deny_abort: 'denied, abort' };
+const DECISION = { approve: 'approved', approve_always: 'always allowed', deny_continue: 'denied, go on', deny_abort: 'denied, abort' };
 
 // renderToolGroup shows one tool call reported by ui.tool_call: tool,
 // command, state and decisions in the summary; the output tails inside,
@@ -646,6 +679,7 @@ function connect() {
     if (es.resumes) return;
     // A first connection: the snapshot has what happened before it.
     refreshSessions();
+    loadAgents();
     if (app.view) loadSnapshot();
   };
   es.onerror = () => {

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/parley-chat/parley/mcp/agent/agenttest"
+	"github.com/parley-chat/parley/mcp/agent/modeltest"
 )
 
 // ClaudeCodeVersion is the Claude Code CLI release the tests run: npm
@@ -21,7 +24,7 @@ const DirEnv = "PARLEY_CLAUDE_CODE_DIR"
 
 // APIKey is the key Env gives the CLI and the fake API accepts; any other
 // key is refused with Anthropic's 401.
-const APIKey = "sk-ant-parley-test-key"
+const APIKey = modeltest.AnthropicKey
 
 // Dir returns the directory Claude Code is installed in: $DirEnv, or the
 // Makefile's default cache.
@@ -37,17 +40,13 @@ func Dir() string {
 }
 
 // CLI returns the path of the claude binary the tests run. It skips the
-// test when it is missing (fails it when the CI variable is set: there a
-// missing CLI is a broken setup, not a reason to test less).
+// test when it is missing (fails it where test dependencies are required:
+// agenttest.Missing).
 func CLI(tb testing.TB) string {
 	tb.Helper()
 	bin := filepath.Join(Dir(), "node_modules", ".bin", "claude")
 	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("no Claude Code CLI at %s (%s): run make test-deps", bin, DirEnv)
-		if os.Getenv("CI") != "" || os.Getenv("PARLEY_TEST_DEPS") == "required" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		agenttest.Missing(tb, fmt.Sprintf("no Claude Code CLI at %s (%s): run make test-deps", bin, DirEnv))
 	}
 	return bin
 }

@@ -50,8 +50,10 @@ func TestAgentValidation(t *testing.T) {
 		env  []string
 		want []string
 	}{
-		{"kind", []string{"PARLEY_AGENT_KIND=codex"},
-			[]string{`config: agent.kind: "codex" is not an agent parley runs: write "claude-code", or "" to let agents connect on their own (set [agent] kind or PARLEY_AGENT_KIND)`}},
+		{"kind", []string{"PARLEY_AGENT_KIND=cursor"},
+			[]string{`config: agent.kind: "cursor" is not an agent parley runs: write "claude-code", "acp", "opencode", "gemini" or "codex", or "" to let agents connect on their own (set [agent] kind or PARLEY_AGENT_KIND)`}},
+		{"acp without command", []string{"PARLEY_AGENT_KIND=acp"},
+			[]string{`config: agent.command: required with kind "acp": the agent's ACP command, like opencode (with args = ["acp"]) (set [agent] command or PARLEY_AGENT_COMMAND)`}},
 		{"permissions", []string{"PARLEY_AGENT_PERMISSIONS=yes"},
 			[]string{`config: agent.permissions: "yes" is not one of ask`, "allow", "(set [agent] permissions or PARLEY_AGENT_PERMISSIONS)"}},
 		{"max_running", []string{"PARLEY_AGENT_MAX_RUNNING=0"},
@@ -84,11 +86,15 @@ func TestAgentValidation(t *testing.T) {
 	}
 }
 
-// An empty command, from the file: the environment cannot empty a key.
-func TestAgentEmptyCommand(t *testing.T) {
-	path, msg := loadErr(t, "[agent]\ncommand = \"\"\n", home)
-	if !strings.Contains(msg, `config: agent.command: empty; the agent's program, "claude" by default, or its path (set [agent] command or PARLEY_AGENT_COMMAND)`) {
+// A command of white space, from the file: the environment cannot set
+// one. An empty one is the kind's.
+func TestAgentBlankCommand(t *testing.T) {
+	path, msg := loadErr(t, "[agent]\ncommand = \"  \"\n", home)
+	if !strings.Contains(msg, `config: agent.command: only white space; the agent's program or its path, or leave it out for its kind's (set [agent] command or PARLEY_AGENT_COMMAND)`) {
 		t.Errorf("%s: %s", path, msg)
+	}
+	if c := load(t, "[agent]\ncommand = \"\"\n", home); c.Agent.Command != "" {
+		t.Errorf("with kind empty, command %q", c.Agent.Command)
 	}
 }
 
@@ -102,5 +108,138 @@ func TestAgentUnusedWorkdir(t *testing.T) {
 	}
 	if _, msg := loadErr(t, "[agent]\nkind = \"claude-code\"\npermission = \"allow\"\n", home); !strings.Contains(msg, "unknown key agent.permission (did you mean agent.permissions?)") {
 		t.Errorf("misspelt key: %s", msg)
+	}
+}
+
+// The presets: an ACP kind runs its agent's command line unless command
+// or args say otherwise; claude-code runs claude.
+func TestAgentPresets(t *testing.T) {
+	work := t.TempDir()
+	for _, tc := range []struct {
+		file    string
+		command string
+		args    []string
+	}{
+		{`kind = "claude-code"`, "claude", nil},
+		{`kind = "opencode"`, "opencode", []string{"acp"}},
+		{`kind = "gemini"`, "gemini", []string{"--experimental-acp"}},
+		{`kind = "codex"`, "codex-acp", nil},
+		{"kind = \"opencode\"\ncommand = \"/opt/oc/bin/opencode\"", "/opt/oc/bin/opencode", []string{"acp"}},
+		{"kind = \"opencode\"\nargs = [\"acp\", \"--print-logs\"]", "opencode", []string{"acp", "--print-logs"}},
+		{"kind = \"opencode\"\ncommand = \"oc-wrapper\"\nargs = []", "oc-wrapper", []string{}},
+		{"kind = \"acp\"\ncommand = \"goose\"\nargs = [\"acp\"]", "goose", []string{"acp"}},
+	} {
+		c := load(t, "[agent]\nworkdir = \""+work+"\"\n"+tc.file+"\n", home)
+		if c.Agent.Command != tc.command || !reflect.DeepEqual(c.Agent.Args, tc.args) {
+			t.Errorf("%s: command %q args %q, want %q %q", tc.file, c.Agent.Command, c.Agent.Args, tc.command, tc.args)
+		}
+	}
+}
+
+// Named agents, from the file and from the environment: their keys and
+// defaults (workdir and permissions [agent]'s, command and args their
+// kind's), listed after the default one by name, printed and redacted
+// like every section.
+func TestNamedAgents(t *testing.T) {
+	work, other := t.TempDir(), t.TempDir()
+	file := `[agent]
+kind = "claude-code"
+workdir = "` + work + `"
+permissions = "allow"
+
+[agents.codex]
+kind = "codex"
+env = ["OPENAI_API_KEY=sk-codex-secret"]
+
+[agents.oc]
+kind = "opencode"
+workdir = "` + other + `"
+permissions = "ask"
+`
+	c := load(t, file, withHome("PARLEY_AGENTS_GEM_KIND=gemini", "PARLEY_AGENTS_GEM_ARGS=--experimental-acp,--yolo",
+		"PARLEY_AGENTS_CODEX_COMMAND=/opt/codex-acp"))
+	got := c.RunAgents()
+	var names []string
+	for _, a := range got {
+		names = append(names, a.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"default", "codex", "gem", "oc"}) {
+		t.Fatalf("agents %q", names)
+	}
+	codex, gem, oc := got[1].Agent, got[2].Agent, got[3].Agent
+	if codex.Kind != "codex" || codex.Command != "/opt/codex-acp" || codex.Workdir != work || codex.Permissions != "allow" ||
+		!reflect.DeepEqual(codex.Env, []string{"OPENAI_API_KEY=sk-codex-secret"}) || !codex.ACP() {
+		t.Errorf("codex %+v", codex)
+	}
+	if gem.Command != "gemini" || !reflect.DeepEqual(gem.Args, []string{"--experimental-acp", "--yolo"}) || gem.Workdir != work {
+		t.Errorf("gem %+v", gem)
+	}
+	if oc.Command != "opencode" || oc.Workdir != other || oc.Permissions != "ask" {
+		t.Errorf("oc %+v", oc)
+	}
+	s := c.String()
+	if strings.Contains(s, "sk-codex-secret") || !strings.Contains(s, "[agents.codex]") || !strings.Contains(s, `env = ["OPENAI_API_KEY=***"]`) {
+		t.Errorf("String():\n%s", s)
+	}
+	if c.Agents["codex"].Env[0] != "OPENAI_API_KEY=sk-codex-secret" {
+		t.Error("Redacted changed the configuration's own agent")
+	}
+	if unknown := UnknownEnv(withHome("PARLEY_AGENTS_GEM_KIND=gemini", "PARLEY_AGENTS_GEM_KINF=x"), known); !reflect.DeepEqual(unknown, []string{"PARLEY_AGENTS_GEM_KINF"}) {
+		t.Errorf("UnknownEnv = %q", unknown)
+	}
+	if load(t, "", home).RunAgents() != nil {
+		t.Error("agents run without [agent] kind")
+	}
+}
+
+// Every rule of named agents, each naming the key and where to set it.
+func TestNamedAgentValidation(t *testing.T) {
+	work := t.TempDir()
+	base := "[agent]\nkind = \"claude-code\"\nworkdir = \"" + work + "\"\n"
+	for _, tc := range []struct {
+		name, file string
+		env        []string
+		want       string
+	}{
+		{"no kind", base + "[agents.codex]\ncommand = \"codex-acp\"\n", nil,
+			`config: agents.codex.kind: empty; write the agent's kind: "claude-code", "acp", "opencode", "gemini" or "codex" (set [agents.codex] kind or PARLEY_AGENTS_CODEX_KIND)`},
+		{"bad kind", base + "[agents.x]\nkind = \"cursor\"\n", nil,
+			`config: agents.x.kind: "cursor" is not an agent parley runs: write "claude-code", "acp", "opencode", "gemini" or "codex" (set [agents.x] kind`},
+		{"max_running", base + "[agents.codex]\nkind = \"codex\"\nmax_running = 2\n", nil,
+			"config: agents.codex.max_running: set in [agent] only: it bounds every agent's conversations together; remove it here"},
+		{"named default", base + "[agents.default]\nkind = \"codex\"\n", nil,
+			`config: agents.default: "default" is [agent]'s name; name the agent otherwise`},
+		{"bad name", base + "[agents.Codex]\nkind = \"codex\"\n", nil,
+			`config: agents.Codex: "Codex" is not an agent's name: lower-case letters`},
+		{"no default agent", "[agents.codex]\nkind = \"codex\"\nworkdir = \"" + work + "\"\n", nil,
+			"config: agent.kind: empty, but named agents are set ([agents.codex]): they run beside a default agent; set [agent] kind"},
+		{"from the environment", base, []string{"PARLEY_AGENTS_OC_KIND=opencode", "PARLEY_AGENTS_OC_PERMISSIONS=maybe"},
+			`config: agents.oc.permissions: "maybe" is not one of ask`},
+		{"misspelt key", base + "[agents.codex]\nkind = \"codex\"\ncomand = \"x\"\n", nil,
+			"unknown key agents.codex.comand (did you mean agents.codex.command?)"},
+		{"missing workdir", base + "[agents.codex]\nkind = \"codex\"\nworkdir = \"" + work + "/gone\"\n", nil,
+			`config: agents.codex.workdir: "` + work + `/gone": no such file or directory`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, msg := loadErr(t, tc.file, withHome(tc.env...))
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("error does not contain %q:\n%s", tc.want, msg)
+			}
+		})
+	}
+}
+
+// TestAgentKey: where an agent's key is set, as people are told: a named
+// agent's section and variable, none for a name a variable cannot hold.
+func TestAgentKey(t *testing.T) {
+	for _, tc := range []struct{ name, key, want string }{
+		{DefaultAgentName, "command", "[agent] command (PARLEY_AGENT_COMMAND)"},
+		{"codex", "command", "[agents.codex] command (PARLEY_AGENTS_CODEX_COMMAND)"},
+		{"oc_2", "workdir", "[agents.oc_2] workdir (PARLEY_AGENTS_OC_2_WORKDIR)"},
+		{"my-agent", "command", "[agents.my-agent] command"},
+	} {
+		if got := AgentKey(tc.name, tc.key); got != tc.want {
+			t.Errorf("AgentKey(%q, %q) = %q, want %q", tc.name, tc.key, got, tc.want)
+		}
 	}
 }

@@ -96,9 +96,14 @@ type Config struct {
 	Access Access `toml:"access"`
 	// MCP configures what the chat server agents use tells people.
 	MCP MCP `toml:"mcp"`
-	// Agent is the agent parley runs for each session itself; none by
-	// default, agents connecting on their own.
+	// Agent is the agent parley runs for each session itself, the
+	// default of sessions that name none ([agents.NAME] name others);
+	// none by default, agents connecting on their own.
 	Agent Agent `toml:"agent"`
+	// Agents are the named agents ([agents.NAME]) parley runs beside
+	// Agent, chosen per session (agent.go). Their keys come here, after
+	// [agent]'s, by name.
+	Agents map[string]*Agent `toml:"-"`
 	// Platforms are the sections of the chat platforms this build has
 	// ([telegram], [slack], …), in the order of the Platforms Load was
 	// given, each defined, defaulted and validated by its platform's
@@ -487,14 +492,20 @@ func Load(path string, env []string, platforms Platforms) (Config, error) {
 		}
 		errs = append(errs, unknownKeys(path, string(data), md, &c, platforms.Absent)...)
 	}
+	agentsFromEnv(&c, env)
 	errs = append(errs, applyEnv(&c, env)...)
-	for _, p := range []*string{&c.DataDir, &c.Agent.Workdir, &c.Store.BackupDir} {
+	paths := []*string{&c.DataDir, &c.Agent.Workdir, &c.Store.BackupDir}
+	for _, a := range c.Agents {
+		paths = append(paths, &a.Workdir)
+	}
+	for _, p := range paths {
 		if rest, ok := strings.CutPrefix(*p, "~/"); ok {
 			if home := envMap(env)["HOME"]; home != "" {
 				*p = filepath.Join(home, rest)
 			}
 		}
 	}
+	c.resolveAgents()
 	c.Log.Level = strings.ToLower(c.Log.Level)
 	c.Log.Format = strings.ToLower(c.Log.Format)
 	errs = append(errs, c.validate()...)
@@ -613,6 +624,8 @@ func (c *Config) validate() []error {
 		bad("outbox.drain_timeout", "%s is negative; use a duration like 5s, or 0s not to wait", c.Outbox.DrainTimeout)
 	}
 
+	c.validateAgents(bad)
+
 	// Every section's URL keys, then its own rules, section by section so
 	// that a section's problems read together.
 	for _, sec := range sections(c) {
@@ -652,20 +665,23 @@ func loopback(host string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// fix says where to set key: "set [log] format or PARLEY_LOG_FORMAT".
+// fix says where to set key: "set [log] format or PARLEY_LOG_FORMAT",
+// "set [agents.codex] kind or PARLEY_AGENTS_CODEX_KIND".
 func fix(key string) string {
-	section, name, ok := strings.Cut(key, ".")
-	if !ok {
+	dot := strings.LastIndex(key, ".")
+	if dot < 0 {
 		return fmt.Sprintf("set %s or %s", key, envName(strings.Split(key, ".")))
 	}
-	return fmt.Sprintf("set [%s] %s or %s", section, name, envName(strings.Split(key, ".")))
+	return fmt.Sprintf("set [%s] %s or %s", key[:dot], key[dot+1:], envName(strings.Split(key, ".")))
 }
 
 // Redacted returns a copy of c with every non-empty secret replaced by
 // "***" and passwords in URLs masked (as url.URL.Redacted does), fit for
 // logging.
 func (c Config) Redacted() Config {
-	// The copy shares the platforms' sections with c: copy them too.
+	// The copy shares the platforms' sections and the named agents with
+	// c: copy them too.
+	c.Agents = cloneAgents(c.Agents)
 	c.Platforms = slices.Clone(c.Platforms)
 	for i, ps := range c.Platforms {
 		v := reflect.New(reflect.TypeOf(ps.Section).Elem())

@@ -97,7 +97,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Cleanup: Cleanup{NextNotice: true, NextInput: true, TurnComplete: true},
 		MCP:     MCP{NoAgentNotice: mcp.DefaultNoAgentNotice, SendDirs: mcp.DefaultSendDirs(), MaxSessions: int64(mcp.DefaultMaxSessions)},
-		Agent:   Agent{Command: "claude", Workdir: wd, Permissions: "ask", MaxRunning: 4},
+		Agent:   Agent{Workdir: wd, Permissions: "ask", MaxRunning: 4},
 		Platforms: []PlatformSection{
 			{Name: "telegram", Section: &telegram.Config{APIURL: "https://api.telegram.org", Mode: "polling"}},
 			{Name: "slack", Section: &slack.Config{APIURL: "https://slack.com/api/", Mode: "socket", EventsPath: "/slack/events"}},

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -43,6 +44,12 @@ func fields(c *Config) []field {
 			if sf.Type == platformsType {
 				for _, ps := range c.Platforms {
 					walk(reflect.ValueOf(ps.Section).Elem(), []string{ps.Name})
+				}
+				continue
+			}
+			if sf.Type == agentsType {
+				for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+					walk(reflect.ValueOf(c.Agents[name]).Elem(), []string{agentsTable, name})
 				}
 				continue
 			}
@@ -87,6 +94,12 @@ func sections(c *Config) []section {
 			}
 			continue
 		}
+		if sf.Type == agentsType {
+			for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+				out = append(out, section{name: agentsTable + "." + name, v: reflect.ValueOf(c.Agents[name]).Elem()})
+			}
+			continue
+		}
 		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
 		if name == "" || name == "-" || !sf.IsExported() ||
 			sf.Type.Kind() != reflect.Struct || reflect.PointerTo(sf.Type).Implements(textUnmarshaler) {
@@ -114,6 +127,12 @@ func (c *Config) tomlView() (view reflect.Value, dst []reflect.Value) {
 					Tag: reflect.StructTag(fmt.Sprintf("toml:%q", ps.Name))})
 				dst = append(dst, sv)
 			}
+			continue
+		}
+		if sf.Type == agentsType {
+			// The named agents are one table of tables, [agents.NAME].
+			sfs = append(sfs, reflect.StructField{Name: sf.Name, Type: sf.Type, Tag: reflect.StructTag(fmt.Sprintf("toml:%q", agentsTable))})
+			dst = append(dst, v.Field(i))
 			continue
 		}
 		sfs = append(sfs, reflect.StructField{Name: sf.Name, Type: sf.Type, Tag: sf.Tag})
@@ -224,7 +243,7 @@ func UnknownEnv(env []string, p Platforms) []string {
 	}
 	var out []string
 	for name := range envMap(env) {
-		if strings.HasPrefix(name, envPrefix) && !known[name] {
+		if _, _, agent := agentEnvName(name); strings.HasPrefix(name, envPrefix) && !known[name] && !agent {
 			out = append(out, name)
 		}
 	}

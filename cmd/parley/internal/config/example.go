@@ -49,6 +49,9 @@ func Example(env []string, p Platforms) []byte {
 			section, name = "", f.key
 		}
 		if section != current {
+			if current == "agent" {
+				b.WriteString(agentsExample)
+			}
 			current = section
 			b.WriteString("\n")
 			comment(&b, docs[section])

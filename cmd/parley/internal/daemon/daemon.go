@@ -82,6 +82,8 @@ type Options struct {
 	Allow map[core.Origin][]string
 	// Pairing admits people by one-time codes (commands.PairingOptions).
 	Pairing commands.PairingOptions
+	// Agents are the agents parley runs (commands.Options.Agents).
+	Agents []commands.Agent
 	// Reflect copies a person's input to the session's other platforms.
 	Reflect bool
 	// EditInterval is the least time between two edits of one message,
@@ -271,7 +273,8 @@ func Open(ctx context.Context, opts Options) (*Daemon, error) {
 	d.Follower = follow.New(st, d.Feed, follow.Options{After: last, Local: d.Bus, Listener: st,
 		Logger: opts.Logger.With("component", "follow")})
 	d.local = &localBus{MemBus: d.Bus, ordered: opts.StoreURL == ""}
-	d.Service, err = commands.New(ctx, st, d.local, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Logger: opts.Logger.With("component", "commands")})
+	d.Service, err = commands.New(ctx, st, d.local, commands.Options{Allow: opts.Allow, Pairing: opts.Pairing, Agents: opts.Agents,
+		Logger: opts.Logger.With("component", "commands")})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("daemon: %w", err)

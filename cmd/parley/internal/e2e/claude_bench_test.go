@@ -85,11 +85,19 @@ func BenchmarkClaudeCodeOverhead(b *testing.B) {
 }
 
 func benchCCOverheads(b *testing.B, wait time.Duration) {
+	benchOverheads(b, func() ccRun { return benchCCOverhead(b, 20, wait) })
+}
+
+// benchOverheads does b.N runs and reports the figures of the agent's first
+// text over them: all samples, the cold first text of each run, the 429s.
+// The samples' cli is the agent's own time to its first token, measured
+// beside parley's.
+func benchOverheads(b *testing.B, run func() ccRun) {
 	var all []ccSample
 	var cold []time.Duration
 	limited := 0
 	for range b.N {
-		r := benchCCOverhead(b, 20, wait)
+		r := run()
 		all = append(all, r.samples...)
 		cold = append(cold, r.cold)
 		limited += r.limited
@@ -184,18 +192,27 @@ func benchCCOverhead(b *testing.B, messages int, wait time.Duration) ccRun {
 	b.Cleanup(func() { ref.Stop() })
 	bn.ref = ref
 
+	return bn.measure(messages, bn.reference)
+}
+
+// measure opens the session's topic and has Ann ask the messages in it,
+// each followed by the same turn on the agent's reference (reference
+// returns when its model request arrived and its first text came, from
+// the start of its turn). The first two turns are not measured.
+func (bn *ccBench) measure(messages int, reference func(tag string) (request, delta time.Duration)) ccRun {
+	b := bn.b
 	bn.srv.SendText(bn.forum, 0, ann, "/new bench")
 	bn.srv.Await(b, time.Minute, "the session's topic", func() bool { return len(bn.srv.Topics(bn.forum)) == 1 })
 	bn.topic = bn.srv.Topics(bn.forum)[0].ID
 
-	// The first message starts parley's Claude Code process, the second
+	// The first message starts parley's agent process, the second
 	// is the first on a warm process: neither is measured with the others;
 	// the second counts the group calls a turn makes up to its first text.
 	bn.roomFor(2) // the topic was just created
 	first := bn.turn("cold")
-	bn.reference("cold")
+	reference("cold")
 	warm := bn.turn("warm")
-	bn.reference("warm")
+	reference("warm")
 	upToText := len(warm.ahead) + 1
 
 	run := ccRun{cold: first.shown}
@@ -204,7 +221,7 @@ func benchCCOverhead(b *testing.B, messages int, wait time.Duration) ccRun {
 		bn.roomFor(upToText + 1)
 		tag := fmt.Sprintf("%02d", i)
 		s := bn.turn(tag)
-		s.cliRequest, s.cli = bn.reference(tag)
+		s.cliRequest, s.cli = reference(tag)
 		run.samples = append(run.samples, s)
 		if testing.Verbose() {
 			// One line a message; the benchmark's own log keeps ten lines.

@@ -32,6 +32,17 @@ type ccStack struct {
 
 func newCCStack(t *testing.T, configure func(*config.Agent)) *ccStack {
 	t.Helper()
+	return newCCStackConfig(t, func(c *config.Config) {
+		if configure != nil {
+			configure(&c.Agent)
+		}
+	})
+}
+
+// newCCStackConfig is newCCStack whose whole configuration configure may
+// change before the start.
+func newCCStackConfig(t *testing.T, configure func(*config.Config)) *ccStack {
+	t.Helper()
 	cli := claudetest.CLI(t)
 	api := claudetest.NewAPI(t)
 	st := newTGStackStopped(t, telegramtest.Options{RichMessages: true})
@@ -43,7 +54,7 @@ func newCCStack(t *testing.T, configure func(*config.Agent)) *ccStack {
 	st.cfg.Agent = config.Agent{Kind: config.AgentClaudeCode, Command: cli, Workdir: cc.workdir,
 		Permissions: config.PermissionsAsk, MaxRunning: 4, Env: claudetest.Env(t, api.URL)}
 	if configure != nil {
-		configure(&st.cfg.Agent)
+		configure(&st.cfg)
 	}
 	st.start()
 	return cc

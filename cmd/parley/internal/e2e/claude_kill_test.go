@@ -165,8 +165,18 @@ func TestClaudeCodeKilledMidTurn(t *testing.T) {
 		t.Errorf("the second turn's request carries the answer %d times, want once", n)
 	}
 
+	// The restart's first start (--session-id of a conversation the
+	// killed turn created) fails; the resume that follows is no failure
+	// people need to hear of.
+	postedOnceNoFailure(t, botMessages(srv.Messages(forum, topic)))
+}
+
+// postedOnceNoFailure checks that no text was posted twice in msgs and
+// that none tells people of a failure (⚠️).
+func postedOnceNoFailure(t *testing.T, msgs []telegramtest.Message) {
+	t.Helper()
 	texts := map[string]int{}
-	for _, m := range botMessages(srv.Messages(forum, topic)) {
+	for _, m := range msgs {
 		texts[m.Text]++
 	}
 	for text, n := range texts {
@@ -174,9 +184,6 @@ func TestClaudeCodeKilledMidTurn(t *testing.T) {
 			t.Errorf("posted %d times in the topic: %q", n, text)
 		}
 		if strings.Contains(text, "⚠️") {
-			// The restart's first start (--session-id of a conversation
-			// the killed turn created) fails; the resume that follows is
-			// no failure people need to hear of.
 			t.Errorf("people were told of a failure: %q", text)
 		}
 	}

@@ -1,7 +1,9 @@
 // Package e2e holds parley's end-to-end tests: the whole daemon as people
 // and an agent meet it, on every platform, against the platforms' fakes
 // (telegramtest, slacktest), a real Matrix homeserver (Dendrite), a real
-// browser, the real Claude Code command line and a real PostgreSQL. It has
+// browser, the real Claude Code command line, real ACP agents (OpenCode
+// and Codex, against fake model APIs: acp_stack_test.go runs each story
+// once per agent) and a real PostgreSQL. It has
 // no code of its own outside its tests; this file is its documentation.
 //
 // The harness (harness_test.go) is written once. A stack is `parley serve`

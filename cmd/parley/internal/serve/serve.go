@@ -79,9 +79,11 @@ type Main struct {
 	presence *follow.Presence
 	metrics  *metrics.Metrics
 	http     *httpServer
-	// agents runs [agent] kind's agent for each session; nil when parley
-	// runs none.
+	// agents runs each session's agent ([agent], [agents.NAME]); nil when
+	// parley runs none.
 	agents *orchestrator.Orchestrator
+	// agentClosers stop the agents' processes after agents ends.
+	agentClosers []func() error
 	// daily takes the backups of [store] backup_dir; nil without one
 	// (backup.go).
 	daily *backup.Daily
@@ -128,8 +130,9 @@ func (m *Main) Open(ctx context.Context) error {
 		Adapters: m.Adapters,
 		Allow:    m.AllowLists(),
 		Pairing:  commands.PairingOptions{Enabled: c.Access.Pairing},
+		Agents:   commandAgents(c),
 		NewAdapters: func(deps daemon.Deps) ([]core.Adapter, error) {
-			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Feed, Logger: m.Logger.With("adapter", "web")})
+			m.web = web.New(web.Options{Store: deps.Store, Bus: deps.Feed, Agents: webAgents(c), Logger: m.Logger.With("adapter", "web")})
 			adapters := []core.Adapter{m.web}
 			if m.Adapters == nil {
 				built, err := m.BuildAdapters(ctx, deps, false)
@@ -185,24 +188,25 @@ func (m *Main) Open(ctx context.Context) error {
 		return names, err
 	}, func(r *http.Request) bool { return httpguard.HasToken(c.HTTP.Token, r) })
 	m.metrics = met
-	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Listener: m.Listener, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts},
+	m.http, err = newHTTPServer(serverOptions{Listen: c.HTTP.Listen, Listener: m.Listener, Token: c.HTTP.Token, AllowedHosts: c.HTTP.AllowedHosts,
+		MCPCredential: m.mcp.AgentAuthorized},
 		m.web, m.mcp.Handler(), met, m.routes...)
 	if err != nil {
 		m.mcp.Close()
 		d.Close()
 		return err
 	}
-	agents, runner, err := m.newOrchestrator()
+	agents, reapers, err := m.newOrchestrator()
 	if err != nil {
 		m.http.ln.Close()
 		m.mcp.Close()
 		d.Close()
 		return fmt.Errorf("agent: %w", err)
 	}
-	if runner != nil {
+	for _, reap := range reapers {
 		// Two processes on one transcript race: what a killed parley left
 		// running stops before any conversation is resumed.
-		n, err := runner.ReapStale()
+		n, err := reap()
 		if err != nil {
 			m.Logger.Warn("agents of a previous run may still be running", "err", err)
 		} else if n > 0 {
@@ -251,6 +255,7 @@ func (m *Main) Run(ctx context.Context) error {
 			if err := m.agents.Run(ctx); err != nil {
 				m.Logger.Error("the agents stopped", "err", err)
 			}
+			m.closeAgents()
 		}()
 	}
 	err := m.daemon.Run(ctx)
@@ -259,8 +264,10 @@ func (m *Main) Run(ctx context.Context) error {
 	return errors.Join(err, httpErr)
 }
 
-// Close closes the MCP server and the store.
+// Close closes the MCP server and the store, and stops the agents'
+// processes if Run did not.
 func (m *Main) Close() error {
+	m.closeAgents()
 	if m.mcp != nil {
 		m.mcp.Close()
 	}

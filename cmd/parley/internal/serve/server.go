@@ -19,7 +19,9 @@ import (
 // but the platforms' webhooks is behind httpguard's Browser (Host, and no
 // cross-site or non-JSON request changes anything); everything but the
 // page's static files and the liveness probe (/api/health) requires the
-// bearer token when one is set; request bodies of /api/ and /mcp are
+// bearer token when one is set (/mcp also admits the session credential of
+// an agent parley runs, which binds it to that session); request bodies of
+// /api/ and /mcp are
 // bounded in size, and every request's body in time (BodyDeadline).
 //
 // The server's own timeouts are ReadHeaderTimeout and IdleTimeout only.
@@ -59,6 +61,9 @@ type serverOptions struct {
 	// AllowedHosts are the names besides loopback ones the server
 	// answers to ([http] allowed_hosts).
 	AllowedHosts []string
+	// MCPCredential admits a request to /mcp without Token: an agent's
+	// session credential (mcp.Server.AgentAuthorized).
+	MCPCredential func(*http.Request) bool
 	// IdleTimeout closes keep-alive connections idle this long; 0 means
 	// defaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -73,7 +78,7 @@ type serverOptions struct {
 const defaultIdleTimeout = 90 * time.Second
 
 func newHTTPServer(o serverOptions, page *web.Adapter, mcpHandler http.Handler, met *metrics.Metrics, routes ...route) (*httpServer, error) {
-	g := httpguard.New(httpguard.Options{Token: o.Token, AllowedHosts: o.AllowedHosts})
+	g := httpguard.New(httpguard.Options{Token: o.Token, AllowedHosts: o.AllowedHosts, MCPCredential: o.MCPCredential})
 	mux := http.NewServeMux()
 	guarded := http.NewServeMux()
 	for _, r := range routes {

@@ -1,4 +1,4 @@
-package claudetest
+package modeltest
 
 import (
 	"bufio"
@@ -29,9 +29,9 @@ func post(t *testing.T, url, key, body string) *http.Response {
 // TestStreamIsAnthropics reads a scripted answer as an SSE client does and
 // checks the events come in Anthropic's order and shapes.
 func TestStreamIsAnthropics(t *testing.T) {
-	api := NewAPI(t)
-	api.Say(Chunks(0, "Hel", "lo"), Bash("ls", "List"))
-	resp := post(t, api.URL+"/v1/messages?beta=true", APIKey,
+	api := NewMessages(t)
+	api.Say(Chunks(0, "Hel", "lo"), Tool("Bash", map[string]string{"command": "ls", "description": "List"}))
+	resp := post(t, api.URL+"/v1/messages?beta=true", AnthropicKey,
 		`{"model":"m","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"hi"},`+
 			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","is_error":true,"content":[{"type":"text","text":"no"}]}]}]}`)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
@@ -86,7 +86,7 @@ func TestStreamIsAnthropics(t *testing.T) {
 }
 
 func TestErrorsAreAnthropics(t *testing.T) {
-	api := NewAPI(t)
+	api := NewMessages(t)
 	check := func(resp *http.Response, status int, typ string) {
 		t.Helper()
 		b, _ := io.ReadAll(resp.Body)
@@ -106,14 +106,14 @@ func TestErrorsAreAnthropics(t *testing.T) {
 	body := `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`
 	check(post(t, api.URL+"/v1/messages", "sk-wrong", body), 401, "authentication_error")
 	api.Fail(529)
-	check(post(t, api.URL+"/v1/messages", APIKey, body), 529, "overloaded_error")
+	check(post(t, api.URL+"/v1/messages", AnthropicKey, body), 529, "overloaded_error")
 	api.Fail(429)
-	check(post(t, api.URL+"/v1/messages", APIKey, body), 429, "rate_limit_error")
+	check(post(t, api.URL+"/v1/messages", AnthropicKey, body), 429, "rate_limit_error")
 	api.Fail(0)
 	api.Script(Reply{Status: 500})
-	check(post(t, api.URL+"/v1/messages", APIKey, body), 500, "api_error")
+	check(post(t, api.URL+"/v1/messages", AnthropicKey, body), 500, "api_error")
 
-	resp := post(t, api.URL+"/v1/messages/count_tokens", APIKey, body)
+	resp := post(t, api.URL+"/v1/messages/count_tokens", AnthropicKey, body)
 	var count struct {
 		InputTokens int `json:"input_tokens"`
 	}
@@ -128,21 +128,21 @@ func TestErrorsAreAnthropics(t *testing.T) {
 // TestSideRequests: requests outside the main loop are answered without
 // taking the script.
 func TestSideRequests(t *testing.T) {
-	api := NewAPI(t)
+	api := NewMessages(t)
 	api.Say(Text("scripted"))
-	side := post(t, api.URL+"/v1/messages", APIKey, `{"model":"small","max_tokens":50,"messages":[{"role":"user","content":"title?"}]}`)
+	side := post(t, api.URL+"/v1/messages", AnthropicKey, `{"model":"small","max_tokens":50,"messages":[{"role":"user","content":"title?"}]}`)
 	var msg struct {
 		Content []struct{ Text string } `json:"content"`
 	}
 	if err := json.NewDecoder(side.Body).Decode(&msg); err != nil || len(msg.Content) != 1 || msg.Content[0].Text != "OK" {
 		t.Fatalf("side answer %+v: %v", msg, err)
 	}
-	streamed := post(t, api.URL+"/v1/messages", APIKey, `{"model":"small","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	streamed := post(t, api.URL+"/v1/messages", AnthropicKey, `{"model":"small","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	b, _ := io.ReadAll(streamed.Body)
 	if !strings.Contains(string(b), `"text":"OK"`) {
 		t.Fatalf("streamed side answer %s", b)
 	}
-	main := post(t, api.URL+"/v1/messages", APIKey, `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`)
+	main := post(t, api.URL+"/v1/messages", AnthropicKey, `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`)
 	b, _ = io.ReadAll(main.Body)
 	if !strings.Contains(string(b), `"text":"scripted"`) || len(api.ModelRequests()) != 1 {
 		t.Fatalf("main answer %s", b)
@@ -152,11 +152,11 @@ func TestSideRequests(t *testing.T) {
 // TestRequestTime: each request carries when it arrived, between the
 // client's sending it and its answer, in the order they came.
 func TestRequestTime(t *testing.T) {
-	api := NewAPI(t)
+	api := NewMessages(t)
 	var around [][2]time.Time
 	for range 2 {
 		before := time.Now()
-		resp := post(t, api.URL+"/v1/messages", APIKey, `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`)
+		resp := post(t, api.URL+"/v1/messages", AnthropicKey, `{"model":"m","stream":true,"tools":[{}],"messages":[{"role":"user","content":"hi"}]}`)
 		io.ReadAll(resp.Body)
 		around = append(around, [2]time.Time{before, time.Now()})
 	}
@@ -168,26 +168,5 @@ func TestRequestTime(t *testing.T) {
 		if r.Time.Before(around[i][0]) || r.Time.After(around[i][1]) {
 			t.Errorf("request %d arrived at %v, not between its sending %v and its answer %v", i, r.Time, around[i][0], around[i][1])
 		}
-	}
-}
-
-func TestEnv(t *testing.T) {
-	env := Env(t, "http://127.0.0.1:1")
-	got := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		got[k] = v
-	}
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
-		if got[k] == "" {
-			t.Errorf("no %s", k)
-		}
-	}
-	if got["ANTHROPIC_BASE_URL"] != "http://127.0.0.1:1" || got["ANTHROPIC_API_KEY"] != APIKey ||
-		got["DISABLE_TELEMETRY"] != "1" || got["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] != "1" {
-		t.Fatalf("env %v", env)
-	}
-	if got["HOME"] == got["TMPDIR"] {
-		t.Fatal("HOME and TMPDIR are one directory")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package claudecode
+package agentproc
 
 import (
 	"bytes"
@@ -12,22 +12,24 @@ import (
 	"unsafe"
 )
 
-// supported says whether this system can run Claude Code processes.
-func supported() error { return nil }
+// Supported says whether this system can run agent processes under these
+// rules: finding and stopping them reads Linux's /proc.
+func Supported() bool { return true }
 
-// sysProcAttr puts claude in a process group of its own, so Stop and
-// ReapStale reach the tools and MCP servers it starts too (they survive a
-// kill of claude alone); Pdeathsig is a second line for when parley dies
-// without stopping it.
-func sysProcAttr() *syscall.SysProcAttr {
+// SysProcAttr puts an agent in a process group of its own, so stopping and
+// reaping reach the tools and MCP servers it starts too (they survive a
+// kill of the agent alone); Pdeathsig is a second line for when parley
+// dies without stopping it.
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// signalGroup sends sig to process group pgid.
-func signalGroup(pgid int, sig syscall.Signal) { syscall.Kill(-pgid, sig) }
+// SignalGroup sends sig to process group pgid.
+func SignalGroup(pgid int, sig syscall.Signal) { syscall.Kill(-pgid, sig) }
 
-// waitExited blocks until pid exited, without reaping it (WNOWAIT).
-func waitExited(pid int) {
+// WaitExited blocks until pid, a child of this process, exited, without
+// reaping it (WNOWAIT): until reaped it holds its pid and group id.
+func WaitExited(pid int) {
 	const pPID = 1
 	var info [128]byte // siginfo_t
 	for {
@@ -39,11 +41,12 @@ func waitExited(pid int) {
 	}
 }
 
-// hasMarker says whether pid's environment holds marker: the variable
-// (markerVar=random id) parley gave one claude, inherited by everything it
-// starts. Claude Code starts each Bash command in a session (and process
-// group) of its own, so this, not the group, is what finds them all.
-func hasMarker(pid int, marker string) bool {
+// HasMarker says whether pid's environment holds marker: the variable
+// (NAME=random id, see NewMarker) parley gave one agent process, inherited
+// by everything it starts. An agent may start its commands in sessions
+// (and process groups) of their own, as Claude Code does with each Bash
+// command, so this, not the group, is what finds them all.
+func HasMarker(pid int, marker string) bool {
 	if marker == "" {
 		return false
 	}
@@ -59,38 +62,38 @@ func hasMarker(pid int, marker string) bool {
 	return false
 }
 
-// marked lists the live processes carrying marker.
-func marked(marker string) []int {
+// Marked lists the live processes carrying marker.
+func Marked(marker string) []int {
 	if marker == "" {
 		return nil
 	}
 	var out []int
 	eachProcess(func(pid int, st procStat) {
-		if hasMarker(pid, marker) {
+		if HasMarker(pid, marker) {
 			out = append(out, pid)
 		}
 	})
 	return out
 }
 
-// signalMarked sends sig to every process carrying marker. Each is opened
+// SignalMarked sends sig to every process carrying marker. Each is opened
 // (a pidfd) before its marker is checked, so a pid given to another process
 // meanwhile is never signalled.
-func signalMarked(marker string, sig syscall.Signal) {
-	for _, pid := range marked(marker) {
+func SignalMarked(marker string, sig syscall.Signal) {
+	for _, pid := range Marked(marker) {
 		proc, err := os.FindProcess(pid)
 		if err != nil {
 			continue
 		}
-		if hasMarker(pid, marker) {
+		if HasMarker(pid, marker) {
 			proc.Signal(sig)
 		}
 		proc.Release()
 	}
 }
 
-// groupMembers lists the live (not zombie) processes of process group pgid.
-func groupMembers(pgid int) []int {
+// GroupMembers lists the live (not zombie) processes of process group pgid.
+func GroupMembers(pgid int) []int {
 	var out []int
 	eachProcess(func(pid int, st procStat) {
 		if st.pgrp == pgid {
@@ -119,6 +122,12 @@ func eachProcess(f func(pid int, st procStat)) {
 	}
 }
 
+// Live says whether pid is a live process, not a zombie.
+func Live(pid int) bool {
+	st, err := readStat(pid)
+	return err == nil && st.state != "Z"
+}
+
 type procStat struct {
 	state string
 	pgrp  int
@@ -134,30 +143,30 @@ func readStat(pid int) (procStat, error) {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: no command", pid)
+		return procStat{}, fmt.Errorf("agentproc: /proc/%d/stat: no command", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
 	if len(f) < 20 {
-		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: short", pid)
+		return procStat{}, fmt.Errorf("agentproc: /proc/%d/stat: short", pid)
 	}
 	pgrp, err := strconv.Atoi(f[2])
 	if err != nil {
-		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: %w", pid, err)
+		return procStat{}, fmt.Errorf("agentproc: /proc/%d/stat: %w", pid, err)
 	}
 	start, err := strconv.ParseUint(f[19], 10, 64)
 	if err != nil {
-		return procStat{}, fmt.Errorf("claudecode: /proc/%d/stat: %w", pid, err)
+		return procStat{}, fmt.Errorf("agentproc: /proc/%d/stat: %w", pid, err)
 	}
 	return procStat{state: f[0], pgrp: pgrp, start: start}, nil
 }
 
-// procStart is the process's start time in clock ticks since boot: with
+// ProcStart is the process's start time in clock ticks since boot: with
 // the pid it names one process for good.
-func procStart(pid int) (uint64, error) {
+func ProcStart(pid int) (uint64, error) {
 	st, err := readStat(pid)
 	if err != nil {
-		return 0, fmt.Errorf("claudecode: start time of %d: %w", pid, err)
+		return 0, fmt.Errorf("agentproc: start time of %d: %w", pid, err)
 	}
 	return st.start, nil
 }
