@@ -824,6 +824,48 @@ func TestDispatchLateFinalIsNotLost(t *testing.T) {
 	})
 }
 
+// TestDispatchLateFinalPastFileThreshold: a late final with no message of
+// its own turn to edit goes as new messages, and past the file threshold in
+// the same form as on time: its tail, then the whole text as a document.
+// (A binding made after the turn ended starts at the next turn, which makes
+// the turn's final late: it then went as eleven messages instead.)
+func TestDispatchLateFinalPastFileThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fk := newFake(core.Capabilities{MaxLength: 200, FileThreshold: 1000})
+		r := newRig(t, fk, openStore(t), delivery.OutboxOptions{})
+		id := r.newSession("late file", dm)
+		r.settle()
+		text := strings.Repeat("all work and no play\n", 100)
+		fk.FailNext("send", errors.New("502 Bad Gateway"))
+		r.update(id, func(s *core.Session) []core.Event {
+			events := []core.Event{
+				{Kind: core.EventOutput, Session: id, Text: text, Turn: s.Turn, Final: true},
+				{Kind: core.EventTurnComplete, Session: id, Turn: s.Turn},
+			}
+			s.Turn++
+			s.Output, s.OutputFinal = "", false
+			return events
+		})
+		r.output(id, "turn 1 live")
+		time.Sleep(time.Minute)
+		r.settle()
+		var docs []string
+		for _, op := range fk.Ops() {
+			if op.Method == "file" && op.Err == nil {
+				docs = append(docs, op.File)
+			}
+		}
+		if len(docs) != 1 || docs[0] != text {
+			t.Fatalf("%d documents sent, want one with the whole %d bytes of the late final", len(docs), len(text))
+		}
+		// The fake shows a document as a message too: its name and caption.
+		if got := messages(fk, dm, core.KindContinuation); len(got) != 2 || !strings.Contains(got[0], "attached as a file") ||
+			!strings.Contains(got[0], "no play") || !strings.HasPrefix(got[1], "[file ") {
+			t.Errorf("messages %q, want the final's tail, then the document", got)
+		}
+	})
+}
+
 // TestDispatchDeliveringBy: an event counts against the adapter that still
 // owes one of its operations, until the platform confirms it.
 func TestDispatchDeliveringBy(t *testing.T) {

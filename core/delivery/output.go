@@ -176,6 +176,13 @@ func (o *output) lateFinal(ctx context.Context, a core.Adapter, id core.SessionI
 			return err
 		}
 	}
+	if file {
+		// Past the file threshold the text goes as a document wherever
+		// it lands: its tail as a new message, then the document.
+		o.finish(a, id, b, e, j, []string{live}, false)
+		o.finish(a, id, b, e, j, nil, true)
+		return core.ErrNoCall
+	}
 	parts := []string{e.Text}
 	if c := a.Capabilities(); c.MaxLength > 0 && measure(a, e.Text) > c.MaxLength {
 		parts = split(a, e.Text)
