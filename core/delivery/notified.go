@@ -32,11 +32,18 @@ func (n *notified) mark(s core.Session, name core.AdapterName) {
 
 // complete forgets the session's entry on name as its turn completes and
 // reports whether that turn had notified already.
+//
+// mark takes the turn from the session as the dispatcher read it, which
+// may be later than the message's own: the agent yielded before its
+// message was dispatched. Events are dispatched in order, so nothing of a
+// later turn has been when this turn completes: an entry of this turn or
+// later is this turn's notification; one of an earlier turn is stale (its
+// completion went elsewhere).
 func (n *notified) complete(id core.SessionID, name core.AdapterName, turn uint64) bool {
 	k := notifiedKey(id, name)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	already := n.turns[k] == turn+1
+	already := n.turns[k] >= turn+1
 	delete(n.turns, k)
 	return already
 }
