@@ -15,7 +15,8 @@ import (
 	"github.com/parley-chat/parley/mcp/claudecode"
 )
 
-// fakeClaude is Claude Code as PLATFORMS.md ("Claude Code") describes it,
+// fakeClaude is Claude Code as package claudecode's doc describes it
+// (https://code.claude.com/docs/en/headless, stream-json),
 // with a scripted model: one long-lived process per conversation taking
 // turns on Send, each reported as Init, TextDeltas and Texts, ToolUses
 // (a PermissionRequest first when the call needs one, waiting for its
